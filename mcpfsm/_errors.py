@@ -1,0 +1,105 @@
+"""The mcpfsm error tree.
+
+Every error mcpfsm raises on purpose derives from :class:`McpError`::
+
+    McpError
+    ├── RpcError                 the server answered a JSON-RPC error (.code, .message, .data)
+    │   └── HeaderMismatchError  code -32020: the server's headers differ from ours (SPEC §6)
+    ├── MirroringError           an argument cannot be mirrored into an Mcp-Param-* header (SPEC §4);
+    │                            raised before anything is sent
+    ├── HeaderDecodeError        a header value is not what the SPEC §4 encoder produces
+    ├── TransportError           network failure, timeout, HTTP error without a JSON-RPC body,
+    │                            a stream that ended before its response (SPEC §7)
+    └── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
+
+Foreign exceptions (httpx, trio, OS) are mapped to these in one place per transport and
+always chained with ``raise ... from exc``. Cancellation is never wrapped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "HEADER_MISMATCH",
+    "HeaderDecodeError",
+    "HeaderMismatchError",
+    "McpError",
+    "MirroringError",
+    "ProtocolError",
+    "RpcError",
+    "TransportError",
+    "rpc_error",
+]
+
+HEADER_MISMATCH = -32020
+"""JSON-RPC error code a server answers when request headers disagree with the body (SEP-2243)."""
+
+
+class McpError(Exception):
+    """Base class of every error mcpfsm raises on purpose."""
+
+
+class RpcError(McpError):
+    """The server answered the request with a JSON-RPC error object.
+
+    Attributes:
+        code: the JSON-RPC error code.
+        message: the server's error message.
+        data: the optional ``data`` member, as decoded JSON (``None`` when absent).
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"JSON-RPC error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class HeaderMismatchError(RpcError):
+    """The server answered -32020 HeaderMismatch: mirrored headers and body disagree (SPEC §6)."""
+
+
+class MirroringError(McpError, ValueError):
+    """An argument value cannot be mirrored into its header (SPEC §4).
+
+    Raised while planning, before any byte is sent; the connection stays usable.
+
+    Attributes:
+        path: the argument's property path, e.g. ``("options", "readOnly")``.
+        header: the header it would have gone to, e.g. ``"Mcp-Param-Read-Only"``.
+        declared_type: the schema type, ``"string"``, ``"integer"`` or ``"boolean"``.
+    """
+
+    def __init__(self, message: str, *, path: tuple[str, ...], header: str, declared_type: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.header = header
+        self.declared_type = declared_type
+
+
+class HeaderDecodeError(McpError, ValueError):
+    """A header value is not one the SPEC §4 encoder could have produced."""
+
+
+class TransportError(McpError):
+    """The request did not get a JSON-RPC answer: network, timeout, HTTP status, cut stream.
+
+    Attributes:
+        status: the HTTP status code when there was a response, else ``None``.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ProtocolError(McpError):
+    """The peer's reply is not valid JSON-RPC or MCP (malformed JSON, wrong shapes, paging loops)."""
+
+
+def rpc_error(code: int, message: str, data: Any = None) -> RpcError:
+    """Build the most specific :class:`RpcError` subclass for ``code``."""
+    if code == HEADER_MISMATCH:
+        return HeaderMismatchError(code, message, data)
+    return RpcError(code, message, data)
