@@ -47,7 +47,7 @@ def is_literal(value: str) -> bool:
 
 
 def encode_header_value(value: str) -> str:
-    """Encode ``value`` for an ``Mcp-Param-*`` or ``Mcp-Name`` header (SPEC §4).
+    r"""Encode ``value`` for an ``Mcp-Param-*`` or ``Mcp-Name`` header (SPEC §4).
 
     Returns the value itself when it is safe as a header, else the Base64 sentinel form.
 
@@ -66,11 +66,13 @@ def decode_header_value(header: str) -> str:
 
     Raises:
         HeaderDecodeError: the sentinel carries non-canonical or unpadded Base64, or bytes that
-            are not UTF-8; or a literal value contains characters the encoder would have encoded.
+            are not UTF-8, or a value the encoder sends literally; or a literal value the
+            encoder would have Base64-encoded (control or non-ASCII characters, edge spaces, empty).
     """
-    if len(header) >= len(SENTINEL_PREFIX) and header.startswith(SENTINEL_PREFIX) and header.endswith(
-        SENTINEL_SUFFIX
-    ):
+    if header.startswith(SENTINEL_PREFIX) and header.endswith(SENTINEL_SUFFIX):
+        if len(header) < len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX):
+            # `=?base64?=`: prefix and suffix overlap, so there is no payload, not even an empty one.
+            raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
         payload = header[len(SENTINEL_PREFIX) : len(header) - len(SENTINEL_SUFFIX)]
         if not _CANONICAL_B64.match(payload):
             raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
@@ -87,7 +89,7 @@ def decode_header_value(header: str) -> str:
             raise HeaderDecodeError(f"header value {_short(header)} encodes a value that is sent literally")
         return text
     if not is_literal(header):
-        raise HeaderDecodeError(f"header value {_short(header)} contains characters that must be Base64-encoded")
+        raise HeaderDecodeError(f"header value {_short(header)} must be Base64-encoded")
     return header
 
 

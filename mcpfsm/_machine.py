@@ -66,34 +66,41 @@ __all__ = [
 
 
 class State(StrEnum):
-    """A state of one tool call (SPEC §5); each member equals its plain string name."""
+    """A state of one tool call (SPEC §5); each member equals its plain string name.
 
-    RESOLVING = "resolving"
-    PLANNING = "planning"
-    SENDING = "sending"
-    RELISTING = "relisting"
-    COMPARING = "comparing"
-    RETRYING = "retrying"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
+    Member names are the values themselves because ``transitions`` identifies an ``Enum`` state by its
+    ``.name``: so ``State.sending`` and ``"sending"`` mean the same state to a Machine too.
+    """
+
+    resolving = "resolving"
+    planning = "planning"
+    sending = "sending"
+    relisting = "relisting"
+    comparing = "comparing"
+    retrying = "retrying"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
 
 
 class Trigger(StrEnum):
-    """A fact the driver reports to leave a state (SPEC §5); each member equals its plain string name."""
+    """A fact the driver reports to leave a state (SPEC §5); each member equals its plain string name.
 
-    RESOLVED = "resolved"
-    PLANNED = "planned"
-    UNMIRRORABLE = "unmirrorable"
-    ANSWERED = "answered"
-    MISMATCHED = "mismatched"
-    ERRORED = "errored"
-    RELISTED = "relisted"
-    VANISHED = "vanished"
-    RELIST_FAILED = "relist_failed"
-    CHANGED = "changed"
-    UNCHANGED = "unchanged"
-    CANCELLED = "cancelled"
+    Member names are the values themselves, as for :class:`State`.
+    """
+
+    resolved = "resolved"
+    planned = "planned"
+    unmirrorable = "unmirrorable"
+    answered = "answered"
+    mismatched = "mismatched"
+    errored = "errored"
+    relisted = "relisted"
+    vanished = "vanished"
+    relist_failed = "relist_failed"
+    changed = "changed"
+    unchanged = "unchanged"
+    cancelled = "cancelled"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,10 +120,10 @@ class Edge:
 STATES: tuple[State, ...] = tuple(State)
 """Every state, in SPEC §5 order."""
 
-INITIAL: State = State.RESOLVING
+INITIAL: State = State.resolving
 """The state every call starts in."""
 
-TERMINAL: frozenset[State] = frozenset({State.SUCCEEDED, State.FAILED, State.CANCELLED})
+TERMINAL: frozenset[State] = frozenset({State.succeeded, State.failed, State.cancelled})
 """States that accept no trigger: the call has ended."""
 
 
@@ -125,23 +132,25 @@ def _edge(trigger: Trigger, source: State, dest: State, guard: str) -> Edge:
 
 
 EDGES: tuple[Edge, ...] = (
-    _edge(Trigger.RESOLVED, State.RESOLVING, State.PLANNING, "definition chosen"),
-    _edge(Trigger.PLANNED, State.PLANNING, State.SENDING, "headers planned"),
-    _edge(Trigger.UNMIRRORABLE, State.PLANNING, State.FAILED, "MirroringError"),
-    _edge(Trigger.ANSWERED, State.SENDING, State.SUCCEEDED, "result"),
-    _edge(Trigger.MISMATCHED, State.SENDING, State.RELISTING, "-32020 HeaderMismatch"),
-    _edge(Trigger.ERRORED, State.SENDING, State.FAILED, "any other error"),
-    _edge(Trigger.RELISTED, State.RELISTING, State.COMPARING, "tool found"),
-    _edge(Trigger.VANISHED, State.RELISTING, State.FAILED, "tool gone from listing"),
-    _edge(Trigger.RELIST_FAILED, State.RELISTING, State.FAILED, "tools/list failed"),
-    _edge(Trigger.CHANGED, State.COMPARING, State.RETRYING, "fresh plan differs"),
-    _edge(Trigger.UNCHANGED, State.COMPARING, State.FAILED, "same plan"),
-    _edge(Trigger.ANSWERED, State.RETRYING, State.SUCCEEDED, "result"),
+    _edge(Trigger.resolved, State.resolving, State.planning, "definition chosen"),
+    _edge(Trigger.planned, State.planning, State.sending, "headers planned"),
+    _edge(Trigger.unmirrorable, State.planning, State.failed, "MirroringError"),
+    _edge(Trigger.answered, State.sending, State.succeeded, "result"),
+    _edge(Trigger.mismatched, State.sending, State.relisting, "-32020 HeaderMismatch"),
+    _edge(Trigger.errored, State.sending, State.failed, "any other error"),
+    _edge(Trigger.relisted, State.relisting, State.comparing, "tool found"),
+    _edge(Trigger.vanished, State.relisting, State.failed, "tool gone from listing"),
+    _edge(Trigger.relist_failed, State.relisting, State.failed, "tools/list failed"),
+    _edge(Trigger.changed, State.comparing, State.retrying, "fresh plan differs"),
+    _edge(Trigger.unchanged, State.comparing, State.failed, "same plan"),
+    # The fresh schema may make the same arguments unmirrorable: the -32020 is raised, with the cause.
+    _edge(Trigger.unmirrorable, State.comparing, State.failed, "fresh plan fails"),
+    _edge(Trigger.answered, State.retrying, State.succeeded, "result"),
     # SPEC §6: a second -32020 is not recovered from, so the machine stays acyclic.
-    _edge(Trigger.MISMATCHED, State.RETRYING, State.FAILED, "second -32020"),
-    _edge(Trigger.ERRORED, State.RETRYING, State.FAILED, "any other error"),
+    _edge(Trigger.mismatched, State.retrying, State.failed, "second -32020"),
+    _edge(Trigger.errored, State.retrying, State.failed, "any other error"),
     *(
-        _edge(Trigger.CANCELLED, state, State.CANCELLED, "trio cancellation")
+        _edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
         for state in STATES
         if state not in TERMINAL
     ),

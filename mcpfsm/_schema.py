@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -35,6 +36,11 @@ _TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 # Keywords whose values are instance data, not schemas: an `x-mcp-header` key inside them is
 # data (SPEC §3), so the walk never enters them.
 _INSTANCE_DATA: Final = frozenset({"default", "examples", "const", "enum"})
+# Keywords whose values map names to schemas: their keys are names, never keywords, so a
+# definition named `default` is still walked and one named `x-mcp-header` is not an annotation.
+_SCHEMA_MAPS: Final = frozenset(
+    {"properties", "patternProperties", "$defs", "definitions", "dependentSchemas", "dependencies"}
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,8 +109,9 @@ def _describe(value: object) -> str:
     # Strings in Python quotes as in the SPEC §3 log line; other values as JSON (12, null, true).
     try:
         text = repr(value) if isinstance(value, str) else json.dumps(value)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        # Not JSON, or nested too deep for json.dumps (and for repr): reprlib stops at depth 6.
+        text = reprlib.repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -139,10 +146,10 @@ def inspect_input_schema(schema: object) -> SchemaVerdict:
                 if key == ANNOTATION or key in _INSTANCE_DATA or not isinstance(value, Mapping | list):
                     continue
                 key_loc: _Loc = (loc, key)
-                if key == "properties" and isinstance(value, Mapping):
+                if key in _SCHEMA_MAPS and isinstance(value, Mapping):
                     for name, sub in value.items():
                         if isinstance(sub, Mapping | list):
-                            ok = (reachable or loc is None) and isinstance(name, str)
+                            ok = key == "properties" and (reachable or loc is None) and isinstance(name, str)
                             children.append((sub, (key_loc, name), (prop, name) if ok else None, ok))
                 else:
                     children.append((value, key_loc, None, False))

@@ -62,10 +62,16 @@ class SseParser:
     dispatches the event (nothing is dispatched when no ``data:`` line was seen, but an ``id:``
     still takes effect); ``id`` values containing NUL and non-digit ``retry`` values are ignored.
 
+    One parser reads one response body. To resume a cut stream (SPEC §7, legacy era), read the
+    new body with ``SseParser(last_event_id=old.last_event_id, retry=old.retry)``: the event
+    source's last event ID and reconnection time carry over, the line and event buffers do not.
+
     Args:
         max_event_bytes: the largest line, and the largest event data (the ``data:`` values
             joined with LF), accepted, in bytes. Anything larger raises :class:`SseError`, so a
             misbehaving server cannot make the client buffer without bound.
+        last_event_id: the last event ID carried over from an earlier stream of the same source.
+        retry: the reconnection time (ms) carried over from an earlier stream of the same source.
 
     Raises:
         ValueError: ``max_event_bytes`` is smaller than 1.
@@ -87,7 +93,13 @@ class SseParser:
         "_skip_lf",
     )
 
-    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+        last_event_id: str | None = None,
+        retry: int | None = None,
+    ) -> None:
         if max_event_bytes < 1:
             raise ValueError(f"max_event_bytes must be at least 1, got {max_event_bytes}")
         self._max = max_event_bytes
@@ -99,9 +111,11 @@ class SseParser:
         self._data: list[bytes] = []
         self._data_size = 0
         self._event_type = b""
-        self._id_buffer: str | None = None
-        self._last_event_id: str | None = None
-        self._retry: int | None = None
+        # Browsers seed the ID buffer with the carried-over ID, so a resumed stream whose first
+        # event has no id: keeps it (the standard's fresh empty buffer would erase it).
+        self._id_buffer = last_event_id
+        self._last_event_id = last_event_id
+        self._retry = retry
 
     @property
     def last_event_id(self) -> str | None:
@@ -157,7 +171,12 @@ class SseParser:
                 self._fail_line()
             return []
         buffer = b"".join(self._pending) + chunk if self._pending else chunk
-        lines = _LINE_END.split(buffer) if has_cr else buffer.split(b"\n")
+        if has_cr:
+            # CRLF-only streams are common; normalising them keeps the fast bytes.split path.
+            normalised = buffer.replace(b"\r\n", b"\n")
+            lines = _LINE_END.split(buffer) if b"\r" in normalised else normalised.split(b"\n")
+        else:
+            lines = buffer.split(b"\n")
         rest = lines.pop()
         self._pending = [rest] if rest else []
         self._pending_size = len(rest)

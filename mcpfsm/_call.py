@@ -1,0 +1,223 @@
+"""The trio driver of one tool call (SPEC §5, §6, §9).
+
+For the current state the driver performs one effect, the effect reports one fact as a trigger,
+the compiled table of ``_machine`` gives the next state, and one :class:`CallEvent` is
+published. Effects are the only code here that awaits; everything they compute comes from the
+pure modules (planning, catalog, events).
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ._catalog import ToolCatalog, ToolDefinition
+from ._errors import HeaderMismatchError, McpError, MirroringError
+from ._events import CallEvent, error_summary
+from ._machine import INITIAL, TERMINAL, State, Trigger, advance
+from ._plan import HeaderPlan, is_modern, plan_request
+
+if TYPE_CHECKING:
+    from ._client import Client, ToolResult
+
+__all__ = ["ToolCall"]
+
+_CALL_PREFIX = secrets.token_hex(4)
+_CALL_COUNTER = itertools.count(1)
+
+
+class ToolCall:
+    """The mutable context of one call while the driver runs it; one instance per call."""
+
+    __slots__ = (
+        "arguments",
+        "attempt",
+        "call_id",
+        "client",
+        "definition",
+        "error",
+        "handle",
+        "mismatch",
+        "name",
+        "plan",
+        "result",
+        "seq",
+        "started",
+    )
+
+    def __init__(
+        self,
+        client: Client,
+        name: str,
+        arguments: Mapping[str, Any],
+        handle: ToolDefinition | None,
+    ) -> None:
+        """Prepare a call of tool ``name``; ``handle`` is the definition of a ``Tool`` handle, if any."""
+        self.client = client
+        self.name = name
+        self.arguments = arguments
+        self.handle = handle
+        self.call_id = f"{_CALL_PREFIX}-{next(_CALL_COUNTER)}"
+        self.seq = 0
+        self.attempt = 1
+        self.started = 0.0
+        self.definition: ToolDefinition | None = None
+        self.plan: HeaderPlan | None = None
+        self.mismatch: HeaderMismatchError | None = None
+        self.error: BaseException | None = None
+        self.result: ToolResult | None = None
+
+    def _params(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
+
+    def _plan(self, definition: ToolDefinition | None) -> HeaderPlan:
+        return plan_request(
+            "tools/call",
+            self._params(),
+            protocol_version=self.client.protocol_version,
+            mirrored=definition.mirrored if definition is not None else (),
+        )
+
+    # --- one effect per state; each returns the trigger naming what happened -----------------
+
+    async def _resolving(self) -> Trigger:
+        if self.handle is not None:
+            # SPEC §5: the newest definition of that name this client has listed, else the handle's.
+            self.definition = self.client._known_definition(self.name) or self.handle
+        return Trigger.resolved
+
+    async def _planning(self) -> Trigger:
+        try:
+            self.plan = self._plan(self.definition)
+        except MirroringError as exc:
+            self.error = exc
+            return Trigger.unmirrorable
+        return Trigger.planned
+
+    async def _send(self) -> Trigger:
+        assert self.plan is not None
+        try:
+            self.result = await self.client._call_once(self._params(), self.plan)
+        except HeaderMismatchError as exc:
+            self.error = exc
+            # SPEC §6: recovery exists only where headers are mirrored (modern era).
+            if self.attempt == 1 and not is_modern(self.client.protocol_version):
+                return Trigger.errored
+            return Trigger.mismatched
+        except (McpError, ValueError, TypeError) as exc:
+            self.error = exc
+            return Trigger.errored
+        return Trigger.answered
+
+    async def _sending(self) -> Trigger:
+        trigger = await self._send()
+        if trigger is Trigger.mismatched:
+            assert isinstance(self.error, HeaderMismatchError)
+            self.mismatch = self.error
+        return trigger
+
+    async def _relisting(self) -> Trigger:
+        assert self.mismatch is not None
+        try:
+            catalog: ToolCatalog = await self.client._relist()
+        except McpError as exc:
+            # SPEC §6: the original -32020 is raised, with the relist failure as its cause.
+            self.mismatch.__cause__ = exc
+            self.error = self.mismatch
+            return Trigger.relist_failed
+        fresh = catalog.get(self.name)
+        if fresh is None:
+            self.error = self.mismatch
+            return Trigger.vanished
+        self.definition = fresh
+        return Trigger.relisted
+
+    async def _comparing(self) -> Trigger:
+        assert self.mismatch is not None
+        try:
+            fresh = self._plan(self.definition)
+        except MirroringError as exc:
+            self.mismatch.__cause__ = exc
+            self.error = self.mismatch
+            return Trigger.unmirrorable
+        if fresh == self.plan:
+            self.error = self.mismatch
+            return Trigger.unchanged
+        self.plan = fresh
+        return Trigger.changed
+
+    async def _retrying(self) -> Trigger:
+        return await self._send()
+
+    # --- the driver ---------------------------------------------------------------------------
+
+    async def run(self) -> ToolResult:
+        """Drive the call to a terminal state and return its result (SPEC §5).
+
+        Raises:
+            MirroringError: an argument cannot be mirrored (nothing was sent).
+            HeaderMismatchError: -32020 that the recovery of SPEC §6 could not resolve.
+            McpError: any other error of the request, unchanged.
+            trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
+        """
+        effects: Mapping[str, Callable[[], Awaitable[Trigger]]] = {
+            State.resolving: self._resolving,
+            State.planning: self._planning,
+            State.sending: self._sending,
+            State.relisting: self._relisting,
+            State.comparing: self._comparing,
+            State.retrying: self._retrying,
+        }
+        self.started = trio.current_time()
+        state: str = INITIAL
+        self._publish(state, None, None)
+        while state not in TERMINAL:
+            effect = effects[state]
+            try:
+                trigger = await effect()
+            except BaseException:
+                # Never swallow cancellation (STYLE): record it, then let it propagate.
+                self.error = None
+                previous, state = state, advance(state, Trigger.cancelled)
+                self._publish(state, previous, Trigger.cancelled)
+                raise
+            previous, state = state, advance(state, trigger)
+            if state == State.retrying:
+                self.attempt = 2
+            self._publish(state, previous, trigger)
+        if state == State.succeeded:
+            assert self.result is not None
+            return self.result
+        assert self.error is not None
+        raise self.error
+
+    def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
+        audit = self.client._audit
+        if not audit.active:
+            self.seq += 1
+            return
+        error: Mapping[str, Any] | None = None
+        if state == State.cancelled:
+            error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
+        elif state in (State.failed, State.relisting) and self.error is not None:
+            error = error_summary(self.error)
+        event = CallEvent(
+            call_id=self.call_id,
+            seq=self.seq,
+            tool=self.name,
+            state=str(state),
+            previous=None if previous is None else str(previous),
+            trigger=None if trigger is None else str(trigger),
+            attempt=self.attempt,
+            at=datetime.now(UTC).isoformat(timespec="microseconds"),
+            elapsed=trio.current_time() - self.started,
+            headers=None if self.plan is None else self.plan.as_dict(),
+            error=error,
+        )
+        self.seq += 1
+        audit.publish(event)

@@ -1,0 +1,99 @@
+"""Audit events: one :class:`CallEvent` per state a tool call enters (SPEC §9).
+
+Pure: building and serialising events does no I/O; the driver publishes them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["CallEvent", "error_summary"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallEvent:
+    """The fact that one tool call entered one state (SPEC §9).
+
+    Attributes:
+        call_id: unique per call.
+        seq: 0, 1, 2, … within the call.
+        tool: the tool's name.
+        state: the state entered (a SPEC §5 state name).
+        previous: the state left, ``None`` for the first event (``resolving``).
+        trigger: what happened to cause the transition, ``None`` for the first event.
+        attempt: 1, then 2 once the call is ``retrying``.
+        at: UTC wall-clock time, ISO-8601.
+        elapsed: seconds since the call began.
+        headers: the header plan in effect, where one exists.
+        error: ``{"type", "code", "message"}`` of the error involved, where one exists.
+    """
+
+    call_id: str
+    seq: int
+    tool: str
+    state: str
+    previous: str | None
+    trigger: str | None
+    attempt: int
+    at: str
+    elapsed: float
+    headers: Mapping[str, str] | None = None
+    error: Mapping[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of every field (one JSON Lines record)."""
+        return {
+            "call_id": self.call_id,
+            "seq": self.seq,
+            "tool": self.tool,
+            "state": str(self.state),
+            "previous": None if self.previous is None else str(self.previous),
+            "trigger": None if self.trigger is None else str(self.trigger),
+            "attempt": self.attempt,
+            "at": self.at,
+            "elapsed": self.elapsed,
+            "headers": None if self.headers is None else dict(self.headers),
+            "error": None if self.error is None else dict(self.error),
+        }
+
+    def to_json(self) -> str:
+        """One JSON Lines record, without the trailing newline."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CallEvent:
+        """Rebuild an event from :meth:`to_dict` output (for reading audit logs).
+
+        Raises:
+            ValueError: a field is missing or has the wrong type.
+        """
+        try:
+            return cls(
+                call_id=str(data["call_id"]),
+                seq=int(data["seq"]),
+                tool=str(data["tool"]),
+                state=str(data["state"]),
+                previous=None if data.get("previous") is None else str(data["previous"]),
+                trigger=None if data.get("trigger") is None else str(data["trigger"]),
+                attempt=int(data["attempt"]),
+                at=str(data["at"]),
+                elapsed=float(data["elapsed"]),
+                headers=None if data.get("headers") is None else dict(data["headers"]),
+                error=None if data.get("error") is None else dict(data["error"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a CallEvent record: {exc}") from exc
+
+
+def error_summary(error: BaseException) -> dict[str, Any]:
+    """The ``error`` field of an event: type name, JSON-RPC code (or ``None``) and message."""
+    code = getattr(error, "code", None)
+    message = getattr(error, "message", None)
+    return {
+        "type": type(error).__name__,
+        "code": code if isinstance(code, int) else None,
+        "message": message if isinstance(message, str) else str(error),
+    }

@@ -1,0 +1,311 @@
+"""Streamable HTTP transport over httpx (SPEC §7).
+
+One :class:`HttpTransport` per client holds one keep-alive connection pool (an
+``httpx.AsyncHTTPTransport``) and drives it directly: MCP needs neither redirects, cookies nor
+auth flows, so skipping ``AsyncClient``'s per-request machinery is pure savings, and any
+``httpx.AsyncBaseTransport`` (``httpx.MockTransport`` in unit tests) plugs in unchanged.
+
+Replies: ``application/json`` bodies, ``text/event-stream`` streams (notifications and
+server-to-client requests before the response are handed to the inbound handler), and JSON-RPC
+error bodies on 4xx/5xx. Every httpx exception becomes a :class:`~mcpfsm.TransportError` in
+:func:`_mapped`, the one mapping point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+import httpx
+import trio
+from loguru import logger
+
+from ._errors import ProtocolError, TransportError
+from ._jsonrpc import Notification, Request, Response, decode_message, parse_message
+from ._sse import SseError, SseEvent, SseParser
+from ._transport import NO_HEADERS, InboundHandler, filter_custom_headers
+
+__all__ = ["DEFAULT_TIMEOUT", "HttpTransport", "SessionExpired"]
+
+DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, read=300.0)
+"""Connect, write and pool timeouts of 30 s; a tool may stream nothing for up to 5 minutes."""
+
+_MAX_RESUMES: Final = 3
+_DEFAULT_RETRY_MS: Final = 1000
+_STATUS_HINTS: Final = {
+    413: "the request was too large for the server (body or headers)",
+    431: "the request headers were too large for the server (mirrored Mcp-Param-* values count)",
+}
+
+
+class SessionExpired(TransportError):
+    """HTTP 404 on a request that carried ``Mcp-Session-Id``: the legacy session is gone (SPEC §7)."""
+
+
+@contextlib.contextmanager
+def _mapped(what: str) -> Iterator[None]:
+    # The one place httpx exceptions become TransportError (STYLE: one mapping point).
+    try:
+        yield
+    except httpx.TimeoutException as exc:
+        raise TransportError(f"{what} timed out ({type(exc).__name__})") from exc
+    except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL) as exc:
+        detail = str(exc) or type(exc).__name__
+        raise TransportError(f"{what} failed: {detail}") from exc
+
+
+def _media_type(response: httpx.Response) -> str:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.partition(";")[0].strip().lower()
+
+
+class HttpTransport:
+    """Streamable HTTP transport: POST per message, JSON or SSE replies (SPEC §7).
+
+    Args:
+        url: the MCP endpoint.
+        headers: custom headers for every request; names starting with ``mcp-`` are dropped.
+        timeout: httpx timeouts (default :data:`DEFAULT_TIMEOUT`).
+        transport: an ``httpx.AsyncBaseTransport`` to drive instead of a fresh keep-alive pool
+            (the caller then owns closing it).
+        sleep: the delay function used before resuming a stream (``trio.sleep``).
+
+    Raises:
+        TransportError: ``url`` is not an absolute http(s) URL.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Any] = trio.sleep,
+    ) -> None:
+        """Prepare the transport; no connection is made until the first message."""
+        try:
+            self._url = httpx.URL(url)
+        except (httpx.InvalidURL, TypeError) as exc:
+            raise TransportError(f"invalid MCP server URL {url!r}: {exc}") from exc
+        if self._url.scheme not in ("http", "https") or not self._url.host:
+            raise TransportError(f"invalid MCP server URL {url!r}: expected an absolute http:// or https:// URL")
+        self._owns_pool = transport is None
+        self._pool: httpx.AsyncBaseTransport = transport or httpx.AsyncHTTPTransport(retries=0)
+        timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
+            DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
+        )
+        self._extensions = {"timeout": timeouts.as_dict()}
+        self._base: list[tuple[str, str]] = [
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+            *filter_custom_headers(headers).items(),
+        ]
+        self._sleep = sleep
+        self._closed = False
+        self.carries_headers = True
+        """HTTP carries the per-request headers, so x-mcp-header annotations apply (SPEC §3)."""
+        self.session_id: str | None = None
+        """The legacy ``Mcp-Session-Id`` the server assigned, sent on every later request."""
+        self.resumable = False
+        """True on legacy connections: a cut stream with event ids is resumed with GET (SPEC §7)."""
+        self.on_inbound: InboundHandler | None = None
+        """Receives notifications and server-to-client requests from SSE streams."""
+        self.last_status: int | None = None
+        """The HTTP status of the most recent POST (the era probe reads it, SPEC §1)."""
+        self.last_headers: Mapping[str, str] = NO_HEADERS
+        """The protocol headers of the most recent POST (reused for a resuming GET)."""
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint."""
+        return str(self._url)
+
+    async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> str | bytes | None:
+        """POST one JSON-RPC message and return the text of its JSON-RPC answer (SPEC §7).
+
+        Returns ``None`` when the server accepts a notification (202).
+
+        Raises:
+            SessionExpired: 404 on a request that carried a session id.
+            TransportError: network failure, timeout, an HTTP error without a JSON-RPC body,
+                or a stream that ended before its response.
+            ProtocolError: the reply is not JSON-RPC, or has an unexpected content type.
+        """
+        if self._closed:
+            raise TransportError("the HTTP transport is closed")
+        session = self.session_id
+        request_headers = [*self._base, *headers.items()]
+        if session is not None:
+            request_headers.append(("Mcp-Session-Id", session))
+        self.last_headers = headers
+        request = httpx.Request(
+            "POST", self._url, headers=request_headers, content=message.encode(), extensions=self._extensions
+        )
+        with _mapped("POST to MCP server"):
+            response = await self._pool.handle_async_request(request)
+        try:
+            return await self._answer(response, message, sent_session=session)
+        finally:
+            with _mapped("closing HTTP response"):
+                await response.aclose()
+
+    async def _answer(self, response: httpx.Response, message: str, *, sent_session: str | None) -> str | bytes | None:
+        status = response.status_code
+        self.last_status = status
+        assigned = response.headers.get("mcp-session-id")
+        if assigned:
+            self.session_id = assigned
+        if status == 404 and sent_session is not None:
+            self.session_id = None
+            raise SessionExpired(f"HTTP 404: MCP session {sent_session!r} has expired", status=404)
+        media = _media_type(response)
+        if 200 <= status < 300:
+            if status in (202, 204):
+                return None
+            if media == "application/json":
+                with _mapped("reading HTTP response"):
+                    return await response.aread()
+            if media == "text/event-stream":
+                return await self._read_stream(response, _request_id(message))
+            raise ProtocolError(
+                f"HTTP {status} with Content-Type {media or 'none'!r};"
+                " expected application/json or text/event-stream"
+            )
+        with _mapped("reading HTTP error response"):
+            body = await response.aread()
+        if media == "application/json" and _is_jsonrpc_error(body):
+            return body
+        raise TransportError(_status_message(response, body), status=status)
+
+    async def _read_stream(self, response: httpx.Response, request_id: object) -> str | None:
+        parser = SseParser()
+        answer = await self._consume(response, parser, request_id)
+        if answer is not None:
+            return answer
+        resumes = 0
+        while self.resumable and parser.last_event_id and resumes < _MAX_RESUMES:
+            # SPEC §7: a legacy stream cut before its response is resumed after the server's retry delay.
+            resumes += 1
+            await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
+            # A fresh parser: half a line from the cut stream must not be glued onto the new one.
+            parser = SseParser(last_event_id=parser.last_event_id, retry=parser.retry)
+            answer = await self._resume(parser, request_id)
+            if answer is not None:
+                return answer
+        raise TransportError(
+            f"the server closed the event stream before answering request {request_id!r}"
+            + (f" (after {resumes} resume attempts)" if resumes else "")
+        )
+
+    async def _resume(self, parser: SseParser, request_id: object) -> str | None:
+        headers = [
+            ("Accept", "text/event-stream"),
+            *((n, v) for n, v in self._base if n.lower() not in ("accept", "content-type")),
+            *self.last_headers.items(),
+            ("Last-Event-ID", parser.last_event_id or ""),
+        ]
+        if self.session_id is not None:
+            headers.append(("Mcp-Session-Id", self.session_id))
+        request = httpx.Request("GET", self._url, headers=headers, extensions=self._extensions)
+        with _mapped("resuming the event stream"):
+            response = await self._pool.handle_async_request(request)
+        try:
+            if response.status_code != 200 or _media_type(response) != "text/event-stream":
+                with _mapped("reading HTTP error response"):
+                    body = await response.aread()
+                raise TransportError(
+                    "could not resume the event stream: " + _status_message(response, body),
+                    status=response.status_code,
+                )
+            return await self._consume(response, parser, request_id)
+        finally:
+            with _mapped("closing HTTP response"):
+                await response.aclose()
+
+    async def _consume(self, response: httpx.Response, parser: SseParser, request_id: object) -> str | None:
+        with _mapped("reading the event stream"):
+            async for chunk in response.aiter_bytes():
+                try:
+                    events = parser.feed(chunk)
+                except SseError as exc:
+                    raise ProtocolError(f"malformed event stream: {exc}") from exc
+                for event in events:
+                    answer = await self._dispatch(event, request_id)
+                    if answer is not None:
+                        return answer
+        parser.close()
+        return None
+
+    async def _dispatch(self, event: SseEvent, request_id: object) -> str | None:
+        if event.event != "message" or not event.data:
+            # Priming events (an id and no data) and foreign event types carry no JSON-RPC.
+            return None
+        message = parse_message(decode_message(event.data))
+        if isinstance(message, Response):
+            if message.id == request_id:
+                return event.data
+            logger.warning("ignoring a response for unknown request id {!r} on the event stream", message.id)
+            return None
+        await self._inbound(message)
+        return None
+
+    async def _inbound(self, message: Notification | Request) -> None:
+        handler = self.on_inbound
+        if handler is None:
+            logger.debug("unhandled {} from the server: {}", type(message).__name__.lower(), message.method)
+            return
+        reply = await handler(message)
+        if reply is not None:
+            # A server-to-client request is answered with a POST of our response (SPEC §7).
+            await self.send(reply, self.last_headers)
+
+    async def aclose(self) -> None:
+        """End the legacy session with DELETE (405 is fine) and release the connection pool."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.session_id is not None:
+                headers = [*self._base, *self.last_headers.items(), ("Mcp-Session-Id", self.session_id)]
+                request = httpx.Request("DELETE", self._url, headers=headers, extensions=self._extensions)
+                try:
+                    with _mapped("DELETE of the MCP session"):
+                        response = await self._pool.handle_async_request(request)
+                        await response.aclose()
+                except TransportError as exc:
+                    logger.debug("could not end the MCP session: {}", exc)
+        finally:
+            if self._owns_pool:
+                await self._pool.aclose()
+
+
+def _request_id(message: str) -> object:
+    try:
+        payload = json.loads(message)
+    except ValueError:
+        return None
+    return payload.get("id") if isinstance(payload, dict) else None
+
+
+def _is_jsonrpc_error(body: bytes) -> bool:
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(payload, dict) and payload.get("jsonrpc") == "2.0" and isinstance(payload.get("error"), dict)
+
+
+def _status_message(response: httpx.Response, body: bytes) -> str:
+    status = response.status_code
+    reason = response.reason_phrase or ""
+    text = f"HTTP {status}" + (f" {reason}" if reason else "")
+    hint = _STATUS_HINTS.get(status)
+    if hint:
+        text += f": {hint}"
+    snippet = body[:200].decode("utf-8", "replace").strip()
+    if snippet:
+        text += f" ({snippet})"
+    return text

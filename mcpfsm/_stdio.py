@@ -1,0 +1,237 @@
+"""stdio transport: a trio subprocess speaking newline-delimited JSON-RPC (SPEC §7).
+
+The child's stdout is read by one task that routes each response to the request waiting for it;
+notifications and server-to-client requests go to the inbound handler. stderr is drained into
+DEBUG logs so a chatty child never blocks on a full pipe. Headers are accepted and ignored:
+there are none on stdio. Closing (also on cancellation) closes stdin, waits briefly, then
+terminates and finally kills the child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, Final
+
+import trio
+from loguru import logger
+
+from ._errors import McpError, ProtocolError, TransportError
+from ._jsonrpc import Request, Response, decode_message, encode_error, parse_message
+from ._transport import NO_HEADERS, InboundHandler
+
+__all__ = ["StdioTransport"]
+
+_MAX_LINE: Final = 64 * 1024 * 1024
+_CLOSE_GRACE: Final = 2.0
+
+
+class _Pending:
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.reply: str | BaseException | None = None
+
+
+class StdioTransport:
+    """Runs an MCP server as a child process and talks to it over stdin/stdout (SPEC §7).
+
+    Use as an async context manager (``Client`` does this for you): entering starts the child.
+
+    Args:
+        command: the program and its arguments.
+        env: extra environment variables for the child (merged over ``os.environ``).
+        cwd: working directory of the child.
+    """
+
+    carries_headers = False
+    """stdio has no HTTP headers: mirroring never applies (SPEC §3)."""
+
+    def __init__(
+        self, command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None
+    ) -> None:
+        """Prepare the transport; the child starts when the transport is entered.
+
+        Raises:
+            TransportError: ``command`` is empty.
+        """
+        if isinstance(command, str) or not command:
+            raise TransportError("stdio command must be a non-empty list of program and arguments")
+        self._command = list(command)
+        self._env = None if env is None else {**os.environ, **env}
+        self._cwd = cwd
+        self._process: trio.Process | None = None
+        self._nursery: trio.Nursery | None = None
+        self._nursery_cm: Any = None
+        self._pending: dict[object, _Pending] = {}
+        self._write_lock = trio.Lock()
+        self._failure: TransportError | None = None
+        self.on_inbound: InboundHandler | None = None
+        """Receives notifications and server-to-client requests from the child."""
+
+    async def __aenter__(self) -> StdioTransport:
+        """Start the child process and the stdout/stderr reader tasks."""
+        try:
+            self._process = await trio.lowlevel.open_process(
+                self._command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._env,
+                cwd=self._cwd,
+            )
+        except OSError as exc:
+            raise TransportError(f"cannot start MCP server {self._command[0]!r}: {exc}") from exc
+        self._nursery_cm = trio.open_nursery()
+        self._nursery = await self._nursery_cm.__aenter__()
+        self._nursery.start_soon(self._read_stdout)
+        self._nursery.start_soon(self._drain_stderr)
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Stop the child and the reader tasks."""
+        await self.aclose()
+
+    async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> str | bytes | None:
+        """Write one message; for a request, wait for and return its response text.
+
+        ``headers`` is accepted and ignored (SPEC §7).
+
+        Raises:
+            TransportError: the child is not running or exited before answering.
+        """
+        process = self._process
+        if process is None or process.stdin is None:
+            raise TransportError("the stdio transport is not started (use it as an async context manager)")
+        if self._failure is not None:
+            raise TransportError(str(self._failure)) from self._failure
+        request_id = _message_id(message)
+        pending: _Pending | None = None
+        if request_id is not None:
+            pending = _Pending()
+            self._pending[request_id] = pending
+        try:
+            await self._write(message)
+            if pending is None:
+                return None
+            await pending.event.wait()
+            if isinstance(pending.reply, BaseException):
+                raise pending.reply
+            return pending.reply
+        finally:
+            if request_id is not None:
+                self._pending.pop(request_id, None)
+
+    async def _write(self, message: str) -> None:
+        process = self._process
+        assert process is not None and process.stdin is not None
+        data = message.encode() + b"\n"
+        async with self._write_lock:
+            try:
+                await process.stdin.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise TransportError(f"cannot write to the MCP server process: {exc}") from exc
+
+    async def _read_stdout(self) -> None:
+        process = self._process
+        assert process is not None and process.stdout is not None
+        buffer = b""
+        try:
+            while True:
+                chunk = await process.stdout.receive_some(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                if len(buffer) > _MAX_LINE and b"\n" not in buffer:
+                    raise ProtocolError(f"MCP server sent a line longer than {_MAX_LINE} bytes")
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        await self._route(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        except McpError as exc:
+            self._fail(TransportError(f"MCP server process stream is unusable: {exc}"))
+            return
+        self._fail(TransportError("the MCP server process closed its stdout before answering"))
+
+    async def _route(self, line: bytes) -> None:
+        try:
+            message = parse_message(decode_message(line))
+        except ProtocolError as exc:
+            logger.warning("ignoring a malformed line from the MCP server process: {}", exc)
+            return
+        if isinstance(message, Response):
+            pending = self._pending.get(message.id)
+            if pending is None:
+                logger.warning("ignoring a response for unknown request id {!r} from the MCP server", message.id)
+                return
+            pending.reply = line.decode()
+            pending.event.set()
+            return
+        handler = self.on_inbound
+        if handler is None:
+            if not isinstance(message, Request):
+                return
+            reply: str | None = encode_error(message.id, -32601, f"method {message.method!r} is not supported")
+        else:
+            reply = await handler(message)
+        if reply is not None:
+            await self._write(reply)
+
+    def _fail(self, error: TransportError) -> None:
+        self._failure = error
+        for pending in self._pending.values():
+            if not pending.event.is_set():
+                pending.reply = error
+                pending.event.set()
+
+    async def _drain_stderr(self) -> None:
+        process = self._process
+        assert process is not None and process.stderr is not None
+        try:
+            while chunk := await process.stderr.receive_some(65536):
+                logger.debug("MCP server stderr: {}", chunk.decode("utf-8", "replace").rstrip())
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return
+
+    async def aclose(self) -> None:
+        """Close stdin, give the child a moment to exit, then terminate or kill it. Idempotent."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with trio.CancelScope(shield=True):
+            try:
+                if process.stdin is not None:
+                    await process.stdin.aclose()
+                with trio.move_on_after(_CLOSE_GRACE):
+                    await process.wait()
+                if process.returncode is None:
+                    process.terminate()
+                    with trio.move_on_after(_CLOSE_GRACE):
+                        await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+            finally:
+                self._fail(TransportError("the stdio transport is closed"))
+                if self._nursery is not None:
+                    self._nursery.cancel_scope.cancel()
+                    cm, self._nursery_cm, self._nursery = self._nursery_cm, None, None
+                    await cm.__aexit__(None, None, None)
+
+
+def _message_id(message: str) -> object:
+    try:
+        payload = json.loads(message)
+    except ValueError:
+        return None
+    if isinstance(payload, dict) and "method" in payload and "id" in payload:
+        return payload["id"]
+    return None
