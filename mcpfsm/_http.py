@@ -32,6 +32,8 @@ __all__ = ["DEFAULT_TIMEOUT", "HttpTransport", "SessionExpired"]
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, read=300.0)
 """Connect, write and pool timeouts of 30 s; a tool may stream nothing for up to 5 minutes."""
 
+# Keep every connection of a burst of concurrent calls alive instead of reconnecting most of them.
+_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=100, keepalive_expiry=30.0)
 _MAX_RESUMES: Final = 3
 _DEFAULT_RETRY_MS: Final = 1000
 _STATUS_HINTS: Final = {
@@ -93,7 +95,7 @@ class HttpTransport:
         if self._url.scheme not in ("http", "https") or not self._url.host:
             raise TransportError(f"invalid MCP server URL {url!r}: expected an absolute http:// or https:// URL")
         self._owns_pool = transport is None
-        self._pool: httpx.AsyncBaseTransport = transport or httpx.AsyncHTTPTransport(retries=0)
+        self._pool: httpx.AsyncBaseTransport = transport or httpx.AsyncHTTPTransport(retries=0, limits=_LIMITS)
         timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
             DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
         )
@@ -156,7 +158,9 @@ class HttpTransport:
         status = response.status_code
         self.last_status = status
         assigned = response.headers.get("mcp-session-id")
-        if assigned:
+        if assigned and status < 300:
+            # Only a successful answer assigns a session: some servers name a discarded session
+            # on their 400 to a probe.
             self.session_id = assigned
         if status == 404 and sent_session is not None:
             self.session_id = None

@@ -100,6 +100,10 @@ class HeaderPlan:
             raise AttributeError("HeaderPlan is immutable")
         object.__setattr__(self, name, value)
 
+    def __delattr__(self, name: str) -> None:
+        """Refuse deletion: plans are frozen values."""
+        raise AttributeError("HeaderPlan is immutable")
+
 
 def plan_request(
     method: str,

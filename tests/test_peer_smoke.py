@@ -47,9 +47,7 @@ def modern_post(
 def sse_messages(text: str) -> list[dict[str, Any]]:
     """The JSON-RPC messages of an SSE body (events separated by blank lines, CRLF or LF)."""
     events = text.replace("\r\n", "\n").split("\n\n")
-    datas = [
-        "\n".join(line[5:].lstrip() for line in e.split("\n") if line.startswith("data:")) for e in events
-    ]
+    datas = ["\n".join(line[5:].lstrip() for line in e.split("\n") if line.startswith("data:")) for e in events]
     return [json.loads(d) for d in datas if d]
 
 
@@ -166,9 +164,7 @@ def test_stale_listing_after_evolve_gets_header_mismatch(peer: HttpPeer) -> None
     call = {"name": "execute-sql", "arguments": SQL_ARGS}
 
     stale = modern_post(peer, "tools/call", call, SQL_HEADERS)
-    region = modern_post(peer, "tools/list").json()["result"]["tools"][0]["inputSchema"]["properties"][
-        "region"
-    ]
+    region = modern_post(peer, "tools/list").json()["result"]["tools"][0]["inputSchema"]["properties"]["region"]
     fresh = modern_post(peer, "tools/call", call, {**SQL_HEADERS, "Mcp-Param-Region": "us-west1"})
 
     assert (stale.status_code, stale.headers["content-type"]) == (400, "application/json")

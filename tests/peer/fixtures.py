@@ -95,9 +95,7 @@ def start_http_peer(
     if retry_ms is not None:
         argv += ["--retry-ms", str(retry_ms)]
     with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(
-            argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr
-        )
+        process = subprocess.Popen(argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
         try:
             url = _await_ready(process, stderr, timeout)
             yield HttpPeer(url=url, base_url=url.rsplit("/", 1)[0], process=process)

@@ -218,9 +218,7 @@ def _add_tool(server: MCPServer[Any], state: PeerState, name: str) -> None:
             structured_output=False,
         )
     else:
-        server.add_tool(
-            fail, name=name, description="Always fails with isError true.", structured_output=False
-        )
+        server.add_tool(fail, name=name, description="Always fails with isError true.", structured_output=False)
 
 
 def _pagination(state: PeerState) -> ServerMiddleware[Any]:
@@ -268,9 +266,7 @@ class _MemoryEventStore(EventStore):
         self._events.append((event_id, stream_id, message))
         return event_id
 
-    async def replay_events_after(
-        self, last_event_id: EventId, send_callback: EventCallback
-    ) -> StreamId | None:
+    async def replay_events_after(self, last_event_id: EventId, send_callback: EventCallback) -> StreamId | None:
         index = next((i for i, (eid, _, _) in enumerate(self._events) if eid == last_event_id), None)
         if index is None:
             return None
@@ -386,9 +382,7 @@ class PeerGate:
 
 
 def _mismatch_response(delivery: str, request_id: Any, tool: str, session_id: str | None) -> Response:
-    body = _rpc_error(
-        request_id, HEADER_MISMATCH, f"Mcp-Param header mismatch injected by the test peer for {tool!r}"
-    )
+    body = _rpc_error(request_id, HEADER_MISMATCH, f"Mcp-Param header mismatch injected by the test peer for {tool!r}")
     headers = {"mcp-session-id": session_id} if session_id is not None else None
     if delivery == "sse":
         frame = f"event: message\r\ndata: {json.dumps(body, separators=(',', ':'))}\r\n\r\n"
@@ -582,9 +576,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: the OS picks)")
     parser.add_argument("--stdio", action="store_true", help="serve over stdio instead of HTTP")
     parser.add_argument("--json-response", action="store_true", help="answer with JSON instead of SSE")
-    parser.add_argument(
-        "--page-size", type=int, default=None, help="paginate tools/list with N tools per page"
-    )
+    parser.add_argument("--page-size", type=int, default=None, help="paginate tools/list with N tools per page")
     parser.add_argument("--event-store", action="store_true", help="legacy SSE: event ids and resumability")
     parser.add_argument("--retry-ms", type=int, default=None, help="legacy SSE: `retry:` on priming events")
     args = parser.parse_args(argv)
