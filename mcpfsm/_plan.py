@@ -181,9 +181,10 @@ def mirror_value(param: MirroredParam, arguments: object) -> str | None:
             value = int(value)
         if abs(value) > _MAX_SAFE_INTEGER:
             raise _mismatch(param, f"integer {value} is outside the safe range ±(2**53 - 1)")
-        return str(value)
+        # int.__repr__ and str.__str__: a subclass overriding __str__ cannot smuggle text into a header.
+        return int.__repr__(int(value))
     if isinstance(value, str):
-        return _encode(value, param.path, param.header)
+        return _encode(str.__str__(value), param.path, param.header)
     raise _mismatch(param, f"expected a string, got {_kind(value)}")
 
 

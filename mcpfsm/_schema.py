@@ -105,6 +105,11 @@ def _segments(loc: _Loc) -> list[object]:
     return out
 
 
+def _clip(pointer: str) -> str:
+    # A log line stays readable even for a schema nested thousands of levels deep.
+    return pointer if len(pointer) <= 200 else f"{pointer[:100]}...{pointer[-97:]}"
+
+
 def _describe(value: object) -> str:
     # Strings in Python quotes as in the SPEC §3 log line; other values as JSON (12, null, true).
     try:
@@ -134,8 +139,14 @@ def inspect_input_schema(schema: object) -> SchemaVerdict:
     # (node, schema location, property path location or None when not statically reachable,
     #  True when node is a property schema reached only through `properties`)
     stack: list[tuple[object, _Loc, _Loc, bool]] = [(schema, None, None, False)]
+    # Parsed JSON is a tree; Python callers may hand in shared or cyclic containers: visit each once.
+    visited: set[int] = set()
     while stack:
         node, loc, prop, reachable = stack.pop()
+        if isinstance(node, Mapping | list):
+            if id(node) in visited:
+                continue
+            visited.add(id(node))
         if isinstance(node, Mapping):
             if ANNOTATION in node:
                 reason = _check_annotation(node, loc, prop, reachable, seen, found)
@@ -178,7 +189,7 @@ def _check_annotation(
         segments = _segments(loc)
         keyword = _blocking_keyword(segments)
         return (
-            f"x-mcp-header {_describe(token)} at {json_pointer(segments)} is not statically reachable"
+            f"x-mcp-header {_describe(token)} at {_clip(json_pointer(segments))} is not statically reachable"
             f" (under {_describe(keyword)}; only nested 'properties' are followed)"
         )
     path = tuple(str(s) for s in _segments(prop))

@@ -260,7 +260,8 @@ def test_values_that_cannot_be_mirrored(declared: str, value: object, why: str) 
             "tools/call", call({"options": {"read/Only": value}}), protocol_version=MODERN, mirrored=mirrored
         )
     error = caught.value
-    assert (error.path, error.header, error.declared_type) == (("options", "read/Only"), "Mcp-Param-Read-Only", declared)
+    expected = (("options", "read/Only"), "Mcp-Param-Read-Only", declared)
+    assert (error.path, error.header, error.declared_type) == expected
 
 
 def test_long_values_are_shortened_in_messages() -> None:

@@ -42,8 +42,13 @@ def type_reason(shown: str, token: str = "'Region'", pointer: str = "/region") -
     return bad(f"x-mcp-header {token} at {pointer} is on a property with {shown}{ONLY}")
 
 
+def clip(pointer: str) -> str:
+    # Reasons clip pointers longer than 200 characters to their first 100 and last 97.
+    return pointer if len(pointer) <= 200 else f"{pointer[:100]}...{pointer[-97:]}"
+
+
 def unreachable(pointer: str, keyword: str, token: str = "'Region'") -> SchemaVerdict:
-    return bad(f"x-mcp-header {token} at {pointer} is not statically reachable (under {keyword}{FOLLOWED}")
+    return bad(f"x-mcp-header {token} at {clip(pointer)} is not statically reachable (under {keyword}{FOLLOWED}")
 
 
 CASES = [
@@ -461,3 +466,12 @@ def test_any_json_gives_a_verdict(schema: object) -> None:
         assert verdict.mirrored == ()
         assert isinstance(verdict.reason, str)
         assert verdict.reason.startswith("x-mcp-header ")
+
+
+def test_cyclic_python_containers_are_walked_once() -> None:
+    # Not reachable from parsed JSON, but a Python caller can build it: the walk must terminate.
+    schema: dict[str, object] = {"type": "object", "properties": {}}
+    schema["properties"] = {"self": schema, "region": {"type": "string", "x-mcp-header": "Region"}}
+    assert inspect_input_schema(schema) == SchemaVerdict(
+        mirrored=(MirroredParam(path=("region",), token="Region", type="string"),)
+    )
