@@ -1,0 +1,78 @@
+"""The public surface: a sorted, explicit ``__all__`` that resolves, and documented names (STYLE)."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import mcpfsm
+
+SPEC_API = {
+    "CallEvent",
+    "Client",
+    "HeaderMismatchError",
+    "McpError",
+    "MirroringError",
+    "ProtocolError",
+    "RpcError",
+    "Tool",
+    "ToolList",
+    "ToolResult",
+    "Transport",
+    "TransportError",
+}
+
+
+def test_all_is_sorted_and_unique() -> None:
+    assert mcpfsm.__all__ == sorted(set(mcpfsm.__all__))
+
+
+def test_every_exported_name_resolves() -> None:
+    missing = [name for name in mcpfsm.__all__ if not hasattr(mcpfsm, name)]
+    assert missing == []
+
+
+def test_spec_section_8_names_are_exported() -> None:
+    assert sorted(SPEC_API - set(mcpfsm.__all__)) == []
+
+
+def test_public_classes_and_functions_have_docstrings() -> None:
+    undocumented = [
+        name
+        for name in mcpfsm.__all__
+        if (inspect.isclass(getattr(mcpfsm, name)) or inspect.isfunction(getattr(mcpfsm, name)))
+        and not inspect.getdoc(getattr(mcpfsm, name))
+    ]
+    assert undocumented == []
+
+
+def test_error_tree() -> None:
+    assert issubclass(mcpfsm.HeaderMismatchError, mcpfsm.RpcError)
+    for error in (mcpfsm.RpcError, mcpfsm.MirroringError, mcpfsm.TransportError, mcpfsm.ProtocolError):
+        assert issubclass(error, mcpfsm.McpError)
+
+
+def test_library_does_not_configure_logging() -> None:
+    # loguru's "suitable for libraries" rule: mcpfsm stays silent until the application enables it.
+    # A fresh interpreter, so that no other test's logger.enable() can leak in.
+    probe = """
+import sys
+from loguru import logger
+import mcpfsm
+from mcpfsm._audit import AuditBus
+from mcpfsm._events import CallEvent
+messages = []
+logger.add(messages.append, level="DEBUG")
+def explode(event): raise RuntimeError("subscriber failed")
+event = CallEvent(call_id="c", seq=0, tool="t", state="resolving", previous=None, trigger=None,
+                  attempt=1, at="2026-01-01T00:00:00+00:00", elapsed=0.0)
+AuditBus(explode).publish(event)
+silent = len(messages)
+logger.enable("mcpfsm")
+AuditBus(explode).publish(event)
+print(silent, len(messages))
+"""
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    # Disabled by default: nothing; once enabled: the DEBUG event line and the WARNING about on_event.
+    assert out.split() == ["0", "2"]
