@@ -23,10 +23,10 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import mcpfsm  # noqa: E402
-from mcpfsm._jsonrpc import encode_request, modern_meta  # noqa: E402
-from mcpfsm._plan import MODERN_VERSION, plan_request  # noqa: E402
-from tests.peer.fixtures import start_http_peer  # noqa: E402
+import mcpfsm
+from mcpfsm._jsonrpc import encode_request, modern_meta
+from mcpfsm._plan import MODERN_VERSION, plan_request
+from tests.peer.fixtures import start_http_peer
 
 ARGS = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 TOOL = "execute-sql"

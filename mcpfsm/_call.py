@@ -179,6 +179,9 @@ class ToolCall:
         while state not in TERMINAL:
             effect = effects[state]
             try:
+                # SPEC §5: every non-terminal state can be cancelled, also those whose effect never
+                # waits (and a transport that answers without blocking); trio's rule: async = checkpoint.
+                await trio.lowlevel.checkpoint_if_cancelled()
                 trigger = await effect()
             except BaseException:
                 # Never swallow cancellation (STYLE): record it, then let it propagate.

@@ -213,6 +213,8 @@ class Client:
         on_event: called with each :class:`CallEvent` (SPEC §9).
         on_notification: called as ``on_notification(method, params)`` for each notification
             the server sends while a request is open (progress, log messages); may be async.
+            With it, each tools/call carries ``_meta.progressToken`` (its request id) so that
+            servers send progress. Without it, notifications are logged at DEBUG.
         client_name: the ``clientInfo.name`` sent to the server.
 
     Raises:
@@ -243,6 +245,8 @@ class Client:
         self._closed = False
         self._entered: AbstractAsyncContextManager[Any] | None = None
         self._meta: dict[str, Any] | None = None
+        self._handshake = trio.Lock()
+        self._lost_session: str | None = None
         if hasattr(transport, "on_inbound"):
             transport.on_inbound = self._inbound
 
@@ -340,7 +344,13 @@ class Client:
         if self._requested == MODERN_VERSION:
             self._set_version(MODERN_VERSION)
         elif self._requested != "auto":
-            await self._initialize(self._requested)
+            try:
+                await self._initialize(self._requested)
+            except RpcError as exc:
+                # SPEC §1: -32022 on any request, the pinned handshake included, names what the server speaks.
+                if exc.code != _UNSUPPORTED_VERSION:
+                    raise
+                await self._switch_version(exc, rejected=self._requested)
         else:
             await self._probe()
         self._connected = True
@@ -445,20 +455,45 @@ class Client:
     async def _request(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan, *, retried: bool = False
     ) -> dict[str, Any]:
+        if self._lost_session is not None and not retried:
+            await self._renew_session(self._lost_session)
+            plan = self._replan(method, params, plan)
+        if method == "tools/call" and self._on_notification is not None:
+            params = self._with_progress_token(params)
         try:
             return await self._exchange(method, params, plan)
-        except SessionExpired:
+        except SessionExpired as exc:
             if retried:
+                # Without a session every later request would fail: the next one opens a new session.
+                self._lost_session = exc.session_id
                 raise
             # SPEC §7: a 404 on a request with a session id ends the session: initialize once more
             # and resend (with a new request id).
-            await self._initialize(self._version or LEGACY_VERSIONS[0])
+            await self._renew_session(exc.session_id)
             return await self._request(method, params, self._replan(method, params, plan), retried=True)
         except RpcError as exc:
             if exc.code != _UNSUPPORTED_VERSION or retried:
                 raise
-            await self._switch_version(exc)
+            await self._switch_version(exc, rejected=self._version)
             return await self._request(method, params, self._replan(method, params, plan), retried=True)
+
+    async def _renew_session(self, expired: str) -> None:
+        async with self._handshake:
+            # Concurrent requests share one expiry: only the first of them re-initializes.
+            if getattr(self._transport, "session_id", None) in (None, expired):
+                await self._initialize(self._version or LEGACY_VERSIONS[0])
+            self._lost_session = None
+
+    def _with_progress_token(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        # Servers send progress only for requests that carry a token; a caller who asked for
+        # notifications wants them. The token is the request id _exchange is about to assign; a
+        # resend (session expiry, -32022) keeps it, since the first attempt is over by then.
+        params = dict(params or {})
+        meta = params.get("_meta")
+        meta = dict(meta) if isinstance(meta, Mapping) else {}
+        meta.setdefault("progressToken", self._next_id + 1)
+        params["_meta"] = meta
+        return params
 
     def _replan(self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan) -> HeaderPlan:
         # Protocol headers follow the version now in effect; mirrored values stay as planned.
@@ -516,7 +551,7 @@ class Client:
             result = await self._exchange("server/discover", {}, plan)
         except RpcError as exc:
             if exc.code == _UNSUPPORTED_VERSION:
-                await self._switch_version(exc)
+                await self._switch_version(exc, rejected=MODERN_VERSION)
                 return
             status = getattr(self._transport, "last_status", None)
             if exc.code in _MODERN_CODES or (exc.code not in _LEGACY_CODES and status not in (400, 404, 405)):
@@ -537,10 +572,11 @@ class Client:
             return
         await self._initialize(LEGACY_VERSIONS[0])
 
-    async def _switch_version(self, error: RpcError) -> None:
+    async def _switch_version(self, error: RpcError, *, rejected: str | None) -> None:
+        # SPEC §1: the newest version in data.supported that mcpfsm speaks, other than the one refused.
         data = error.data if isinstance(error.data, dict) else {}
         supported = data.get("supported")
-        choices = [v for v in _SPOKEN if isinstance(supported, list) and v in supported and v != self._version]
+        choices = [v for v in _SPOKEN if isinstance(supported, list) and v in supported and v != rejected]
         if not choices:
             raise error
         if is_modern(choices[0]):

@@ -5,7 +5,9 @@ renders that definition three ways and keeps the committed copies honest:
 
 - :func:`mermaid` → ``specs/tool-call.mmd`` (Mermaid ``stateDiagram-v2``, renders on GitHub);
 - :func:`dot` → ``specs/tool-call.dot`` (Graphviz source);
-- :func:`svg` of :func:`dot` → ``diagrams/tool-call.svg`` (needs Graphviz's ``dot`` on ``PATH``).
+- :func:`svg` of :func:`dot` → ``diagrams/tool-call.svg`` (needs Graphviz's ``dot`` on ``PATH``);
+- ``mcpfsm._walkthrough.render`` → ``specs/tool-call.md``, the lifecycle explained with examples run
+  against the test server (needs the ``mcp`` SDK: ``pip install 'mcpfsm[demo]'``).
 
 :func:`write_all` regenerates the files, :func:`check_all` lists the ones that drifted. From a checkout::
 
@@ -131,11 +133,19 @@ def svg(dot_text: str) -> str:
     return text.rstrip("\n") + "\n"
 
 
+def _walkthrough() -> str:
+    # Imported here so this module, and the three diagrams, need neither the mcp SDK nor a server.
+    from mcpfsm._walkthrough import render
+
+    return render()
+
+
 GENERATED: Mapping[str, Callable[[], str]] = MappingProxyType(
     {
         "specs/tool-call.mmd": mermaid,
         "specs/tool-call.dot": dot,
         "diagrams/tool-call.svg": lambda: svg(dot()),
+        "specs/tool-call.md": _walkthrough,
     }
 )
 """Each generated file, as a path relative to the repository root, and the function producing its text."""

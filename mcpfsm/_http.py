@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+from typing import Any, Final, cast
 
 import httpx
 import trio
 from loguru import logger
 
-from ._errors import ProtocolError, TransportError
+from ._errors import McpError, ProtocolError, TransportError
 from ._jsonrpc import Notification, Request, Response, decode_message, parse_message
 from ._sse import SseError, SseEvent, SseParser
 from ._transport import NO_HEADERS, InboundHandler, filter_custom_headers
@@ -43,7 +43,15 @@ _STATUS_HINTS: Final = {
 
 
 class SessionExpired(TransportError):
-    """HTTP 404 on a request that carried ``Mcp-Session-Id``: the legacy session is gone (SPEC §7)."""
+    """HTTP 404 on a request that carried ``Mcp-Session-Id``: the legacy session is gone (SPEC §7).
+
+    Attributes:
+        session_id: the session id the request carried.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"HTTP 404: MCP session {session_id!r} has expired", status=404)
+        self.session_id = session_id
 
 
 @contextlib.contextmanager
@@ -163,8 +171,10 @@ class HttpTransport:
             # on their 400 to a probe.
             self.session_id = assigned
         if status == 404 and sent_session is not None:
-            self.session_id = None
-            raise SessionExpired(f"HTTP 404: MCP session {sent_session!r} has expired", status=404)
+            if self.session_id == sent_session:
+                # Not when a concurrent request has already opened the next session.
+                self.session_id = None
+            raise SessionExpired(sent_session)
         media = _media_type(response)
         if 200 <= status < 300:
             if status in (202, 204):
@@ -208,7 +218,7 @@ class HttpTransport:
         headers = [
             ("Accept", "text/event-stream"),
             *((n, v) for n, v in self._base if n.lower() not in ("accept", "content-type")),
-            *self.last_headers.items(),
+            *self._version_header(),
             ("Last-Event-ID", parser.last_event_id or ""),
         ]
         if self.session_id is not None:
@@ -230,16 +240,21 @@ class HttpTransport:
                 await response.aclose()
 
     async def _consume(self, response: httpx.Response, parser: SseParser, request_id: object) -> str | None:
-        with _mapped("reading the event stream"):
-            async for chunk in response.aiter_bytes():
-                try:
-                    events = parser.feed(chunk)
-                except SseError as exc:
-                    raise ProtocolError(f"malformed event stream: {exc}") from exc
-                for event in events:
-                    answer = await self._dispatch(event, request_id)
-                    if answer is not None:
-                        return answer
+        # httpx annotates aiter_bytes as an AsyncIterator, but it is an async generator.
+        chunks = cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
+        try:
+            with _mapped("reading the event stream"):
+                async for chunk in chunks:
+                    try:
+                        events = parser.feed(chunk)
+                    except SseError as exc:
+                        raise ProtocolError(f"malformed event stream: {exc}") from exc
+                    for event in events:
+                        answer = await self._dispatch(event, request_id)
+                        if answer is not None:
+                            return answer
+        finally:
+            await _unwind(chunks)
         parser.close()
         return None
 
@@ -264,7 +279,16 @@ class HttpTransport:
         reply = await handler(message)
         if reply is not None:
             # A server-to-client request is answered with a POST of our response (SPEC §7).
-            await self.send(reply, self.last_headers)
+            try:
+                await self.send(reply, dict(self._version_header()))
+            except McpError as exc:
+                # The server may give up on its request; ours is still open and worth waiting for.
+                logger.warning("could not answer the server's {!r} request: {}", message.method, exc)
+
+    def _version_header(self) -> list[tuple[str, str]]:
+        # A GET, a DELETE or the POST of our answer is no request of a method: of the last request's
+        # protocol headers only MCP-Protocol-Version applies to it (never Mcp-Method/Mcp-Name).
+        return [(n, v) for n, v in self.last_headers.items() if n.lower() == "mcp-protocol-version"]
 
     async def aclose(self) -> None:
         """End the legacy session with DELETE (405 is fine) and release the connection pool."""
@@ -273,7 +297,7 @@ class HttpTransport:
         self._closed = True
         try:
             if self.session_id is not None:
-                headers = [*self._base, *self.last_headers.items(), ("Mcp-Session-Id", self.session_id)]
+                headers = [*self._base, *self._version_header(), ("Mcp-Session-Id", self.session_id)]
                 request = httpx.Request("DELETE", self._url, headers=headers, extensions=self._extensions)
                 try:
                     with _mapped("DELETE of the MCP session"):
@@ -284,6 +308,18 @@ class HttpTransport:
         finally:
             if self._owns_pool:
                 await self._pool.aclose()
+
+
+async def _unwind(chunks: AsyncGenerator[bytes, None]) -> None:
+    # Leaving a stream early (the answer came, a malformed event, a legacy GET stream that never ends)
+    # leaves httpx's and httpcore's stacked byte generators suspended at a yield; aclose() would reach
+    # only the outermost, and trio reports each inner one as abandoned when it is collected. Running
+    # the stack to its next checkpoint inside a cancelled scope unwinds every layer with Cancelled.
+    with trio.CancelScope() as scope:
+        scope.cancel()
+        with contextlib.suppress(Exception):
+            while True:
+                await chunks.__anext__()
 
 
 def _request_id(message: str) -> object:

@@ -148,6 +148,13 @@ class _Mismatch:
 
 
 @dataclass(slots=True, kw_only=True)
+class _InjectedError:
+    count: int
+    code: int
+    message: str
+
+
+@dataclass(slots=True, kw_only=True)
 class PeerState:
     """Everything the control surface can change; one instance per peer process."""
 
@@ -158,6 +165,7 @@ class PeerState:
     evolved: bool = False
     removed: set[str] = field(default_factory=set)
     mismatches: dict[str, _Mismatch] = field(default_factory=dict)
+    errors: dict[str, _InjectedError] = field(default_factory=dict)
     drop_streams: int = 0
     log: list[dict[str, Any]] = field(default_factory=list)
 
@@ -165,17 +173,26 @@ class PeerState:
         self.page_size = self.initial_page_size
 
     def reset(self) -> None:
-        """Return to the state the process started in (tools, mismatches, paging, dropped streams, log)."""
+        """Return to the state the process started in (tools, mismatches, errors, paging, dropped streams, log)."""
         self.page_size = self.initial_page_size
         self.evolved = False
         self.removed.clear()
         self.mismatches.clear()
+        self.errors.clear()
         self.drop_streams = 0
         self.log.clear()
 
     def take_mismatch(self, tool: str) -> _Mismatch | None:
         """Consume one injected -32020 for `tool`, if any is armed."""
         armed = self.mismatches.get(tool)
+        if armed is None or armed.count <= 0:
+            return None
+        armed.count -= 1
+        return armed
+
+    def take_error(self, tool: str) -> _InjectedError | None:
+        """Consume one injected JSON-RPC error for `tool`, if any is armed."""
+        armed = self.errors.get(tool)
         if armed is None or armed.count <= 0:
             return None
         armed.count -= 1
@@ -305,7 +322,8 @@ class PeerGate:
     - every request to `/mcp` is appended to `state.log`;
     - `modern` mode refuses handshake-era requests with -32022 (the SDK alone serves both eras);
     - `legacy` mode answers 2026-07-28 requests as a 2025 server does;
-    - an armed `mismatch` answers a `tools/call` with -32020 before the SDK sees it.
+    - an armed `mismatch` answers a `tools/call` with -32020 before the SDK sees it;
+    - an armed `error` answers a `tools/call` with that JSON-RPC error (HTTP 200) before the SDK sees it.
     """
 
     def __init__(self, app: ASGIApp, state: PeerState) -> None:
@@ -381,6 +399,10 @@ class PeerGate:
             armed = self._state.take_mismatch(name)
             if armed is not None:
                 return "peer:mismatch", _mismatch_response(armed.delivery, request_id, name, session_id)
+            injected = self._state.take_error(name)
+            if injected is not None:
+                echoed = {"mcp-session-id": session_id} if session_id is not None else None
+                return "peer:error", _json_body(200, _rpc_error(request_id, injected.code, injected.message), echoed)
         return None
 
 
@@ -501,6 +523,12 @@ def _apply(server: MCPServer[Any], state: PeerState, action: dict[str, Any]) -> 
         if not isinstance(tool, str) or count is None or delivery not in ("http400", "json200", "sse"):
             return 400, "mismatch needs 'tool' (str), 'count' (int >= 0), 'delivery' in http400|json200|sse"
         state.mismatches[tool] = _Mismatch(count=count, delivery=delivery)
+    elif kind == "error":
+        count = _count(action, "count", 1)
+        code, message = action.get("code"), action.get("message")
+        if not isinstance(tool, str) or count is None or type(code) is not int or not isinstance(message, str):
+            return 400, "error needs 'tool' (str), 'code' (int), 'message' (str), 'count' (int >= 0)"
+        state.errors[tool] = _InjectedError(count=count, code=code, message=message)
     elif kind == "paginate":
         size = action.get("page_size")
         if size is not None and _count(action, "page_size", 0) in (None, 0):

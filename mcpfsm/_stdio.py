@@ -5,6 +5,11 @@ notifications and server-to-client requests go to the inbound handler. stderr is
 DEBUG logs so a chatty child never blocks on a full pipe. Headers are accepted and ignored:
 there are none on stdio. Closing (also on cancellation) closes stdin, waits briefly, then
 terminates and finally kills the child.
+
+The two reader tasks are trio *system* tasks with a cancel scope each, not children of a nursery
+held open between ``__aenter__`` and ``__aexit__``: a nursery must be exited in the cancel scope it
+was entered in, and a client closes its transport inside a shielded scope of its own (and may be
+closed from a different task), which would corrupt trio's cancel-scope stack.
 """
 
 from __future__ import annotations
@@ -12,9 +17,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final
+from typing import Final
 
 import trio
 from loguru import logger
@@ -65,8 +70,8 @@ class StdioTransport:
         self._env = None if env is None else {**os.environ, **env}
         self._cwd = cwd
         self._process: trio.Process | None = None
-        self._nursery: trio.Nursery | None = None
-        self._nursery_cm: Any = None
+        self._pid: int | None = None
+        self._readers: list[tuple[trio.CancelScope, trio.Event]] = []
         self._pending: dict[object, _Pending] = {}
         self._write_lock = trio.Lock()
         self._failure: TransportError | None = None
@@ -86,11 +91,31 @@ class StdioTransport:
             )
         except OSError as exc:
             raise TransportError(f"cannot start MCP server {self._command[0]!r}: {exc}") from exc
-        self._nursery_cm = trio.open_nursery()
-        self._nursery = await self._nursery_cm.__aenter__()
-        self._nursery.start_soon(self._read_stdout)
-        self._nursery.start_soon(self._drain_stderr)
+        self._pid = self._process.pid
+        self._spawn(self._read_stdout)
+        self._spawn(self._drain_stderr)
         return self
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id once started (kept after close, for diagnostics)."""
+        return self._pid
+
+    def _spawn(self, reader: Callable[[], Awaitable[None]]) -> None:
+        scope, done = trio.CancelScope(), trio.Event()
+        self._readers.append((scope, done))
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await reader()
+            except Exception as exc:
+                # Nothing may escape a system task: it would crash the whole trio run.
+                self._fail(TransportError(f"the MCP server process reader failed: {exc!r}"))
+            finally:
+                done.set()
+
+        trio.lowlevel.spawn_system_task(run, name=f"mcpfsm stdio {reader.__name__}")
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -221,10 +246,11 @@ class StdioTransport:
                     await process.wait()
             finally:
                 self._fail(TransportError("the stdio transport is closed"))
-                if self._nursery is not None:
-                    self._nursery.cancel_scope.cancel()
-                    cm, self._nursery_cm, self._nursery = self._nursery_cm, None, None
-                    await cm.__aexit__(None, None, None)
+                readers, self._readers = self._readers, []
+                for scope, _ in readers:
+                    scope.cancel()
+                for _, done in readers:
+                    await done.wait()
 
 
 def _message_id(message: str) -> object:

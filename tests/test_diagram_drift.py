@@ -30,7 +30,12 @@ def generate(relative: str) -> str:
 
 
 def test_generated_files_are_the_expected_ones() -> None:
-    assert sorted(GENERATED) == ["diagrams/tool-call.svg", "specs/tool-call.dot", "specs/tool-call.mmd"]
+    assert sorted(GENERATED) == [
+        "diagrams/tool-call.svg",
+        "specs/tool-call.dot",
+        "specs/tool-call.md",
+        "specs/tool-call.mmd",
+    ]
 
 
 @pytest.mark.parametrize("relative", sorted(GENERATED))

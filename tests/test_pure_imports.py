@@ -30,6 +30,7 @@ PURE_MODULES = (
     "mcpfsm._plan",
     "mcpfsm._schema",
     "mcpfsm._sse",
+    "mcpfsm._trace",
 )
 
 FORBIDDEN = ("anyio", "httpx", "loguru", "trio")

@@ -1,0 +1,8 @@
+"""``python -m mcpfsm``: the same as the ``mcpfsm`` command."""
+
+import sys
+
+from ._cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""Shared fixtures: a fresh ``FakeServer`` and captured loguru records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from loguru import logger
+
+# `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
+from tests.fakeserver import FakeServer
+
+
+@pytest.fixture
+def fake() -> FakeServer:
+    """A modern-era fake MCP server with no tools; tests set ``fake.tools`` and queue answers."""
+    return FakeServer()
+
+
+@pytest.fixture
+def logs() -> Iterator[list[dict[str, Any]]]:
+    """Every loguru record mcpfsm logs during the test (DEBUG and up), as loguru record dicts."""
+    records: list[dict[str, Any]] = []
+    logger.enable("mcpfsm")
+    sink = logger.add(lambda message: records.append(dict(message.record)), level="DEBUG", filter="mcpfsm")
+    try:
+        yield records
+    finally:
+        logger.remove(sink)
+        logger.disable("mcpfsm")

@@ -1,0 +1,366 @@
+"""Audit events (SPEC §9): what each call publishes, and to whom (on_event, events(), loguru)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+import httpx
+import pytest
+import trio
+
+import mcpfsm
+from tests.fakeserver import MODERN, Answer, FakeServer, response, rpc_error
+
+DATABASE: Final = {"type": "string", "x-mcp-header": "Database"}
+STALE: Final = {
+    "name": "execute-sql",
+    "inputSchema": {"type": "object", "properties": {"database": DATABASE, "region": {"type": "string"}}},
+}
+FRESH: Final = {
+    "name": "execute-sql",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"database": DATABASE, "region": {"type": "string", "x-mcp-header": "Region"}},
+    },
+}
+ARGS: Final = {"database": "analytics", "region": "us-west1"}
+CALL: Final = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "execute-sql"}
+SENT_STALE: Final = {**CALL, "Mcp-Param-Database": "analytics"}
+SENT_FRESH: Final = {**SENT_STALE, "Mcp-Param-Region": "us-west1"}
+MISMATCH: Final = {"type": "HeaderMismatchError", "code": -32020, "message": "Header mismatch"}
+FULL_WARNING: Final = "an events() subscriber is full; dropping events for it until it catches up"
+
+
+def event(
+    seq: int,
+    state: str,
+    previous: str | None,
+    trigger: str | None,
+    *,
+    attempt: int = 1,
+    headers: dict[str, str] | None = None,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """An expected event without its call_id, at and elapsed (checked separately)."""
+    return {
+        "seq": seq,
+        "tool": "execute-sql",
+        "state": state,
+        "previous": previous,
+        "trigger": trigger,
+        "attempt": attempt,
+        "headers": headers,
+        "error": error,
+    }
+
+
+START: Final = [event(0, "resolving", None, None), event(1, "planning", "resolving", "resolved")]
+SUCCESS: Final = [
+    *START,
+    event(2, "sending", "planning", "planned", headers=SENT_STALE),
+    event(3, "succeeded", "sending", "answered", headers=SENT_STALE),
+]
+RECOVERY: Final = [
+    *START,
+    event(2, "sending", "planning", "planned", headers=SENT_STALE),
+    event(3, "relisting", "sending", "mismatched", headers=SENT_STALE, error=MISMATCH),
+    event(4, "comparing", "relisting", "relisted", headers=SENT_STALE),
+    event(5, "retrying", "comparing", "changed", attempt=2, headers=SENT_FRESH),
+    event(6, "succeeded", "retrying", "answered", attempt=2, headers=SENT_FRESH),
+]
+
+
+def facts(events: list[mcpfsm.CallEvent]) -> list[dict[str, Any]]:
+    """The events as dicts, less the fields that vary from run to run."""
+    return [{k: v for k, v in e.to_dict().items() if k not in ("call_id", "at", "elapsed")} for e in events]
+
+
+def check_timing(events: list[mcpfsm.CallEvent]) -> None:
+    """One call_id; `at` is UTC ISO-8601; `at` and `elapsed` never go backwards."""
+    assert len({e.call_id for e in events}) == 1
+    stamps = [datetime.fromisoformat(e.at) for e in events]
+    assert all(stamp.utcoffset() == timedelta(0) for stamp in stamps)
+    assert stamps == sorted(stamps)
+    assert [e.elapsed for e in events] == sorted(e.elapsed for e in events)
+    assert events[0].elapsed >= 0
+
+
+async def listed(fake: FakeServer, client: mcpfsm.Client) -> mcpfsm.Tool:
+    fake.tools = [STALE]
+    tool = (await client.tools()).get("execute-sql")
+    assert tool is not None
+    return tool
+
+
+def drain(channel: trio.MemoryReceiveChannel[mcpfsm.CallEvent]) -> list[mcpfsm.CallEvent]:
+    received: list[mcpfsm.CallEvent] = []
+    while True:
+        try:
+            received.append(channel.receive_nowait())
+        except trio.WouldBlock:
+            return received
+
+
+# --- the events of one call ------------------------------------------------------------------------
+
+
+async def test_a_successful_call_publishes_one_event_per_state(fake: FakeServer) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        await (await listed(fake, client)).call(ARGS)
+    assert facts(events) == SUCCESS
+    check_timing(events)
+
+
+async def test_a_recovered_call_publishes_the_recovery_path(fake: FakeServer) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        fake.tools = [FRESH]
+        fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
+        await tool.call(ARGS)
+    assert facts(events) == RECOVERY
+    check_timing(events)
+
+
+@pytest.mark.parametrize(
+    ("answers", "arguments", "tail"),
+    [
+        pytest.param(
+            [],
+            {"database": 7},
+            [
+                event(
+                    2,
+                    "failed",
+                    "planning",
+                    "unmirrorable",
+                    error={
+                        "type": "MirroringError",
+                        "code": None,
+                        "message": "argument /database cannot be mirrored into Mcp-Param-Database (declared string):"
+                        " expected a string, got int 7",
+                    },
+                )
+            ],
+            id="unmirrorable",
+        ),
+        pytest.param(
+            [rpc_error(-32602, "Invalid params", data={"x": 1})],
+            ARGS,
+            [
+                event(2, "sending", "planning", "planned", headers=SENT_STALE),
+                event(
+                    3,
+                    "failed",
+                    "sending",
+                    "errored",
+                    headers=SENT_STALE,
+                    error={"type": "RpcError", "code": -32602, "message": "Invalid params"},
+                ),
+            ],
+            id="rpc-error",
+        ),
+        pytest.param(
+            [response(httpx.Response(503))],
+            ARGS,
+            [
+                event(2, "sending", "planning", "planned", headers=SENT_STALE),
+                event(
+                    3,
+                    "failed",
+                    "sending",
+                    "errored",
+                    headers=SENT_STALE,
+                    error={"type": "TransportError", "code": None, "message": "HTTP 503 Service Unavailable"},
+                ),
+            ],
+            id="transport-error",
+        ),
+        pytest.param(
+            [rpc_error(-32020, "Header mismatch"), rpc_error(-32020, "Still mismatched")],
+            ARGS,
+            [
+                *RECOVERY[2:6],
+                event(
+                    6,
+                    "failed",
+                    "retrying",
+                    "mismatched",
+                    attempt=2,
+                    headers=SENT_FRESH,
+                    error={"type": "HeaderMismatchError", "code": -32020, "message": "Still mismatched"},
+                ),
+            ],
+            id="second-mismatch",
+        ),
+    ],
+)
+async def test_a_failed_call_publishes_the_error_on_its_failed_event(
+    fake: FakeServer, answers: list[Answer], arguments: dict[str, Any], tail: list[dict[str, Any]]
+) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        fake.tools = [FRESH]
+        fake.queue("tools/call", *answers)
+        with pytest.raises(mcpfsm.McpError):
+            await tool.call(arguments)
+    assert facts(events) == [*START, *tail]
+    check_timing(events)
+
+
+async def test_a_failed_relist_publishes_the_original_error(fake: FakeServer) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
+        fake.queue("tools/list", response(httpx.Response(500)))
+        with pytest.raises(mcpfsm.HeaderMismatchError):
+            await tool.call(ARGS)
+    assert facts(events)[3:] == [
+        RECOVERY[3],
+        event(4, "failed", "relisting", "relist_failed", headers=SENT_STALE, error=MISMATCH),
+    ]
+
+
+async def test_call_ids_differ_between_calls_and_clients(fake: FakeServer) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        await tool.call(ARGS)
+        await tool.call(ARGS)
+    async with fake.client(on_event=events.append) as other:
+        await other.call_tool("execute-sql", ARGS)
+    assert [e.seq for e in events] == [0, 1, 2, 3] * 3
+    ids = [e.call_id for e in events]
+    assert all(isinstance(call_id, str) for call_id in ids)
+    assert [ids[i : i + 4] for i in (0, 4, 8)] == [[ids[i]] * 4 for i in (0, 4, 8)]
+    assert len({ids[0], ids[4], ids[8]}) == 3
+
+
+# --- serialisation ---------------------------------------------------------------------------------
+
+
+async def test_events_round_trip_through_json(fake: FakeServer) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        fake.tools = [FRESH]
+        fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
+        await tool.call(ARGS)
+    assert len(events) == 7
+    for e in events:
+        record = json.loads(json.dumps(e.to_dict()))
+        assert record == e.to_dict()
+        assert json.loads(e.to_json()) == record
+        assert "\n" not in e.to_json()
+        assert mcpfsm.CallEvent.from_dict(record) == e
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        pytest.param({"seq": None}, r"^not a CallEvent record: int\(\) argument must be .*$", id="seq-null"),
+        pytest.param(
+            {"seq": "x"}, r"^not a CallEvent record: invalid literal for int\(\) with base 10: 'x'$", id="seq-text"
+        ),
+        pytest.param({"headers": 5}, r"^not a CallEvent record: 'int' object is not iterable$", id="headers-int"),
+    ],
+)
+def test_from_dict_refuses_a_record_that_is_not_an_event(change: dict[str, Any], message: str) -> None:
+    record = {**event(0, "resolving", None, None), "call_id": "c-1", "at": "2026-01-01T00:00:00+00:00", "elapsed": 0.0}
+    assert mcpfsm.CallEvent.from_dict(record).to_dict() == record
+    with pytest.raises(ValueError, match=message):
+        mcpfsm.CallEvent.from_dict({**record, **change})
+    missing = dict(record)
+    del missing["tool"]
+    with pytest.raises(ValueError, match=r"^not a CallEvent record: 'tool'$"):
+        mcpfsm.CallEvent.from_dict(missing)
+
+
+# --- delivery ------------------------------------------------------------------------------------
+
+
+async def test_an_on_event_callback_that_raises_does_not_break_the_call(
+    fake: FakeServer, logs: list[dict[str, Any]]
+) -> None:
+    def on_event(event: mcpfsm.CallEvent) -> None:
+        raise RuntimeError(f"boom in {event.state}")
+
+    async with fake.client(on_event=on_event) as client:
+        outcome = await (await listed(fake, client)).call(ARGS)
+    assert outcome.content == [{"type": "text", "text": "ok"}]
+    assert [r["message"] for r in logs if r["level"].name == "WARNING"] == [
+        f"on_event callback raised RuntimeError('boom in {state}'); the call goes on"
+        for state in ("resolving", "planning", "sending", "succeeded")
+    ]
+
+
+async def test_events_subscribers_receive_the_same_events_as_on_event(fake: FakeServer) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        async with client.events() as first, client.events() as second:
+            await tool.call(ARGS)
+            fake.tools = [FRESH]
+            fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
+            await tool.call(ARGS)
+            assert drain(first) == drain(second) == events
+        # Subscribers that have left do not disturb later calls.
+        await tool.call(ARGS)
+    fresh_success = [{**e, "headers": SENT_FRESH if e["headers"] else None} for e in SUCCESS]
+    assert facts(events) == [*SUCCESS, *RECOVERY, *fresh_success]
+
+
+async def test_a_subscriber_reading_in_a_task_sees_every_event(fake: FakeServer) -> None:
+    received: list[mcpfsm.CallEvent] = []
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        async with client.events() as channel, trio.open_nursery() as nursery:
+
+            async def audit() -> None:
+                async for e in channel:
+                    received.append(e)
+                    if e.state in mcpfsm.TERMINAL:
+                        return
+
+            nursery.start_soon(audit)
+            await tool.call(ARGS)
+    assert received == events
+
+
+async def test_a_subscriber_that_never_reads_does_not_block_calls(
+    fake: FakeServer, logs: list[dict[str, Any]]
+) -> None:
+    async with fake.client() as client:
+        tool = await listed(fake, client)
+        async with client.events(buffer=1) as stalled:
+            with trio.fail_after(5):
+                await tool.call(ARGS)
+                await tool.call(ARGS)
+            kept = drain(stalled)
+            assert [(e.seq, e.state) for e in kept] == [(0, "resolving")]
+            assert [r["message"] for r in logs if r["level"].name == "WARNING"] == [FULL_WARNING]
+            # Caught up: the next event is delivered, and the next overflow warns once more.
+            await tool.call(ARGS)
+            assert [(e.seq, e.state) for e in drain(stalled)] == [(0, "resolving")]
+    assert [r["message"] for r in logs if r["level"].name == "WARNING"] == [FULL_WARNING] * 2
+
+
+async def test_events_are_logged_at_debug_with_the_call_id(fake: FakeServer, logs: list[dict[str, Any]]) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        await (await listed(fake, client)).call(ARGS)
+    call_id = events[0].call_id
+    assert [
+        (r["level"].name, r["message"], r["extra"]) for r in logs if r["message"].startswith("tool call ")
+    ] == [
+        ("DEBUG", "tool call execute-sql None -> resolving (None)", {"call_id": call_id}),
+        ("DEBUG", "tool call execute-sql resolving -> planning (resolved)", {"call_id": call_id}),
+        ("DEBUG", "tool call execute-sql planning -> sending (planned)", {"call_id": call_id}),
+        ("DEBUG", "tool call execute-sql sending -> succeeded (answered)", {"call_id": call_id}),
+    ]

@@ -1,0 +1,256 @@
+"""``mcpfsm._trace``: audit events → Mermaid sequenceDiagram, and reading JSON Lines audit logs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import mcpfsm
+from mcpfsm import CallEvent
+from mcpfsm._trace import parse_events, select_call, sequence_diagram
+
+BASE = {
+    "MCP-Protocol-Version": "2026-07-28",
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "execute-sql",
+    "Mcp-Param-Database": "analytics",
+}
+FRESH = {**BASE, "Mcp-Param-Region": "eu"}
+MISMATCH = {"type": "HeaderMismatchError", "code": -32020, "message": "Mcp-Param-Region header is missing"}
+
+
+def event(seq: int, state: str, previous: str | None, trigger: str | None, **fields: Any) -> CallEvent:
+    return CallEvent(
+        call_id=fields.pop("call_id", "c-1"),
+        seq=seq,
+        tool=fields.pop("tool", "execute-sql"),
+        state=state,
+        previous=previous,
+        trigger=trigger,
+        attempt=fields.pop("attempt", 1),
+        at=f"2026-07-28T00:00:0{seq}+00:00",
+        elapsed=seq / 1000,
+        **fields,
+    )
+
+
+SUCCESS = [
+    event(0, "resolving", None, None),
+    event(1, "planning", "resolving", "resolved"),
+    event(2, "sending", "planning", "planned", headers=BASE),
+    event(3, "succeeded", "sending", "answered", headers=BASE),
+]
+
+RECOVERY = [
+    event(0, "resolving", None, None),
+    event(1, "planning", "resolving", "resolved"),
+    event(2, "sending", "planning", "planned", headers=BASE),
+    event(3, "relisting", "sending", "mismatched", headers=BASE, error=MISMATCH),
+    event(4, "comparing", "relisting", "relisted", headers=BASE),
+    event(5, "retrying", "comparing", "changed", headers=FRESH, attempt=2),
+    event(6, "succeeded", "retrying", "answered", headers=FRESH, attempt=2),
+]
+
+HEAD = """\
+sequenceDiagram
+    %% mcpfsm tool call c-1 of execute-sql, drawn by `mcpfsm trace`
+    participant Client
+    participant Server
+    Note over Client: resolving
+    Note over Client: planning (resolved)
+    Note over Client: sending (planned)
+    Client->>Server: tools/call execute-sql (attempt 1)<br/>MCP-Protocol-Version: 2026-07-28<br/>\
+Mcp-Method: tools/call<br/>Mcp-Name: execute-sql<br/>Mcp-Param-Database: analytics
+"""
+
+
+def test_success_diagram() -> None:
+    assert sequence_diagram(SUCCESS) == HEAD + (
+        "    Server-->>Client: result\n"
+        "    Note over Client: succeeded (answered)\n"
+    )
+
+
+def test_recovery_diagram() -> None:
+    assert sequence_diagram(RECOVERY) == HEAD + (
+        "    Server-->>Client: error -32020: Mcp-Param-Region header is missing\n"
+        "    Note over Client: relisting (mismatched)\n"
+        "    Client->>Server: tools/list\n"
+        "    Server-->>Client: tools: 'execute-sql' listed\n"
+        "    Note over Client: comparing (relisted)\n"
+        "    Note over Client: retrying (changed)\n"
+        "    Client->>Server: tools/call execute-sql (attempt 2)<br/>MCP-Protocol-Version: 2026-07-28<br/>"
+        "Mcp-Method: tools/call<br/>Mcp-Name: execute-sql<br/>Mcp-Param-Database: analytics<br/>"
+        "Mcp-Param-Region: eu\n"
+        "    Server-->>Client: result\n"
+        "    Note over Client: succeeded (answered)\n"
+    )
+
+
+def test_events_out_of_order_are_drawn_in_seq_order() -> None:
+    assert sequence_diagram(list(reversed(RECOVERY))) == sequence_diagram(RECOVERY)
+
+
+def test_unchanged_plan_fails_with_the_original_error() -> None:
+    events = [
+        *RECOVERY[:5],
+        event(5, "failed", "comparing", "unchanged", headers=BASE, error=MISMATCH),
+    ]
+    assert sequence_diagram(events).endswith(
+        "    Note over Client: comparing (relisted)\n"
+        "    Note over Client: failed (unchanged)<br/>error -32020: Mcp-Param-Region header is missing\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("trigger", "error", "arrow"),
+    [
+        pytest.param(
+            "errored",
+            {"type": "RpcError", "code": -32001, "message": "timeout"},
+            "    Server-->>Client: error -32001: timeout\n",
+            id="json-rpc-error",
+        ),
+        pytest.param(
+            "errored",
+            {"type": "TransportError", "code": None, "message": "POST failed"},
+            "    Server--xClient: TransportError: POST failed\n",
+            id="no-answer",
+        ),
+    ],
+)
+def test_failed_send_shows_the_answer(trigger: str, error: dict[str, Any], arrow: str) -> None:
+    events = [*SUCCESS[:3], event(3, "failed", "sending", trigger, headers=BASE, error=error)]
+    note = "error -32001: timeout" if error["code"] else "TransportError: POST failed"
+    assert sequence_diagram(events) == HEAD + arrow + f"    Note over Client: failed ({trigger})<br/>{note}\n"
+
+
+@pytest.mark.parametrize(
+    ("trigger", "arrow"),
+    [
+        pytest.param("vanished", "    Server-->>Client: tools: 'execute-sql' not listed\n", id="vanished"),
+        pytest.param("relist_failed", "    Server--xClient: tools/list failed\n", id="relist-failed"),
+    ],
+)
+def test_failed_relist(trigger: str, arrow: str) -> None:
+    events = [*RECOVERY[:4], event(4, "failed", "relisting", trigger, headers=BASE, error=MISMATCH)]
+    assert sequence_diagram(events).endswith(
+        "    Client->>Server: tools/list\n"
+        + arrow
+        + f"    Note over Client: failed ({trigger})<br/>error -32020: Mcp-Param-Region header is missing\n"
+    )
+
+
+def test_unmirrorable_call_sends_nothing() -> None:
+    error = {"type": "MirroringError", "code": None, "message": "argument /n cannot be mirrored"}
+    events = [*SUCCESS[:2], event(2, "failed", "planning", "unmirrorable", error=error)]
+    diagram = sequence_diagram(events)
+    assert "->>" not in diagram
+    assert diagram.endswith(
+        "    Note over Client: failed (unmirrorable)<br/>MirroringError: argument /n cannot be mirrored\n"
+    )
+
+
+def test_cancelled_while_sending_has_no_answer() -> None:
+    cancelled = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
+    events = [*SUCCESS[:3], event(3, "cancelled", "sending", "cancelled", headers=BASE, error=cancelled)]
+    assert sequence_diagram(events) == HEAD + (
+        "    Note over Client: cancelled (cancelled)<br/>Cancelled: the call was cancelled\n"
+    )
+
+
+def test_labels_escape_what_mermaid_cannot_take() -> None:
+    error = {"type": "RpcError", "code": -32000, "message": 'a;b #1 <b>&"x" 100%\nnext'}
+    events = [
+        *SUCCESS[:2],
+        event(2, "sending", "planning", "planned", headers={"Mcp-Param-Q": "x;y#z"}),
+        event(3, "failed", "sending", "errored", error=error),
+    ]
+    escaped = "error -32000: a#59;b #35;1 #lt;b#gt;#amp;#quot;x#quot; 100#37; next"
+    assert sequence_diagram(events).splitlines()[-3:] == [
+        "    Client->>Server: tools/call execute-sql (attempt 1)<br/>Mcp-Param-Q: x#59;y#35;z",
+        f"    Server-->>Client: {escaped}",
+        f"    Note over Client: failed (errored)<br/>{escaped}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        pytest.param([], "no events to draw", id="empty"),
+        pytest.param(
+            [SUCCESS[0], event(1, "planning", "resolving", "resolved", call_id="c-2")],
+            "events of 2 calls given; draw one call at a time",
+            id="two-calls",
+        ),
+    ],
+)
+def test_sequence_diagram_refuses(events: list[CallEvent], message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{message}$"):
+        sequence_diagram(events)
+
+
+def test_parse_events_round_trip() -> None:
+    text = "\n".join(e.to_json() for e in RECOVERY) + "\n\n"
+    assert parse_events(text) == RECOVERY
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("{}\n", r"line 1: not a CallEvent record \(no 'call_id', 'seq', 'tool', 'state', "
+                     r"'attempt', 'at', 'elapsed'\)", id="empty-object"),
+        pytest.param(SUCCESS[0].to_json() + "\n{oops\n", r"line 2: not JSON \(Expecting property name enclosed "
+                     r"in double quotes at column 2\)", id="not-json"),
+        pytest.param("\n[1]\n", r"line 2: not a CallEvent record \(a JSON list\)", id="array"),
+        pytest.param(
+            json.dumps({**SUCCESS[0].to_dict(), "seq": "x"}),
+            r"line 1: not a CallEvent record: invalid literal for int\(\) with base 10: 'x'",
+            id="bad-field",
+        ),
+    ],
+)
+def test_parse_events_names_the_line(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{message}$"):
+        parse_events(text)
+
+
+def test_select_call_defaults_to_the_last_call() -> None:
+    other = [event(0, "resolving", None, None, call_id="c-0")]
+    assert select_call([*other, *SUCCESS]) == SUCCESS
+    assert select_call([*other, *SUCCESS], "c-0") == other
+
+
+@pytest.mark.parametrize(
+    ("events", "call_id", "message"),
+    [
+        pytest.param([], None, "no events recorded", id="empty"),
+        pytest.param(SUCCESS, "c-9", r"no events of call 'c-9' \(calls recorded: c-1\)", id="unknown"),
+    ],
+)
+def test_select_call_refuses(events: list[CallEvent], call_id: str | None, message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{message}$"):
+        select_call(events, call_id)
+
+
+def test_trace_module_is_pure() -> None:
+    # The same probe as tests/test_pure_imports.py: import without the package __init__ (which loads loguru).
+    probe = (
+        "import importlib, importlib.machinery, sys, types\n"
+        "stub = types.ModuleType('mcpfsm'); stub.__path__ = [sys.argv[1]]\n"
+        "stub.__spec__ = importlib.machinery.ModuleSpec('mcpfsm', None, is_package=True)\n"
+        "stub.__spec__.submodule_search_locations = [sys.argv[1]]\n"
+        "sys.modules['mcpfsm'] = stub\n"
+        "importlib.import_module('mcpfsm._trace')\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anyio', 'httpx', 'loguru', 'trio')))\n"
+    )
+    package = Path(mcpfsm.__file__).parent
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, str(package)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
