@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, overload
 
 import httpx
 import trio
@@ -152,11 +152,12 @@ class Tool:
         return f"Tool({self.name!r}, mirrored={self.mirrored!r})"
 
 
-class ToolList(Sequence[Tool]):
+class ToolList:
     """The tools of one complete listing, in server order (SPEC §8).
 
     Supports ``len()``, iteration, indexing, ``name in tools`` and :meth:`get`. Tools excluded
-    because of invalid ``x-mcp-header`` annotations are in :attr:`excluded`.
+    because of invalid ``x-mcp-header`` annotations are in :attr:`excluded`. It is deliberately
+    not a ``Sequence[Tool]``: ``"name" in tools`` must type-check under ``mypy --strict``.
     """
 
     __slots__ = ("_by_name", "_tools", "excluded")
@@ -185,8 +186,14 @@ class ToolList(Sequence[Tool]):
         """Iterate the tools in server order."""
         return iter(self._tools)
 
-    def __getitem__(self, index: Any) -> Any:
-        """Index or slice like a list."""
+    @overload
+    def __getitem__(self, index: int) -> Tool: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Tool, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Tool | tuple[Tool, ...]:
+        """Index or slice like a list (a slice gives a tuple)."""
         return self._tools[index]
 
     def __contains__(self, item: object) -> bool:
@@ -543,6 +550,9 @@ class Client:
         if hasattr(self._transport, "resumable"):
             # SPEC §7: only legacy streams are resumable.
             self._transport.resumable = not is_modern(version)
+        if is_modern(version) and getattr(self._transport, "session_id", None) is not None:
+            # Modern requests carry no session: a legacy session left behind by a -32022 switch ends here.
+            self._transport.session_id = None
 
     async def _probe(self) -> None:
         self._set_version(MODERN_VERSION)

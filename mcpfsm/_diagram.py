@@ -188,7 +188,8 @@ def check_all(root: Path) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the diagrams, or with ``--check`` report drift; return the process exit status.
 
-    0: written or up to date; 1: ``--check`` found files out of date; 2: Graphviz is missing.
+    0: written or up to date; 1: ``--check`` found files out of date; 2: Graphviz or the MCP SDK
+    (needed by ``specs/tool-call.md``) is missing.
     """
     parser = argparse.ArgumentParser(
         prog="python -m mcpfsm._diagram", description="Generate the tool-call state machine diagrams."
@@ -207,7 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         for path in write_all(args.root):
             print(f"wrote {path}")
-    except GraphvizNotFound as exc:
+    except RuntimeError as exc:
+        # GraphvizNotFound, or the walkthrough's PeerUnavailable (no MCP SDK installed): one line, no traceback.
         print(exc, file=sys.stderr)
         return 2
     return 0
