@@ -14,13 +14,9 @@ import importlib.util
 import itertools
 import json
 import os
-import queue
 import re
 import shlex
-import subprocess
 import sys
-import tempfile
-import threading
 import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from enum import IntEnum
@@ -36,6 +32,7 @@ from ._client import Client, Tool, ToolList, ToolResult
 from ._errors import McpError, MirroringError, RpcError, TransportError
 from ._events import CallEvent
 from ._http import HttpTransport
+from ._peer_process import PeerStartError, run_peer
 from ._plan import LEGACY_VERSIONS, MODERN_VERSION, plan_request
 from ._schema import inspect_input_schema, json_pointer
 from ._trace import parse_events, select_call, sequence_diagram
@@ -94,7 +91,6 @@ DEMO_ARGUMENTS: Final[Mapping[str, Any]] = {
 
 _DEMO_TOOL: Final = "execute-sql"
 _DEMO_START_TIMEOUT: Final = 30.0
-_READY: Final = "READY "
 _SPINNER: Final = "|/-\\"
 _TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _MAX_ERROR: Final = 1000
@@ -771,47 +767,13 @@ def _cmd_demo(args: argparse.Namespace) -> Exit:
 
 @contextlib.contextmanager
 def _demo_server() -> Iterator[str]:
-    command = [sys.executable, "-m", "mcpfsm._peer", "--mode", "modern", "--port", "0"]
-    with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
-        try:
-            yield _await_ready(process, stderr)
-        finally:
-            _stop(process)
-
-
-def _await_ready(process: subprocess.Popen[bytes], stderr: IO[bytes]) -> str:
-    assert process.stdout is not None
-    lines: queue.Queue[bytes] = queue.Queue()
-    stdout = process.stdout
-    threading.Thread(target=lambda: lines.put(stdout.readline()), daemon=True).start()
     try:
-        line = lines.get(timeout=_DEMO_START_TIMEOUT).decode(errors="replace").strip()
-    except queue.Empty:
-        line = ""
-    if not line.startswith(_READY):
-        stderr.seek(0)
-        tail = [text for text in stderr.read().decode(errors="replace").splitlines() if text.strip()]
+        with run_peer("modern", timeout=_DEMO_START_TIMEOUT) as peer:
+            yield peer.url
+    except PeerStartError as exc:
+        tail = [text for text in exc.stderr.splitlines() if text.strip()]
         why = tail[-1] if tail else f"no READY line within {_DEMO_START_TIMEOUT:g} s"
-        raise CliError(Exit.unreachable, f"the demo server did not start: {why}")
-    return line.removeprefix(_READY)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        except BaseException:
-            # A second Ctrl-C while waiting: the server must still not outlive the demo.
-            process.kill()
-            process.wait()
-            raise
-    if process.stdout is not None:
-        process.stdout.close()
+        raise CliError(Exit.unreachable, f"the demo server did not start: {why}") from exc
 
 
 def event_lines(event: CallEvent) -> list[str]:

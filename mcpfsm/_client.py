@@ -552,7 +552,8 @@ class Client:
             self._transport.resumable = not is_modern(version)
         if is_modern(version) and getattr(self._transport, "session_id", None) is not None:
             # Modern requests carry no session: a legacy session left behind by a -32022 switch ends here.
-            self._transport.session_id = None
+            transport: Any = self._transport
+            transport.session_id = None
 
     async def _probe(self) -> None:
         self._set_version(MODERN_VERSION)

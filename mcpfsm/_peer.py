@@ -602,7 +602,7 @@ async def _serve_http(app: ASGIApp, port: int) -> None:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tests.peer.server", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mcpfsm._peer", description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=MODES, default="dual", help="protocol eras served over HTTP")
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: the OS picks)")
     parser.add_argument("--stdio", action="store_true", help="serve over stdio instead of HTTP")

@@ -1,4 +1,4 @@
-"""Shared fixtures: a fresh ``FakeServer`` and captured loguru records."""
+"""Shared fixtures: a fresh ``FakeServer`` and captured loguru records (as dicts or as (level, message))."""
 
 from __future__ import annotations
 
@@ -26,6 +26,19 @@ def logs() -> Iterator[list[dict[str, Any]]]:
     sink = logger.add(lambda message: records.append(dict(message.record)), level="DEBUG", filter="mcpfsm")
     try:
         yield records
+    finally:
+        logger.remove(sink)
+        logger.disable("mcpfsm")
+
+
+@pytest.fixture
+def records() -> Iterator[list[tuple[str, str]]]:
+    """Every loguru record logged during the test (DEBUG and up), as ``(level name, message)`` pairs."""
+    seen: list[tuple[str, str]] = []
+    logger.enable("mcpfsm")
+    sink = logger.add(lambda m: seen.append((m.record["level"].name, m.record["message"])), level="DEBUG")
+    try:
+        yield seen
     finally:
         logger.remove(sink)
         logger.disable("mcpfsm")

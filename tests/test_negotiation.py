@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
 import pytest
 import trio
-from loguru import logger
 
 import mcpfsm
 
@@ -129,18 +128,6 @@ def client(script: Script, protocol: str = "auto") -> mcpfsm.Client:
 
 def legacy_version_only(version: str = LEGACY, session: str = SESSION) -> dict[str, str]:
     return {"mcp-protocol-version": version, "mcp-session-id": session}
-
-
-@pytest.fixture
-def records() -> Iterator[list[tuple[str, str]]]:
-    seen: list[tuple[str, str]] = []
-    logger.enable("mcpfsm")
-    sink = logger.add(lambda m: seen.append((m.record["level"].name, m.record["message"])), level="DEBUG")
-    try:
-        yield seen
-    finally:
-        logger.remove(sink)
-        logger.disable("mcpfsm")
 
 
 # --- auto mode: the probe and its fallbacks (SPEC §1) ------------------------------------------------------

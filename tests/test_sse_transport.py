@@ -8,14 +8,13 @@ and the legacy resumption with ``GET`` + ``Last-Event-ID``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
 import pytest
 import trio
-from loguru import logger
 
 import mcpfsm
 from mcpfsm._http import HttpTransport
@@ -64,18 +63,6 @@ def event(message: dict[str, Any] | str, *, id: str | None = None, retry: int | 
 
 def answer(request_id: int, value: dict[str, Any] = CALL_RESULT) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "result": value}
-
-
-@pytest.fixture
-def records() -> Iterator[list[tuple[str, str]]]:
-    seen: list[tuple[str, str]] = []
-    logger.enable("mcpfsm")
-    sink = logger.add(lambda m: seen.append((m.record["level"].name, m.record["message"])), level="DEBUG")
-    try:
-        yield seen
-    finally:
-        logger.remove(sink)
-        logger.disable("mcpfsm")
 
 
 # --- the transport alone: what a stream hands back ------------------------------------------------------------

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
 import trio
-from loguru import logger
 
 import mcpfsm
 from mcpfsm import StdioTransport
@@ -38,18 +36,6 @@ def pid_of(client: mcpfsm.Client) -> int:
     transport = client.transport
     assert isinstance(transport, StdioTransport) and transport.pid is not None
     return transport.pid
-
-
-@pytest.fixture
-def records() -> Iterator[list[tuple[str, str]]]:
-    seen: list[tuple[str, str]] = []
-    logger.enable("mcpfsm")
-    sink = logger.add(lambda m: seen.append((m.record["level"].name, m.record["message"])), level="DEBUG")
-    try:
-        yield seen
-    finally:
-        logger.remove(sink)
-        logger.disable("mcpfsm")
 
 
 # auto: the probe (server/discover with the modern _meta) opens a modern connection; the SDK decides
