@@ -183,8 +183,12 @@ class ToolCall:
                 # waits (and a transport that answers without blocking); trio's rule: async = checkpoint.
                 await trio.lowlevel.checkpoint_if_cancelled()
                 trigger = await effect()
+            except Exception:
+                # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm,
+                # not a protocol outcome, so it is not dressed up as one of the machine's edges.
+                raise
             except BaseException:
-                # Never swallow cancellation (STYLE): record it, then let it propagate.
+                # trio.Cancelled (or KeyboardInterrupt): never swallowed (STYLE); record it, let it propagate.
                 self.error = None
                 previous, state = state, advance(state, Trigger.cancelled)
                 self._publish(state, previous, Trigger.cancelled)
