@@ -6,6 +6,13 @@ One local peer server (the official SDK's MCPServer, tests/peer) serves every cl
 run. CPU time is this process's `time.process_time()` (the server is another process), divided by
 the number of calls; rounds interleave the clients and the median round is reported. Printed
 ratios are mcpfsm / bare-httpx and mcpfsm / SDK, sequential and with 50 concurrent calls.
+
+The three clients: mcpfsm (`Client.http`, a whole tool call with its state machine, header plan
+and audit events, over mcpfsm's own keep-alive HTTP/1.1 pool, `mcpfsm._wire`); the bare
+`httpx.AsyncClient.post` of the same request bytes and headers (no JSON-RPC work at all); the
+official SDK's `mcp.Client.call_tool`. Targets (issue 3): mcpfsm at most the bare POST and at most
+half the SDK, in both modes. Profile with `py-spy record --format raw` or cProfile with
+`time.process_time` as the timer; a machine running anything else gives noisy figures.
 """
 
 from __future__ import annotations

@@ -25,21 +25,30 @@ DEFAULT_BUFFER: Final = 1024
 class AuditBus:
     """Fans each :class:`CallEvent` out to its sinks."""
 
-    __slots__ = ("_dropped", "_on_event", "_subscribers", "active")
+    __slots__ = ("_dropped", "_on_event", "_subscribers")
 
     def __init__(self, on_event: Callable[[CallEvent], object] | None = None) -> None:
         """Create a bus; ``on_event`` is called synchronously with every event."""
         self._on_event = on_event
         self._subscribers: list[trio.MemorySendChannel[CallEvent]] = []
         self._dropped: dict[int, int] = {}
-        self.active = True
-        """False only when no sink can observe events, so the driver may skip building them."""
+
+    @property
+    def observed(self) -> bool:
+        """True when an ``on_event`` callback or an ``events()`` subscriber receives events.
+
+        When it is False, loguru is the only sink and needs no :class:`CallEvent`: the driver
+        calls :meth:`log` instead of building one.
+        """
+        return self._on_event is not None or bool(self._subscribers)
+
+    def log(self, call_id: str, tool: str, previous: str | None, state: str, trigger: str | None) -> None:
+        """Log one transition at DEBUG with ``call_id`` bound: the loguru sink of :meth:`publish`."""
+        logger.bind(call_id=call_id).debug("tool call {} {} -> {} ({})", tool, previous, state, trigger)
 
     def publish(self, event: CallEvent) -> None:
         """Deliver ``event`` to every sink without blocking."""
-        logger.bind(call_id=event.call_id).debug(
-            "tool call {} {} -> {} ({})", event.tool, event.previous, event.state, event.trigger
-        )
+        self.log(event.call_id, event.tool, event.previous, event.state, event.trigger)
         if self._on_event is not None:
             try:
                 self._on_event(event)

@@ -205,7 +205,15 @@ class ToolCall:
 
     def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
         audit = self.client._audit
-        if not audit.active:
+        if not audit.observed:
+            # Only loguru listens: the same DEBUG record, without building an event nobody receives.
+            audit.log(
+                self.call_id,
+                self.name,
+                None if previous is None else str(previous),
+                str(state),
+                None if trigger is None else str(trigger),
+            )
             self.seq += 1
             return
         error: Mapping[str, Any] | None = None

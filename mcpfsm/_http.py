@@ -1,21 +1,24 @@
-"""Streamable HTTP transport over httpx (SPEC §7).
+"""Streamable HTTP transport (SPEC §7).
 
-One :class:`HttpTransport` per client holds one keep-alive connection pool (an
-``httpx.AsyncHTTPTransport``) and drives it directly: MCP needs neither redirects, cookies nor
-auth flows, so skipping ``AsyncClient``'s per-request machinery is pure savings, and any
-``httpx.AsyncBaseTransport`` (``httpx.MockTransport`` in unit tests) plugs in unchanged.
+One :class:`HttpTransport` per client holds one keep-alive connection pool, mcpfsm's own
+:class:`~mcpfsm._wire.ConnectionPool` (HTTP/1.1 over trio sockets): MCP needs neither redirects,
+cookies, auth flows nor proxies, and a pool for one origin does constant work per request, where
+httpx's ``AsyncClient`` and httpcore's pool spend more CPU on each request than the rest of a tool
+call together. Any ``httpx.AsyncBaseTransport`` given as ``transport`` (``httpx.MockTransport``
+in unit tests) is driven instead, unchanged; both answer with a :class:`~mcpfsm._wire.Reply`.
 
 Replies: ``application/json`` bodies, ``text/event-stream`` streams (notifications and
 server-to-client requests before the response are handed to the inbound handler), and JSON-RPC
-error bodies on 4xx/5xx. Every httpx exception becomes a :class:`~mcpfsm.TransportError` in
-:func:`_mapped`, the one mapping point.
+error bodies on 4xx/5xx. Every connection-layer exception (httpx, trio, OS, HTTP framing)
+becomes a :class:`~mcpfsm.TransportError` in :func:`_mapped`, the one mapping point.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncGenerator, Callable, Iterator, Mapping
+import math
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Final, cast
 
 import httpx
@@ -23,9 +26,11 @@ import trio
 from loguru import logger
 
 from ._errors import McpError, ProtocolError, TransportError
+from ._h1 import H1Error
 from ._jsonrpc import Notification, Request, Response, decode_message, parse_message
 from ._sse import SseError, SseEvent, SseParser
 from ._transport import NO_HEADERS, InboundHandler, filter_custom_headers
+from ._wire import ConnectionPool, Reply, Timeouts, WireError, WireTimeout
 
 __all__ = ["DEFAULT_TIMEOUT", "HttpTransport", "SessionExpired"]
 
@@ -33,7 +38,8 @@ DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, read=300.0)
 """Connect, write and pool timeouts of 30 s; a tool may stream nothing for up to 5 minutes."""
 
 # Keep every connection of a burst of concurrent calls alive instead of reconnecting most of them.
-_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=100, keepalive_expiry=30.0)
+_MAX_CONNECTIONS: Final = 100
+_KEEPALIVE_EXPIRY: Final = 30.0
 _MAX_RESUMES: Final = 3
 _DEFAULT_RETRY_MS: Final = 1000
 _STATUS_HINTS: Final = {
@@ -54,21 +60,83 @@ class SessionExpired(TransportError):
         self.session_id = session_id
 
 
+_CONNECTION_ERRORS: Final = (
+    httpx.HTTPError,
+    httpx.StreamError,
+    httpx.InvalidURL,
+    WireError,
+    H1Error,
+    OSError,
+    trio.BrokenResourceError,
+    trio.ClosedResourceError,
+)
+
+
 @contextlib.contextmanager
 def _mapped(what: str) -> Iterator[None]:
-    # The one place httpx exceptions become TransportError (STYLE: one mapping point).
+    # The one place connection-layer exceptions become TransportError (STYLE: one mapping point).
     try:
         yield
     except httpx.TimeoutException as exc:
         raise TransportError(f"{what} timed out ({type(exc).__name__})") from exc
-    except (httpx.HTTPError, httpx.StreamError, httpx.InvalidURL) as exc:
-        detail = str(exc) or type(exc).__name__
+    except WireTimeout as exc:
+        raise TransportError(f"{what} timed out ({exc.kind})") from exc
+    except _CONNECTION_ERRORS as exc:
+        # trio wraps socket errors: BrokenResourceError("") from ConnectionResetError(...).
+        detail = str(exc) or str(exc.__cause__ or "") or type(exc).__name__
         raise TransportError(f"{what} failed: {detail}") from exc
 
 
-def _media_type(response: httpx.Response) -> str:
-    content_type: str = response.headers.get("content-type", "")
+def _media_type(response: Reply) -> str:
+    content_type = response.headers.get("content-type", "")
     return content_type.partition(";")[0].strip().lower()
+
+
+def _timeouts(timeout: httpx.Timeout) -> Timeouts:
+    def seconds(value: float | None) -> float:
+        return math.inf if value is None else value
+
+    return Timeouts(
+        connect=seconds(timeout.connect),
+        write=seconds(timeout.write),
+        read=seconds(timeout.read),
+        pool=seconds(timeout.pool),
+    )
+
+
+class _HttpxReply:
+    # A Reply over an httpx response, for a caller's httpx.AsyncBaseTransport.
+    __slots__ = ("_chunks", "_response")
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+        self._chunks: AsyncGenerator[bytes, None] | None = None
+
+    @property
+    def status(self) -> int:
+        return self._response.status_code
+
+    @property
+    def reason(self) -> str:
+        return self._response.reason_phrase
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._response.headers
+
+    async def read(self) -> bytes:
+        return await self._response.aread()
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        # httpx annotates aiter_bytes as an AsyncIterator, but it is an async generator.
+        self._chunks = cast("AsyncGenerator[bytes, None]", self._response.aiter_bytes())
+        return self._chunks
+
+    async def aclose(self) -> None:
+        chunks, self._chunks = self._chunks, None
+        if chunks is not None:
+            await _unwind(chunks)
+        await self._response.aclose()
 
 
 class HttpTransport:
@@ -77,8 +145,9 @@ class HttpTransport:
     Args:
         url: the MCP endpoint.
         headers: custom headers for every request; names starting with ``mcp-`` are dropped.
-        timeout: httpx timeouts (default :data:`DEFAULT_TIMEOUT`).
-        transport: an ``httpx.AsyncBaseTransport`` to drive instead of a fresh keep-alive pool
+        timeout: connect, write, read and pool timeouts (default :data:`DEFAULT_TIMEOUT`); the read
+            timeout bounds each wait for more of a response, not the whole response.
+        transport: an ``httpx.AsyncBaseTransport`` to drive instead of mcpfsm's keep-alive pool
             (the caller then owns closing it).
         sleep: the delay function used before resuming a stream (``trio.sleep``).
 
@@ -102,12 +171,22 @@ class HttpTransport:
             raise TransportError(f"invalid MCP server URL {url!r}: {exc}") from exc
         if self._url.scheme not in ("http", "https") or not self._url.host:
             raise TransportError(f"invalid MCP server URL {url!r}: expected an absolute http:// or https:// URL")
-        self._owns_pool = transport is None
-        self._pool: httpx.AsyncBaseTransport = transport or httpx.AsyncHTTPTransport(retries=0, limits=_LIMITS)
         timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
             DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
         )
         self._extensions = {"timeout": timeouts.as_dict()}
+        self._httpx = transport
+        self._pool: ConnectionPool | None = None
+        self._target = self._url.raw_path.decode("ascii")
+        if transport is None:
+            self._pool = ConnectionPool(
+                scheme=self._url.scheme,
+                host=self._url.raw_host.decode("ascii"),
+                port=self._url.port or (443 if self._url.scheme == "https" else 80),
+                timeouts=_timeouts(timeouts),
+                max_connections=_MAX_CONNECTIONS,
+                keepalive_expiry=_KEEPALIVE_EXPIRY,
+            )
         self._base: list[tuple[str, str]] = [
             ("Accept", "application/json, text/event-stream"),
             ("Content-Type", "application/json"),
@@ -151,19 +230,23 @@ class HttpTransport:
         if session is not None:
             request_headers.append(("Mcp-Session-Id", session))
         self.last_headers = headers
-        request = httpx.Request(
-            "POST", self._url, headers=request_headers, content=message.encode(), extensions=self._extensions
-        )
         with _mapped("POST to MCP server"):
-            response = await self._pool.handle_async_request(request)
+            response = await self._request("POST", request_headers, message.encode())
         try:
             return await self._answer(response, message, sent_session=session)
         finally:
             with _mapped("closing HTTP response"):
                 await response.aclose()
 
-    async def _answer(self, response: httpx.Response, message: str, *, sent_session: str | None) -> str | bytes | None:
-        status = response.status_code
+    async def _request(self, method: str, headers: list[tuple[str, str]], body: bytes = b"") -> Reply:
+        if self._pool is not None:
+            return await self._pool.request(method, self._target, headers, body)
+        assert self._httpx is not None
+        request = httpx.Request(method, self._url, headers=headers, content=body or None, extensions=self._extensions)
+        return _HttpxReply(await self._httpx.handle_async_request(request))
+
+    async def _answer(self, response: Reply, message: str, *, sent_session: str | None) -> str | bytes | None:
+        status = response.status
         self.last_status = status
         assigned = response.headers.get("mcp-session-id")
         if assigned and status < 300:
@@ -181,7 +264,7 @@ class HttpTransport:
                 return None
             if media == "application/json":
                 with _mapped("reading HTTP response"):
-                    return await response.aread()
+                    return await response.read()
             if media == "text/event-stream":
                 return await self._read_stream(response, _request_id(message))
             raise ProtocolError(
@@ -189,12 +272,12 @@ class HttpTransport:
                 " expected application/json or text/event-stream"
             )
         with _mapped("reading HTTP error response"):
-            body = await response.aread()
+            body = await response.read()
         if media == "application/json" and _is_jsonrpc_error(body):
             return body
         raise TransportError(_status_message(response, body), status=status)
 
-    async def _read_stream(self, response: httpx.Response, request_id: object) -> str | None:
+    async def _read_stream(self, response: Reply, request_id: object) -> str | None:
         parser = SseParser()
         answer = await self._consume(response, parser, request_id)
         if answer is not None:
@@ -223,28 +306,25 @@ class HttpTransport:
         ]
         if self.session_id is not None:
             headers.append(("Mcp-Session-Id", self.session_id))
-        request = httpx.Request("GET", self._url, headers=headers, extensions=self._extensions)
         with _mapped("resuming the event stream"):
-            response = await self._pool.handle_async_request(request)
+            response = await self._request("GET", headers)
         try:
-            if response.status_code != 200 or _media_type(response) != "text/event-stream":
+            if response.status != 200 or _media_type(response) != "text/event-stream":
                 with _mapped("reading HTTP error response"):
-                    body = await response.aread()
+                    body = await response.read()
                 raise TransportError(
                     "could not resume the event stream: " + _status_message(response, body),
-                    status=response.status_code,
+                    status=response.status,
                 )
             return await self._consume(response, parser, request_id)
         finally:
             with _mapped("closing HTTP response"):
                 await response.aclose()
 
-    async def _consume(self, response: httpx.Response, parser: SseParser, request_id: object) -> str | None:
-        # httpx annotates aiter_bytes as an AsyncIterator, but it is an async generator.
-        chunks = cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
+    async def _consume(self, response: Reply, parser: SseParser, request_id: object) -> str | None:
         try:
             with _mapped("reading the event stream"):
-                async for chunk in chunks:
+                async for chunk in response.chunks():
                     try:
                         events = parser.feed(chunk)
                     except SseError as exc:
@@ -254,7 +334,9 @@ class HttpTransport:
                         if answer is not None:
                             return answer
         finally:
-            await _unwind(chunks)
+            # Ends the stream before a resuming GET; send() closing it again is a no-op.
+            with _mapped("closing HTTP response"):
+                await response.aclose()
         parser.close()
         return None
 
@@ -298,15 +380,14 @@ class HttpTransport:
         try:
             if self.session_id is not None:
                 headers = [*self._base, *self._version_header(), ("Mcp-Session-Id", self.session_id)]
-                request = httpx.Request("DELETE", self._url, headers=headers, extensions=self._extensions)
                 try:
                     with _mapped("DELETE of the MCP session"):
-                        response = await self._pool.handle_async_request(request)
+                        response = await self._request("DELETE", headers)
                         await response.aclose()
                 except TransportError as exc:
                     logger.debug("could not end the MCP session: {}", exc)
         finally:
-            if self._owns_pool:
+            if self._pool is not None:
                 await self._pool.aclose()
 
 
@@ -338,9 +419,9 @@ def _is_jsonrpc_error(body: bytes) -> bool:
     return isinstance(payload, dict) and payload.get("jsonrpc") == "2.0" and isinstance(payload.get("error"), dict)
 
 
-def _status_message(response: httpx.Response, body: bytes) -> str:
-    status = response.status_code
-    reason = response.reason_phrase or ""
+def _status_message(response: Reply, body: bytes) -> str:
+    status = response.status
+    reason = response.reason
     text = f"HTTP {status}" + (f" {reason}" if reason else "")
     hint = _STATUS_HINTS.get(status)
     if hint:

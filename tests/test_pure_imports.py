@@ -25,6 +25,7 @@ PURE_MODULES = (
     "mcpfsm._codec",
     "mcpfsm._errors",
     "mcpfsm._events",
+    "mcpfsm._h1",
     "mcpfsm._jsonrpc",
     "mcpfsm._machine",
     "mcpfsm._plan",

@@ -1,0 +1,902 @@
+"""mcpfsm's own connection layer: HTTP/1.1 framing (``_h1``) and the keep-alive pool (``_wire``).
+
+The framing is tested as pure functions, and against h11 (httpx's HTTP/1.1 parser) as an oracle
+over random responses split at random points. The pool is tested against a real server on
+127.0.0.1 started in the test: a small trio server whose answers each test scripts, one per
+request, and which records every connection and request it sees.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import ssl
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import h11
+import httpx
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mcpfsm
+from mcpfsm._h1 import H1Error, ResponseHead, ResponseReader, encode_request
+from mcpfsm._http import HttpTransport
+from mcpfsm._wire import ConnectionPool, Timeouts, WireError, WireTimeout
+
+HOST: Final = "127.0.0.1"
+JSON_HEADERS: Final = [("Content-Type", "application/json")]
+
+
+# --- encode_request ----------------------------------------------------------------------------
+
+
+def test_a_post_is_one_buffer_with_host_headers_and_length() -> None:
+    data = encode_request("POST", "/mcp?x=1", "example.test:8080", [("Accept", "a, b"), ("Mcp-Method", "m")], b"{}")
+    assert data == (
+        b"POST /mcp?x=1 HTTP/1.1\r\nHost: example.test:8080\r\nAccept: a, b\r\nMcp-Method: m\r\n"
+        b"Content-Length: 2\r\n\r\n{}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "body", "expected"),
+    [
+        pytest.param("GET", b"", b"GET / HTTP/1.1\r\nHost: h\r\n\r\n", id="get-without-length"),
+        pytest.param("DELETE", b"", b"DELETE / HTTP/1.1\r\nHost: h\r\n\r\n", id="delete-without-length"),
+        pytest.param("POST", b"", b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n", id="empty-post"),
+    ],
+)
+def test_content_length_only_for_a_body_or_a_post(method: str, body: bytes, expected: bytes) -> None:
+    assert encode_request(method, "/", "h", [], body) == expected
+
+
+def test_a_host_header_replaces_the_default_in_place() -> None:
+    data = encode_request("GET", "/", "h", [("Accept", "x"), ("host", "virtual.test")])
+    assert data == b"GET / HTTP/1.1\r\nhost: virtual.test\r\nAccept: x\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        pytest.param(("Bad Header", "x"), r"^header name 'Bad Header' is not an HTTP token$", id="space-in-name"),
+        pytest.param(("", "x"), r"^header name '' is not an HTTP token$", id="empty-name"),
+        pytest.param(
+            ("X-Evil", "a\r\nInjected: yes"),
+            r"^header X-Evil has a value that cannot be sent as an HTTP field: 'a\\r\\nInjected: yes'$",
+            id="crlf-injection",
+        ),
+        pytest.param(
+            ("X-Name", "café"),
+            r"^header X-Name has a value that cannot be sent as an HTTP field: 'café'$",
+            id="non-ascii",
+        ),
+        pytest.param(
+            ("X-Pad", " padded"),
+            r"^header X-Pad has a value that cannot be sent as an HTTP field: ' padded'$",
+            id="leading-space",
+        ),
+        pytest.param(
+            ("X-Nul", "a\x00b"),
+            r"^header X-Nul has a value that cannot be sent as an HTTP field: 'a\\x00b'$",
+            id="nul",
+        ),
+        pytest.param(
+            ("content-length", "5"), r"^header content-length is set by the connection, not by the caller$", id="cl"
+        ),
+        pytest.param(
+            ("Transfer-Encoding", "chunked"),
+            r"^header Transfer-Encoding is set by the connection, not by the caller$",
+            id="te",
+        ),
+    ],
+)
+def test_a_header_that_could_break_the_request_is_refused(header: tuple[str, str], message: str) -> None:
+    with pytest.raises(H1Error, match=message):
+        encode_request("POST", "/", "h", [header], b"{}")
+
+
+def test_inner_spaces_tabs_and_empty_values_are_fine() -> None:
+    data = encode_request("GET", "/", "h", [("X-A", "a b\tc"), ("X-Empty", "")])
+    assert data == b"GET / HTTP/1.1\r\nHost: h\r\nX-A: a b\tc\r\nX-Empty: \r\n\r\n"
+
+
+def test_a_malformed_request_line_is_refused() -> None:
+    with pytest.raises(H1Error, match=r"^malformed request line 'POST' '/a b'$"):
+        encode_request("POST", "/a b", "h", [])
+
+
+# --- ResponseReader ------------------------------------------------------------------------------
+
+
+def read_all(data: bytes, *, method: str = "POST", eof: bool = False) -> tuple[ResponseHead, bytes, bool]:
+    """Feed ``data`` (and the end of the connection if ``eof``); return head, body, reusable."""
+    reader = ResponseReader(method)
+    reader.receive(data)
+    if eof:
+        reader.receive(b"")
+    head = reader.read_head()
+    assert head is not None
+    pieces = []
+    while (piece := reader.read_body()) is not None:
+        assert piece, "the reader asked for more bytes than the test gave it"
+        pieces.append(piece)
+    return head, b"".join(pieces), reader.reusable
+
+
+def test_a_content_length_response() -> None:
+    head, body, reusable = read_all(
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\nMcp-Session-Id: s\r\n\r\n{}"
+    )
+    assert head == ResponseHead(
+        status=200,
+        reason="OK",
+        headers={"content-type": "application/json", "content-length": "2", "mcp-session-id": "s"},
+        keep_alive=True,
+    )
+    assert (body, reusable) == (b"{}", True)
+
+
+def test_a_chunked_response_with_extensions_and_trailers() -> None:
+    data = (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"5;name=value\r\nhello\r\n1\r\n \r\nA\r\n0123456789\r\n0\r\nTrailer: x\r\n\r\n"
+    )
+    head, body, reusable = read_all(data)
+    assert (head.status, body, reusable) == (200, b"hello 0123456789", True)
+
+
+def test_a_response_delimited_by_the_end_of_the_connection_is_not_reusable() -> None:
+    head, body, reusable = read_all(b"HTTP/1.1 200 OK\r\n\r\nuntil the end", eof=True)
+    assert (head.keep_alive, body, reusable) == (False, b"until the end", False)
+
+
+@pytest.mark.parametrize(
+    ("data", "method"),
+    [
+        pytest.param(b"HTTP/1.1 204 No Content\r\n\r\n", "POST", id="204"),
+        pytest.param(b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", "GET", id="304"),
+        pytest.param(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", "HEAD", id="head"),
+        pytest.param(b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n", "POST", id="202-empty"),
+    ],
+)
+def test_responses_without_a_body(data: bytes, method: str) -> None:
+    _, body, reusable = read_all(data, method=method)
+    assert (body, reusable) == (b"", True)
+
+
+def test_interim_responses_are_skipped() -> None:
+    head, body, _ = read_all(
+        b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nz"
+    )
+    assert (head.status, head.headers, body) == (200, {"content-length": "1"}, b"z")
+
+
+@pytest.mark.parametrize(
+    ("data", "keep_alive"),
+    [
+        pytest.param(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", False, id="close"),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, CLOSE\r\nContent-Length: 0\r\n\r\n", False, id="tokens"
+        ),
+        pytest.param(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", False, id="http-1.0"),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", True, id="keep-alive"
+        ),
+    ],
+)
+def test_keep_alive_follows_version_and_connection(data: bytes, keep_alive: bool) -> None:
+    head, _, reusable = read_all(data)
+    assert (head.keep_alive, reusable) == (keep_alive, keep_alive)
+
+
+def test_header_details_repeats_folding_bare_lf_and_empty_reason() -> None:
+    head, body, _ = read_all(
+        b"HTTP/1.1 404\nX-A: 1\nx-a:  2 \nX-Fold: one\n  two\nContent-Length: 2\n\nno"
+    )
+    assert head == ResponseHead(
+        status=404, reason="", headers={"x-a": "1, 2", "x-fold": "one two", "content-length": "2"}, keep_alive=True
+    )
+    assert body == b"no"
+
+
+def test_bytes_after_the_body_make_the_connection_unusable() -> None:
+    _, body, reusable = read_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxjunk")
+    assert (body, reusable) == (b"x", False)
+
+
+def test_need_more_bytes_is_none_for_the_head_and_empty_for_the_body() -> None:
+    reader = ResponseReader()
+    reader.receive(b"HTTP/1.1 200 OK\r\nContent-Le")
+    assert reader.read_head() is None
+    reader.receive(b"ngth: 4\r\n\r\nab")
+    assert reader.read_head() == ResponseHead(
+        status=200, reason="OK", headers={"content-length": "4"}, keep_alive=True
+    )
+    assert [reader.read_body(), reader.read_body()] == [b"ab", b""]
+    reader.receive(b"cd")
+    assert [reader.read_body(), reader.read_body(), reader.done] == [b"cd", None, True]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        pytest.param(b"", r"^the server closed the connection without answering$", id="nothing"),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-",
+            r"^the server closed the connection in the middle of the response head$",
+            id="mid-head",
+        ),
+        pytest.param(b"HTTP/2 200\r\n\r\n", r"^malformed HTTP/1.1 status line 'HTTP/2 200'$", id="http-2"),
+        pytest.param(b"SSH-2.0-OpenSSH\r\n\r\n", r"^malformed HTTP/1.1 status line 'SSH-2.0-OpenSSH'$", id="not-http"),
+        pytest.param(b"HTTP/1.1 099 Low\r\n\r\n", r"^malformed HTTP/1.1 status line 'HTTP/1.1 099 Low'$", id="low"),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", r"^malformed HTTP/1.1 header line 'Bad Name: x'$", id="name"
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", r"^malformed HTTP/1.1 header line 'No colon'$", id="no-colon"
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", r"^malformed HTTP/1.1 header line 'X: a\\rb'$", id="bare-cr"
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\n folded\r\n\r\n",
+            r"^malformed HTTP/1.1 header block: a folded line comes first$",
+            id="fold-first",
+        ),
+        pytest.param(
+            b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
+            r"^the server switched protocols \(HTTP 101\), which this client never asks for$",
+            id="101",
+        ),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\n", r"^malformed Content-Length '1, 2'$", id="cl-conflict"
+        ),
+        pytest.param(b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", r"^malformed Content-Length '-1'$", id="cl-neg"),
+        pytest.param(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+            r"^unsupported Transfer-Encoding 'gzip, chunked' \(only chunked is understood\)$",
+            id="te-gzip",
+        ),
+    ],
+)
+def test_a_broken_head_raises(data: bytes, message: str) -> None:
+    reader = ResponseReader()
+    reader.receive(data)
+    reader.receive(b"")
+    with pytest.raises(H1Error, match=message):
+        reader.read_head()
+
+
+def test_a_head_larger_than_the_limit_raises_without_waiting_for_its_end() -> None:
+    reader = ResponseReader(max_head_bytes=100)
+    reader.receive(b"HTTP/1.1 200 OK\r\nX-Big: " + b"x" * 200)
+    with pytest.raises(H1Error, match=r"^the response head is larger than 100 bytes$"):
+        reader.read_head()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param(b"5\r\nabc", r"^the server closed the connection in the middle of the response body$", id="cut"),
+        pytest.param(b"zz\r\n", r"^malformed chunked body: bad chunk size line b'zz'$", id="size"),
+        pytest.param(b"1\r\nab\r\n", r"^malformed chunked body: a chunk does not end with CRLF$", id="crlf"),
+        pytest.param(
+            b"1" * 5000, r"^malformed chunked body: a chunk size or trailer line is too long$", id="long-line"
+        ),
+    ],
+)
+def test_a_broken_chunked_body_raises(body: bytes, message: str) -> None:
+    reader = ResponseReader()
+    reader.receive(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+    reader.receive(b"")
+    assert reader.read_head() is not None
+    with pytest.raises(H1Error, match=message):
+        while reader.read_body() is not None:
+            pass
+
+
+def test_a_content_length_body_cut_short_raises() -> None:
+    reader = ResponseReader()
+    reader.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab")
+    reader.receive(b"")
+    assert (reader.read_head() is not None, reader.read_body()) == (True, b"ab")
+    with pytest.raises(H1Error, match=r"^the server closed the connection in the middle of the response body$"):
+        reader.read_body()
+
+
+def h11_response(framing: str, status: int, headers: list[tuple[str, str]], pieces: list[bytes]) -> bytes:
+    """The bytes h11, as a server, sends for this response."""
+    server = h11.Connection(h11.SERVER)
+    version = b"1.0" if framing == "close" else b"1.1"
+    server.receive_data(b"GET / HTTP/" + version + b"\r\nHost: h\r\n\r\n")
+    assert isinstance(server.next_event(), h11.Request)
+    length = [("Content-Length", str(sum(map(len, pieces))))] if framing == "length" else []
+    data = server.send(h11.Response(status_code=status, headers=headers + length)) or b""
+    for piece in pieces:
+        data += server.send(h11.Data(data=piece)) or b""
+    return data + (server.send(h11.EndOfMessage()) or b"")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    framing=st.sampled_from(["length", "chunked", "close"]),
+    status=st.integers(200, 599).filter(lambda s: s not in (204, 304)),
+    headers=st.lists(
+        st.tuples(
+            st.sampled_from(["X-A", "Content-Type", "Mcp-Session-Id"]),
+            st.from_regex(r"([a-c,;=/]([a-c ,;=/]*[a-c,;=/])?)?", fullmatch=True),
+        ),
+        max_size=4,
+    ),
+    pieces=st.lists(st.binary(min_size=1, max_size=50), max_size=5),
+    cuts=st.lists(st.integers(0, 400), max_size=8),
+)
+def test_the_reader_agrees_with_h11_however_the_bytes_are_split(
+    framing: str, status: int, headers: list[tuple[str, str]], pieces: list[bytes], cuts: list[int]
+) -> None:
+    data = h11_response(framing, status, headers, pieces)
+    oracle = h11.Connection(h11.CLIENT)
+    oracle.send(h11.Request(method="GET", target="/", headers=[("Host", "h")]))
+    oracle.send(h11.EndOfMessage())
+    oracle.receive_data(data)
+    oracle.receive_data(b"")
+    expected = oracle.next_event()
+    assert isinstance(expected, h11.Response)
+
+    reader = ResponseReader("GET")
+    bounds = sorted({0, len(data), *(c for c in cuts if c < len(data))})
+    parts = [data[start:end] for start, end in itertools.pairwise(bounds)]
+    if framing == "close":
+        parts.append(b"")  # the end of the connection ends the body
+    head, body = None, b""
+    for part in parts:
+        reader.receive(part)
+        head = head or reader.read_head()
+        while head is not None and (piece := reader.read_body()):
+            body += piece
+    assert head is not None
+    assert (head.status, reader.done, reader.reusable) == (status, True, framing != "close")
+    assert list(head.headers.items()) == _joined([(n.decode(), v.decode()) for n, v in expected.headers])
+    assert body == b"".join(pieces)
+
+
+def _joined(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    joined: dict[str, str] = {}
+    for name, value in headers:
+        joined[name] = f"{joined[name]}, {value}" if name in joined else value
+    return list(joined.items())
+
+
+# --- a real server on 127.0.0.1 -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Seen:
+    """One request the test server read: on which connection (1, 2, …), its head and its body."""
+
+    connection: int
+    head: bytes
+    body: bytes
+
+
+Answer = Callable[[trio.abc.Stream, Seen], Awaitable[bool]]
+"""Answers one request on the stream; returns whether the connection stays open."""
+
+
+@dataclass
+class Server:
+    """Answers each request with the next queued answer (then with ``default``) and records everything."""
+
+    answers: deque[Answer] = field(default_factory=deque)
+    default: Answer | None = None
+    seen: list[Seen] = field(default_factory=list)
+    connections: int = 0
+    open_now: int = 0
+    most_open: int = 0
+    closed: trio.Event = field(default_factory=trio.Event)
+    port: int = 0
+
+    def queue(self, *answers: Answer) -> None:
+        self.answers.extend(answers)
+
+    async def handle(self, stream: trio.abc.Stream) -> None:
+        self.connections += 1
+        number = self.connections
+        self.open_now += 1
+        self.most_open = max(self.most_open, self.open_now)
+        buffer = b""
+        try:
+            while True:
+                while b"\r\n\r\n" not in buffer:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
+                head, _, buffer = buffer.partition(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.lower() == b"content-length":
+                        length = int(value)
+                while len(buffer) < length:
+                    buffer += await stream.receive_some(65536)
+                seen = Seen(connection=number, head=head + b"\r\n\r\n", body=buffer[:length])
+                buffer = buffer[length:]
+                self.seen.append(seen)
+                answer = self.answers.popleft() if self.answers else self.default
+                assert answer is not None, f"no answer queued for request {len(self.seen)}"
+                if not await answer(stream, seen):
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            self.open_now -= 1
+            await trio.aclose_forcefully(stream)
+            self.closed.set()
+            self.closed = trio.Event()
+
+    def bodies(self) -> list[tuple[int, bytes]]:
+        return [(seen.connection, seen.body) for seen in self.seen]
+
+
+def ok(body: bytes = b"{}", *, status: int = 200, headers: list[tuple[str, str]] = JSON_HEADERS) -> Answer:
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        lines = "".join(f"{n}: {v}\r\n" for n, v in headers)
+        await stream.send_all(f"HTTP/1.1 {status} X\r\n{lines}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        return True
+
+    return answer
+
+
+def echo(delay: float = 0.0) -> Answer:
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        await trio.sleep(delay)
+        return await ok(seen.body)(stream, seen)
+
+    return answer
+
+
+def raw(data: bytes, *, then: str = "keep") -> Answer:
+    """Send ``data``; then ``keep`` the connection, ``close`` it, or ``hang`` until the test ends."""
+
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        if data:
+            await stream.send_all(data)
+        if then == "hang":
+            await trio.sleep_forever()
+        return then == "keep"
+
+    return answer
+
+
+def then_close(inner: Answer) -> Answer:
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        await inner(stream, seen)
+        return False
+
+    return answer
+
+
+@asynccontextmanager
+async def serving(server: Server, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[Server]:
+    async def handler(stream: trio.SocketStream) -> None:
+        if tls is None:
+            await server.handle(stream)
+        else:
+            await server.handle(trio.SSLStream(stream, tls, server_side=True))
+
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(trio.serve_tcp, handler, 0, host=HOST)
+        listeners: list[trio.SocketListener] = await nursery.start(serve)
+        server.port = listeners[0].socket.getsockname()[1]
+        yield server
+        nursery.cancel_scope.cancel()
+
+
+def pool_for(server: Server, **options: Any) -> ConnectionPool:
+    return ConnectionPool(scheme="http", host=HOST, port=server.port, **options)
+
+
+async def post(pool: ConnectionPool, body: bytes) -> tuple[int, bytes]:
+    reply = await pool.request("POST", "/mcp", JSON_HEADERS, body)
+    try:
+        return reply.status, await reply.read()
+    finally:
+        await reply.aclose()
+
+
+async def test_sequential_requests_share_one_keep_alive_connection() -> None:
+    async with serving(Server(default=echo())) as server:
+        pool = pool_for(server)
+        answers = [await post(pool, b'{"n":%d}' % n) for n in range(5)]
+        assert answers == [(200, b'{"n":%d}' % n) for n in range(5)]
+        assert (server.connections, pool.connections, pool.idle) == (1, 1, 1)
+        assert server.bodies() == [(1, b'{"n":%d}' % n) for n in range(5)]
+        await pool.aclose()
+
+
+async def test_an_idle_connection_the_server_closed_is_detected_and_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with serving(Server()) as server:
+        server.queue(then_close(ok(b"first")), ok(b"second"))
+        pool = pool_for(server)
+        exchanges: list[bool] = []
+        exchange = pool._exchange
+
+        async def spy(*args: Any, retry: bool) -> Any:
+            exchanges.append(retry)
+            return await exchange(*args, retry=retry)
+
+        monkeypatch.setattr(pool, "_exchange", spy)
+        closed = server.closed
+        assert await post(pool, b"1") == (200, b"first")
+        await closed.wait()
+        assert await post(pool, b"2") == (200, b"second")
+        assert server.bodies() == [(1, b"1"), (2, b"2")]
+        # Detected at checkout: both requests went out on fresh connections, nothing was retried.
+        assert exchanges == [False, False]
+        assert (pool.connections, pool.idle) == (1, 1)
+        await pool.aclose()
+
+
+async def test_an_idle_connection_past_its_expiry_is_replaced() -> None:
+    async with serving(Server(default=echo())) as server:
+        pool = pool_for(server, keepalive_expiry=0.0)
+        await post(pool, b"1")
+        await trio.sleep(0.01)
+        await post(pool, b"2")
+        assert server.bodies() == [(1, b"1"), (2, b"2")]
+        assert (pool.connections, pool.idle) == (1, 1)
+        await pool.aclose()
+
+
+async def test_a_reused_connection_closed_before_any_answer_byte_is_retried_once_on_a_fresh_one() -> None:
+    # The keep-alive race: the server gives up on the idle connection just as our request arrives.
+    async with serving(Server()) as server:
+        server.queue(ok(b"first"), raw(b"", then="close"), ok(b"second"))
+        pool = pool_for(server)
+        assert await post(pool, b"1") == (200, b"first")
+        assert await post(pool, b"2") == (200, b"second")
+        assert server.bodies() == [(1, b"1"), (1, b"2"), (2, b"2")]
+        await pool.aclose()
+
+
+async def test_a_fresh_connection_closed_before_any_answer_is_an_error_and_never_resent() -> None:
+    async with serving(Server()) as server:
+        server.queue(raw(b"", then="close"))
+        pool = pool_for(server)
+        with pytest.raises(H1Error, match=r"^the server closed the connection without answering$"):
+            await post(pool, b"1")
+        assert server.bodies() == [(1, b"1")]
+        assert pool.connections == 0
+        await pool.aclose()
+
+
+async def test_a_reused_connection_that_started_answering_is_never_resent() -> None:
+    async with serving(Server()) as server:
+        server.queue(ok(b"first"), raw(b"HTTP/1.1 200 OK\r\nContent-Le", then="close"))
+        pool = pool_for(server)
+        await post(pool, b"1")
+        with pytest.raises(H1Error, match=r"^the server closed the connection in the middle of the response head$"):
+            await post(pool, b"2")
+        assert server.bodies() == [(1, b"1"), (1, b"2")]
+        await pool.aclose()
+
+
+async def test_a_connection_closed_mid_body_is_an_error_and_is_discarded() -> None:
+    async with serving(Server()) as server:
+        server.queue(raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", then="close"))
+        pool = pool_for(server)
+        with pytest.raises(H1Error, match=r"^the server closed the connection in the middle of the response body$"):
+            await post(pool, b"1")
+        assert (pool.connections, pool.idle) == (0, 0)
+        await pool.aclose()
+
+
+async def test_chunked_bodies_are_read_whole_and_keep_the_connection() -> None:
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=y\r\nde\r\n0\r\n\r\n"
+    async with serving(Server()) as server:
+        server.queue(raw(chunked), ok(b"next"))
+        pool = pool_for(server)
+        assert await post(pool, b"1") == (200, b"abcde")
+        assert await post(pool, b"2") == (200, b"next")
+        assert server.connections == 1
+        await pool.aclose()
+
+
+async def test_an_event_stream_arrives_chunk_by_chunk() -> None:
+    gate = trio.Event()
+
+    async def stream_two_events(stream: trio.abc.Stream, seen: Seen) -> bool:
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"b\r\ndata: one\n\n\r\n"
+        )
+        await gate.wait()  # the second event exists only once the client has the first one
+        await stream.send_all(b"b\r\ndata: two\n\n\r\n0\r\n\r\n")
+        return True
+
+    async with serving(Server()) as server:
+        server.queue(stream_two_events)
+        pool = pool_for(server)
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"{}")
+        chunks = reply.chunks()
+        assert (reply.status, reply.headers["content-type"]) == (200, "text/event-stream")
+        assert await chunks.__anext__() == b"data: one\n\n"
+        gate.set()
+        assert [chunk async for chunk in chunks] == [b"data: two\n\n"]
+        await reply.aclose()
+        assert (pool.connections, pool.idle) == (1, 1)
+        await pool.aclose()
+
+
+async def test_closing_a_reply_early_closes_its_connection_unless_the_end_is_already_here() -> None:
+    async with serving(Server()) as server:
+        server.queue(
+            raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n", then="keep"),
+            raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n0\r\n\r\n"),
+        )
+        pool = pool_for(server)
+        for expected_idle in (0, 1):
+            reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"{}")
+            assert await reply.chunks().__anext__() == b"a"
+            await reply.aclose()
+            await reply.aclose()
+            assert (pool.connections, pool.idle) == (expected_idle, expected_idle)
+        assert server.connections == 2
+        await pool.aclose()
+
+
+async def test_closing_a_reply_whose_end_is_already_in_the_socket_keeps_the_connection() -> None:
+    first_read, end_sent = trio.Event(), trio.Event()
+
+    async def answer_then_end(stream: trio.abc.Stream, seen: Seen) -> bool:
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\n")
+        await first_read.wait()
+        await stream.send_all(b"0\r\n\r\n")
+        end_sent.set()
+        return True
+
+    async with serving(Server()) as server:
+        server.queue(answer_then_end, ok(b"next"))
+        pool = pool_for(server)
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"{}")
+        assert await reply.chunks().__anext__() == b"a"
+        first_read.set()
+        await end_sent.wait()
+        await reply.aclose()
+        assert (pool.connections, pool.idle) == (1, 1)
+        assert await post(pool, b"2") == (200, b"next")
+        assert server.connections == 1
+        await pool.aclose()
+
+
+async def test_a_silent_server_hits_the_read_timeout() -> None:
+    async with serving(Server()) as server:
+        server.queue(raw(b"", then="hang"))
+        pool = pool_for(server, timeouts=Timeouts(read=0.05))
+        with pytest.raises(WireTimeout, match=r"^ReadTimeout after 0.05 s$") as caught:
+            await post(pool, b"1")
+        assert (caught.value.kind, pool.connections) == ("ReadTimeout", 0)
+        await pool.aclose()
+
+
+async def test_a_busy_pool_makes_the_next_request_wait_and_time_out() -> None:
+    async with serving(Server()) as server:
+        server.queue(raw(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", then="keep"), ok(b"later"))
+        pool = pool_for(server, max_connections=1, timeouts=Timeouts(pool=0.05))
+        held = await pool.request("POST", "/mcp", JSON_HEADERS, b"1")
+        with pytest.raises(WireTimeout, match=r"^PoolTimeout after 0.05 s$"):
+            await post(pool, b"2")
+        await held.aclose()
+        assert await post(pool, b"3") == (200, b"later")
+        assert server.bodies() == [(1, b"1"), (2, b"3")]
+        await pool.aclose()
+
+
+async def test_concurrent_requests_never_open_more_than_the_cap() -> None:
+    async with serving(Server(default=echo(delay=0.02))) as server:
+        pool = pool_for(server, max_connections=3)
+        answers: list[tuple[int, bytes]] = []
+
+        async def one(n: int) -> None:
+            answers.append(await post(pool, b"%d" % n))
+
+        async with trio.open_nursery() as nursery:
+            for n in range(12):
+                nursery.start_soon(one, n)
+        assert sorted(answers) == sorted((200, b"%d" % n) for n in range(12))
+        assert (server.most_open, server.connections, pool.connections, pool.idle) == (3, 3, 3, 3)
+        await pool.aclose()
+
+
+async def test_a_cancelled_request_closes_its_connection_and_the_pool_goes_on() -> None:
+    arrived = trio.Event()
+
+    async def hang(stream: trio.abc.Stream, seen: Seen) -> bool:
+        arrived.set()
+        await trio.sleep_forever()
+        return False
+
+    async with serving(Server()) as server:
+        server.queue(hang, ok(b"after"))
+        pool = pool_for(server)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(post, pool, b"1")
+            await arrived.wait()
+            nursery.cancel_scope.cancel()
+        assert pool.connections == 0
+        assert await post(pool, b"2") == (200, b"after")
+        await pool.aclose()
+
+
+async def test_a_closed_pool_refuses_requests_and_closes_returned_connections() -> None:
+    async with serving(Server(default=echo())) as server:
+        pool = pool_for(server)
+        held = await pool.request("POST", "/mcp", JSON_HEADERS, b"1")
+        await pool.aclose()
+        assert await held.read() == b"1"
+        await held.aclose()
+        assert (pool.connections, pool.idle) == (0, 0)
+        with pytest.raises(WireError, match=r"^the connection pool is closed$"):
+            await post(pool, b"2")
+
+
+async def test_nothing_listening_is_an_os_error() -> None:
+    async with serving(Server()) as server:
+        port = server.port
+    pool = ConnectionPool(scheme="http", host=HOST, port=port)
+    with pytest.raises(OSError, match=r"^all attempts to connect to 127\.0\.0\.1:\d+ failed$"):
+        await post(pool, b"1")
+    assert pool.connections == 0
+
+
+def test_pool_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match=r"^scheme must be http or https, got 'ftp'$"):
+        ConnectionPool(scheme="ftp", host=HOST, port=21)
+    with pytest.raises(ValueError, match=r"^max_connections must be at least 1, got 0$"):
+        ConnectionPool(scheme="http", host=HOST, port=80, max_connections=0)
+
+
+# --- https ------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def ca() -> Any:
+    # trustme is in the test extra: a missing install fails here rather than skipping the https tests.
+    import trustme
+
+    return trustme.CA()
+
+
+def server_tls(ca: Any) -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(HOST).configure_cert(context)
+    return context
+
+
+async def test_https_keeps_one_verified_tls_connection_alive(ca: Any) -> None:
+    client = ssl.create_default_context()
+    ca.configure_trust(client)
+    async with serving(Server(default=echo()), tls=server_tls(ca)) as server:
+        pool = ConnectionPool(scheme="https", host=HOST, port=server.port, ssl_context=client)
+        assert [await post(pool, b"1"), await post(pool, b"2")] == [(200, b"1"), (200, b"2")]
+        assert server.bodies() == [(1, b"1"), (1, b"2")]
+        assert server.seen[0].head.startswith(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % server.port)
+        await pool.aclose()
+
+
+async def test_https_verifies_the_certificate_by_default(ca: Any) -> None:
+    async with serving(Server(default=echo()), tls=server_tls(ca)) as server:
+        transport = HttpTransport(f"https://{HOST}:{server.port}/mcp")
+        with pytest.raises(
+            mcpfsm.TransportError, match=r"^POST to MCP server failed: .*CERTIFICATE_VERIFY_FAILED.*$"
+        ):
+            await transport.send('{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        assert server.seen == []
+        await transport.aclose()
+
+
+# --- through HttpTransport -------------------------------------------------------------------------
+
+
+async def test_the_transport_sends_one_exact_request_and_returns_the_json_body() -> None:
+    async with serving(Server()) as server:
+        server.queue(ok(b'{"jsonrpc":"2.0","id":1,"result":{}}', headers=[("Content-Type", "application/json")]))
+        transport = HttpTransport(f"http://{HOST}:{server.port}/mcp?tenant=a", headers={"X-Tenant": "acme"})
+        message = '{"jsonrpc":"2.0","id":1,"method":"tools/call"}'
+        answer = await transport.send(message, {"Mcp-Method": "tools/call"})
+        assert answer == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+        assert server.seen == [
+            Seen(
+                connection=1,
+                head=(
+                    b"POST /mcp?tenant=a HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
+                    b"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+                    b"X-Tenant: acme\r\nMcp-Method: tools/call\r\nContent-Length: %d\r\n\r\n"
+                )
+                % (server.port, len(message)),
+                body=message.encode(),
+            )
+        ]
+        await transport.aclose()
+
+
+@pytest.mark.parametrize(
+    ("answer", "options", "message"),
+    [
+        pytest.param(
+            raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{", then="close"),
+            {},
+            r"^reading HTTP response failed: the server closed the connection in the middle of the response body$",
+            id="cut-body",
+        ),
+        pytest.param(
+            raw(b"", then="hang"),
+            {"timeout": httpx.Timeout(5.0, read=0.05)},
+            r"^POST to MCP server timed out \(ReadTimeout\)$",
+            id="read-timeout",
+        ),
+        pytest.param(
+            raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: br\r\n\r\n", then="keep"),
+            {},
+            r"^POST to MCP server failed: unsupported Transfer-Encoding 'br' \(only chunked is understood\)$",
+            id="bad-framing",
+        ),
+        pytest.param(
+            ok(b"too big", status=413, headers=[("Content-Type", "text/plain")]),
+            {},
+            r"^HTTP 413 X: the request was too large for the server \(body or headers\) \(too big\)$",
+            id="413",
+        ),
+    ],
+)
+async def test_transport_failures_become_transport_errors(
+    answer: Answer, options: dict[str, Any], message: str
+) -> None:
+    async with serving(Server()) as server:
+        server.queue(answer)
+        transport = HttpTransport(f"http://{HOST}:{server.port}/mcp", **options)
+        with pytest.raises(mcpfsm.TransportError, match=message):
+            await transport.send('{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        await transport.aclose()
+
+
+async def test_a_header_that_cannot_be_sent_is_a_transport_error_before_anything_is_sent() -> None:
+    async with serving(Server()) as server:
+        transport = HttpTransport(f"http://{HOST}:{server.port}/mcp", headers={"X-Bad": "a\nb"})
+        with pytest.raises(
+            mcpfsm.TransportError,
+            match=r"^POST to MCP server failed: header X-Bad has a value that cannot be sent as an HTTP field: "
+            r"'a\\nb'$",
+        ):
+            await transport.send("{}")
+        assert server.connections == 0
+        await transport.aclose()
+
+
+async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
+    response = json.dumps({"jsonrpc": "2.0", "id": 7, "result": {"ok": True}}).encode()
+    notification = b'{"jsonrpc":"2.0","method":"notifications/message","params":{}}'
+    body = b"event: message\ndata: " + notification + b"\n\nevent: message\ndata: " + response + b"\n\n"
+    async with serving(Server()) as server:
+        server.queue(
+            raw(
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+            ),
+            ok(b'{"jsonrpc":"2.0","id":8,"result":{}}'),
+        )
+        transport = HttpTransport(f"http://{HOST}:{server.port}/mcp")
+        assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == response.decode()
+        ping = await transport.send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
+        assert ping == b'{"jsonrpc":"2.0","id":8,"result":{}}'
+        assert server.connections == 1
+        await transport.aclose()
