@@ -21,7 +21,7 @@ from loguru import logger
 from ._audit import AuditBus
 from ._call import ToolCall
 from ._catalog import Exclusion, PageCursor, ToolCatalog, ToolDefinition, build_catalog
-from ._errors import ProtocolError, RpcError, TransportError
+from ._errors import McpError, ProtocolError, RpcError, TransportError
 from ._events import CallEvent
 from ._http import HttpTransport, SessionExpired
 from ._jsonrpc import (
@@ -52,6 +52,7 @@ _UNSUPPORTED_VERSION: Final = -32022
 # SPEC §1: codes that mean "a modern server answered"; anything else on the probe means legacy.
 _MODERN_CODES: Final = frozenset({-32020, -32021, -32022})
 _LEGACY_CODES: Final = frozenset({-32600, -32601, -32700})
+_CANCEL_NOTICE_TIMEOUT: Final = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -519,7 +520,12 @@ class Client:
             meta = params.get("_meta")
             params["_meta"] = {**meta, **self._modern_meta()} if isinstance(meta, dict) else self._modern_meta()
         message = encode_request(request_id, method, params)
-        reply = await self._transport.send(message, plan.as_dict())
+        try:
+            reply = await self._transport.send(message, plan.as_dict())
+        except trio.Cancelled:
+            if method != "initialize" and self._cancel_by_notification:
+                await self._notify_cancelled(request_id)
+            raise
         if reply is None:
             raise ProtocolError(f"the server accepted {method} without answering it")
         response = parse_message(decode_message(reply))
@@ -533,6 +539,22 @@ class Client:
             raise ProtocolError(f"response id {response.id!r} does not match request id {request_id}")
         assert response.result is not None
         return response.result
+
+    @property
+    def _cancel_by_notification(self) -> bool:
+        # MCP cancellation: on modern Streamable HTTP closing the response stream is the signal; on
+        # stdio (no stream to close) and on legacy HTTP (a disconnect is not a cancellation) the
+        # client sends notifications/cancelled.
+        return not is_modern(self._version) or not getattr(self._transport, "carries_headers", True)
+
+    async def _notify_cancelled(self, request_id: int) -> None:
+        # Best effort, shielded and bounded: the caller's cancellation must not wait on the server.
+        with trio.CancelScope(shield=True), trio.move_on_after(_CANCEL_NOTICE_TIMEOUT):
+            try:
+                params = {"requestId": request_id, "reason": "cancelled by the caller"}
+                await self._notify("notifications/cancelled", params)
+            except McpError as exc:
+                logger.debug("could not tell the server that request {} was cancelled: {}", request_id, exc)
 
     def _modern_meta(self) -> dict[str, Any]:
         if self._meta is None:
