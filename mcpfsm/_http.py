@@ -27,7 +27,7 @@ from loguru import logger
 
 from ._errors import McpError, ProtocolError, TransportError
 from ._h1 import H1Error
-from ._jsonrpc import Notification, Request, Response, decode_message, parse_message
+from ._jsonrpc import Notification, Request, Response, decode_message, outgoing_request_id, parse_message
 from ._sse import SseError, SseEvent, SseParser
 from ._transport import NO_HEADERS, InboundHandler, filter_custom_headers
 from ._wire import ConnectionPool, Reply, Timeouts, WireError, WireTimeout
@@ -266,7 +266,7 @@ class HttpTransport:
                 with _mapped("reading HTTP response"):
                     return await response.read()
             if media == "text/event-stream":
-                return await self._read_stream(response, _request_id(message))
+                return await self._read_stream(response, outgoing_request_id(message))
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r};"
                 " expected application/json or text/event-stream"
@@ -401,14 +401,6 @@ async def _unwind(chunks: AsyncGenerator[bytes, None]) -> None:
         with contextlib.suppress(Exception):
             while True:
                 await chunks.__anext__()
-
-
-def _request_id(message: str) -> object:
-    try:
-        payload = json.loads(message)
-    except ValueError:
-        return None
-    return payload.get("id") if isinstance(payload, dict) else None
 
 
 def _is_jsonrpc_error(body: bytes) -> bool:

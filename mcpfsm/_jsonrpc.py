@@ -30,6 +30,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "modern_meta",
+    "outgoing_request_id",
     "parse_message",
 ]
 
@@ -114,6 +115,22 @@ def _encode(message: Mapping[str, Any]) -> str:
         return _dumps(message)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"cannot encode JSON-RPC message as JSON: {exc}") from exc
+
+
+def outgoing_request_id(message: str) -> int | str | None:
+    """The id of a JSON-RPC request we are about to send, or ``None`` for a notification (or non-JSON).
+
+    Transports use it to match the response on a stream that carries other messages too.
+    """
+    try:
+        payload = json.loads(message)
+    except ValueError:
+        return None
+    if isinstance(payload, dict) and "method" in payload:
+        request_id = payload.get("id")
+        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+            return request_id
+    return None
 
 
 def decode_message(text: str | bytes) -> Any:

@@ -14,7 +14,6 @@ closed from a different task), which would corrupt trio's cancel-scope stack.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,7 +24,7 @@ import trio
 from loguru import logger
 
 from ._errors import McpError, ProtocolError, TransportError
-from ._jsonrpc import Request, Response, decode_message, encode_error, parse_message
+from ._jsonrpc import Request, Response, decode_message, encode_error, outgoing_request_id, parse_message
 from ._transport import NO_HEADERS, InboundHandler
 
 __all__ = ["StdioTransport"]
@@ -136,7 +135,7 @@ class StdioTransport:
             raise TransportError("the stdio transport is not started (use it as an async context manager)")
         if self._failure is not None:
             raise TransportError(str(self._failure)) from self._failure
-        request_id = _message_id(message)
+        request_id = outgoing_request_id(message)
         pending: _Pending | None = None
         if request_id is not None:
             pending = _Pending()
@@ -251,13 +250,3 @@ class StdioTransport:
                     scope.cancel()
                 for _, done in readers:
                     await done.wait()
-
-
-def _message_id(message: str) -> object:
-    try:
-        payload = json.loads(message)
-    except ValueError:
-        return None
-    if isinstance(payload, dict) and "method" in payload and "id" in payload:
-        return payload["id"]
-    return None

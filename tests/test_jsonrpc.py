@@ -1,0 +1,110 @@
+"""JSON-RPC framing (pure): every malformed peer message is a ProtocolError naming what was wrong."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from mcpfsm import HeaderMismatchError, ProtocolError, RpcError
+from mcpfsm._jsonrpc import (
+    Notification,
+    Request,
+    Response,
+    decode_message,
+    encode_request,
+    outgoing_request_id,
+    parse_message,
+)
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        pytest.param({"jsonrpc": "2.0", "id": 1, "result": {"x": 1}}, Response(id=1, result={"x": 1}), id="result"),
+        pytest.param({"jsonrpc": "2.0", "id": "a", "result": {}}, Response(id="a", result={}), id="string-id"),
+        pytest.param(
+            {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}},
+            Notification(method="notifications/progress", params={"progress": 1}),
+            id="notification",
+        ),
+        pytest.param(
+            {"jsonrpc": "2.0", "method": "notifications/initialized", "params": None},
+            Notification(method="notifications/initialized", params={}),
+            id="notification-null-params",
+        ),
+        pytest.param(
+            {"jsonrpc": "2.0", "id": 7, "method": "ping"}, Request(id=7, method="ping", params={}), id="server-request"
+        ),
+    ],
+)
+def test_valid_messages(payload: Any, expected: Any) -> None:
+    assert parse_message(payload) == expected
+
+
+def test_error_responses_become_typed_errors() -> None:
+    parsed = parse_message({"jsonrpc": "2.0", "id": 3, "error": {"code": -32020, "message": "m", "data": {"a": 1}}})
+    assert isinstance(parsed, Response) and isinstance(parsed.error, HeaderMismatchError)
+    assert (parsed.error.code, parsed.error.message, parsed.error.data) == (-32020, "m", {"a": 1})
+    other = parse_message({"jsonrpc": "2.0", "id": None, "error": {"code": -32601, "message": "nope"}})
+    assert isinstance(other, Response) and type(other.error) is RpcError and other.id is None
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        pytest.param([1, 2], "peer sent a JSON list, not a JSON-RPC message object", id="array"),
+        pytest.param({"id": 1, "result": {}}, 'peer message lacks "jsonrpc": "2.0"', id="no-jsonrpc"),
+        pytest.param({"jsonrpc": "2.0", "method": 5}, 'peer message has a non-string "method"', id="method-type"),
+        pytest.param(
+            {"jsonrpc": "2.0", "method": "m", "params": [1]}, "peer message 'm' has non-object params", id="params"
+        ),
+        pytest.param({"jsonrpc": "2.0", "id": True, "method": "m"}, "peer request 'm' has an invalid id", id="bool-id"),
+        pytest.param({"jsonrpc": "2.0"}, 'peer message has neither "method" nor "id"', id="empty"),
+        pytest.param({"jsonrpc": "2.0", "id": 1.5, "result": {}}, "peer response has an invalid id", id="float-id"),
+        pytest.param(
+            {"jsonrpc": "2.0", "id": 1, "error": "x"}, 'peer error response has a non-object "error"', id="error"
+        ),
+        pytest.param(
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": "x"}},
+            "peer error response has a non-integer error code",
+            id="error-code",
+        ),
+        pytest.param({"jsonrpc": "2.0", "id": 1}, 'peer response has neither "result" nor "error"', id="no-result"),
+        pytest.param(
+            {"jsonrpc": "2.0", "id": 1, "result": [1]}, 'peer response "result" is not an object', id="result"
+        ),
+    ],
+)
+def test_malformed_messages(payload: Any, message: str) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        parse_message(payload)
+    assert str(caught.value) == message
+
+
+def test_invalid_json_is_a_protocol_error() -> None:
+    with pytest.raises(ProtocolError, match=r"^peer sent invalid JSON: "):
+        decode_message(b"<html>")
+    with pytest.raises(ProtocolError, match=r"^peer sent invalid JSON: "):
+        decode_message("[" * 100_000 + "]" * 100_000)
+
+
+def test_arguments_json_cannot_carry_are_refused_before_sending() -> None:
+    with pytest.raises(ValueError, match=r"^cannot encode JSON-RPC message as JSON: "):
+        encode_request(1, "tools/call", {"arguments": {"x": math.nan}})
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param('{"jsonrpc":"2.0","id":4,"method":"tools/call"}', 4, id="request"),
+        pytest.param('{"jsonrpc":"2.0","id":"r-1","method":"ping"}', "r-1", id="string-id"),
+        pytest.param('{"jsonrpc":"2.0","method":"notifications/cancelled"}', None, id="notification"),
+        pytest.param('{"jsonrpc":"2.0","id":4,"result":{}}', None, id="our-answer-to-the-server"),
+        pytest.param('{"jsonrpc":"2.0","id":true,"method":"m"}', None, id="bool-id"),
+        pytest.param("not json", None, id="not-json"),
+    ],
+)
+def test_outgoing_request_id(message: str, expected: object) -> None:
+    assert outgoing_request_id(message) == expected
