@@ -99,27 +99,23 @@ class ToolCall:
             return Trigger.unmirrorable
         return Trigger.planned
 
-    async def _send(self) -> Trigger:
+    async def _sending(self) -> Trigger:
+        # The one effect of both `sending` and `retrying`: the machine tells them apart by its edges.
         assert self.plan is not None
         try:
             self.result = await self.client._call_once(self._params(), self.plan)
         except HeaderMismatchError as exc:
             self.error = exc
             # SPEC §6: recovery exists only where headers are mirrored (modern era).
-            if self.attempt == 1 and not is_modern(self.client.protocol_version):
+            if not is_modern(self.client.protocol_version):
                 return Trigger.errored
+            if self.mismatch is None:
+                self.mismatch = exc
             return Trigger.mismatched
         except (McpError, ValueError, TypeError) as exc:
             self.error = exc
             return Trigger.errored
         return Trigger.answered
-
-    async def _sending(self) -> Trigger:
-        trigger = await self._send()
-        if trigger is Trigger.mismatched:
-            assert isinstance(self.error, HeaderMismatchError)
-            self.mismatch = self.error
-        return trigger
 
     async def _relisting(self) -> Trigger:
         assert self.mismatch is not None
@@ -151,9 +147,6 @@ class ToolCall:
         self.plan = fresh
         return Trigger.changed
 
-    async def _retrying(self) -> Trigger:
-        return await self._send()
-
     # --- the driver ---------------------------------------------------------------------------
 
     async def run(self) -> ToolResult:
@@ -165,24 +158,16 @@ class ToolCall:
             McpError: any other error of the request, unchanged.
             trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
         """
-        effects: Mapping[str, Callable[[], Awaitable[Trigger]]] = {
-            State.resolving: self._resolving,
-            State.planning: self._planning,
-            State.sending: self._sending,
-            State.relisting: self._relisting,
-            State.comparing: self._comparing,
-            State.retrying: self._retrying,
-        }
         self.started = trio.current_time()
         state: str = INITIAL
         self._publish(state, None, None)
         while state not in TERMINAL:
-            effect = effects[state]
+            effect = _EFFECTS[state]
             try:
                 # SPEC §5: every non-terminal state can be cancelled, also those whose effect never
                 # waits (and a transport that answers without blocking); trio's rule: async = checkpoint.
                 await trio.lowlevel.checkpoint_if_cancelled()
-                trigger = await effect()
+                trigger = await effect(self)
             except Exception:
                 # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm,
                 # not a protocol outcome, so it is not dressed up as one of the machine's edges.
@@ -204,35 +189,46 @@ class ToolCall:
         raise self.error
 
     def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
+        state, previous, trigger = str(state), _text(previous), _text(trigger)
+        seq, self.seq = self.seq, self.seq + 1
         audit = self.client._audit
         if not audit.observed:
             # Only loguru listens: the same DEBUG record, without building an event nobody receives.
-            audit.log(
-                self.call_id,
-                self.name,
-                None if previous is None else str(previous),
-                str(state),
-                None if trigger is None else str(trigger),
-            )
-            self.seq += 1
+            audit.log(self.call_id, self.name, previous, state, trigger)
             return
         error: Mapping[str, Any] | None = None
         if state == State.cancelled:
             error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
         elif state in (State.failed, State.relisting) and self.error is not None:
             error = error_summary(self.error)
-        event = CallEvent(
-            call_id=self.call_id,
-            seq=self.seq,
-            tool=self.name,
-            state=str(state),
-            previous=None if previous is None else str(previous),
-            trigger=None if trigger is None else str(trigger),
-            attempt=self.attempt,
-            at=datetime.now(UTC).isoformat(timespec="microseconds"),
-            elapsed=trio.current_time() - self.started,
-            headers=None if self.plan is None else self.plan.as_dict(),
-            error=error,
+        audit.publish(
+            CallEvent(
+                call_id=self.call_id,
+                seq=seq,
+                tool=self.name,
+                state=state,
+                previous=previous,
+                trigger=trigger,
+                attempt=self.attempt,
+                at=datetime.now(UTC).isoformat(timespec="microseconds"),
+                elapsed=trio.current_time() - self.started,
+                headers=None if self.plan is None else self.plan.as_dict(),
+                error=error,
+            )
         )
-        self.seq += 1
-        audit.publish(event)
+
+
+def _text(name: str | None) -> str | None:
+    return None if name is None else str(name)
+
+
+_EFFECTS: Mapping[str, Callable[[ToolCall], Awaitable[Trigger]]] = {
+    State.resolving: ToolCall._resolving,
+    State.planning: ToolCall._planning,
+    State.sending: ToolCall._sending,
+    State.relisting: ToolCall._relisting,
+    State.comparing: ToolCall._comparing,
+    # SPEC §5: `retrying` is its own state (so the machine stays acyclic) with the effect of `sending`.
+    State.retrying: ToolCall._sending,
+}
+"""One effect per non-terminal state (SPEC §5)."""

@@ -418,8 +418,7 @@ class Client:
             RpcError, TransportError, ProtocolError: as for tool calls.
         """
         await self.connect()
-        plan = plan_request(method, params, protocol_version=self._version)
-        return await self._request(method, params, plan)
+        return await self._request(method, params)
 
     # --- internals used by ToolCall -------------------------------------------------------------
 
@@ -437,8 +436,7 @@ class Client:
         entries: list[object] = []
         while True:
             params = None if cursor is None else {"cursor": cursor}
-            plan = plan_request("tools/list", params, protocol_version=self._version)
-            result = await self._request("tools/list", params, plan)
+            result = await self._request("tools/list", params)
             tools = result.get("tools")
             if not isinstance(tools, list):
                 raise ProtocolError("tools/list result has no \"tools\" list")
@@ -461,11 +459,19 @@ class Client:
     # --- the request path -------------------------------------------------------------------------
 
     async def _request(
-        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan, *, retried: bool = False
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        plan: HeaderPlan | None = None,
+        *,
+        retried: bool = False,
     ) -> dict[str, Any]:
+        # `plan=None`: the protocol headers of the version in effect. A resend always re-plans so:
+        # a renewed session or a version switch leaves either the legacy era (no mirrored headers)
+        # or enters the modern era from it (where the legacy catalog mirrored nothing either).
         if self._lost_session is not None and not retried:
             await self._renew_session(self._lost_session)
-            plan = self._replan(method, params, plan)
+            plan = None
         if method == "tools/call" and self._on_notification is not None:
             params = self._with_progress_token(params)
         try:
@@ -478,12 +484,12 @@ class Client:
             # SPEC §7: a 404 on a request with a session id ends the session: initialize once more
             # and resend (with a new request id).
             await self._renew_session(exc.session_id)
-            return await self._request(method, params, self._replan(method, params, plan), retried=True)
+            return await self._request(method, params, retried=True)
         except RpcError as exc:
             if exc.code != _UNSUPPORTED_VERSION or retried:
                 raise
             await self._switch_version(exc, rejected=self._version)
-            return await self._request(method, params, self._replan(method, params, plan), retried=True)
+            return await self._request(method, params, retried=True)
 
     async def _renew_session(self, expired: str) -> None:
         async with self._handshake:
@@ -503,16 +509,11 @@ class Client:
         params["_meta"] = meta
         return params
 
-    def _replan(self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan) -> HeaderPlan:
-        # Protocol headers follow the version now in effect; mirrored values stay as planned.
-        if not is_modern(self._version):
-            return plan_request(method, params, protocol_version=self._version)
-        headers = dict(plan.headers)
-        headers.pop("MCP-Protocol-Version", None)
-        base = plan_request(method, params, protocol_version=self._version)
-        return HeaderPlan({**base.as_dict(), **headers}.items())
-
-    async def _exchange(self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan) -> dict[str, Any]:
+    async def _exchange(
+        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None
+    ) -> dict[str, Any]:
+        if plan is None:
+            plan = plan_request(method, params, protocol_version=self._version)
         self._next_id += 1
         request_id = self._next_id
         if is_modern(self._version):
@@ -579,9 +580,8 @@ class Client:
 
     async def _probe(self) -> None:
         self._set_version(MODERN_VERSION)
-        plan = plan_request("server/discover", {}, protocol_version=MODERN_VERSION)
         try:
-            result = await self._exchange("server/discover", {}, plan)
+            result = await self._exchange("server/discover", {})
         except RpcError as exc:
             if exc.code == _UNSUPPORTED_VERSION:
                 await self._switch_version(exc, rejected=MODERN_VERSION)
@@ -622,7 +622,7 @@ class Client:
         if hasattr(self._transport, "session_id"):
             self._transport.session_id = None
         params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": self._client_info}
-        result = await self._exchange("initialize", params, HeaderPlan())
+        result = await self._exchange("initialize", params)  # no version yet: no protocol headers
         version = result.get("protocolVersion")
         if version not in LEGACY_VERSIONS:
             raise ProtocolError(f"server chose protocol version {version!r}, which mcpfsm does not speak")
