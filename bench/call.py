@@ -158,5 +158,16 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help="cap mcpfsm's keep-alive pool (default: the library's own default, 100)",
+    )
     options = parser.parse_args()
+    if options.max_connections is not None:
+        import mcpfsm._http
+
+        # A private knob, for measuring only: how the pool size trades client CPU for server load.
+        mcpfsm._http._MAX_CONNECTIONS = options.max_connections  # type: ignore[misc]
     trio.run(main, options.calls, options.rounds)
