@@ -337,6 +337,15 @@ class Client:
         return self._version
 
     @property
+    def mirrors(self) -> bool:
+        """True when this connection mirrors ``x-mcp-header`` arguments into ``Mcp-Param-*`` headers.
+
+        That is HTTP (any transport carrying headers) in the modern era; on stdio and legacy
+        connections annotations are inert and tools with invalid ones are kept (SPEC §3).
+        """
+        return is_modern(self._version) and getattr(self._transport, "carries_headers", True)
+
+    @property
     def transport(self) -> Transport:
         """The transport this client talks through."""
         return self._transport
@@ -425,9 +434,6 @@ class Client:
     def _known_definition(self, name: str) -> ToolDefinition | None:
         return self._definitions.get(name)
 
-    @property
-    def _mirroring(self) -> bool:
-        return is_modern(self._version) and getattr(self._transport, "carries_headers", True)
 
     async def _relist(self) -> ToolCatalog:
         await self.connect()
@@ -444,7 +450,7 @@ class Client:
             cursor = pages.advance(result)
             if cursor is None:
                 break
-        catalog = build_catalog(entries, mirroring=self._mirroring)
+        catalog = build_catalog(entries, mirroring=self.mirrors)
         for exclusion in catalog.excluded:
             logger.warning("excluded MCP tool {!r}: {}", exclusion.name, exclusion.reason)
         for inert in catalog.inert:

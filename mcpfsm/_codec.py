@@ -18,15 +18,26 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from typing import Final
 
 from ._errors import HeaderDecodeError
 
-__all__ = ["SENTINEL_PREFIX", "SENTINEL_SUFFIX", "decode_header_value", "encode_header_value", "is_literal"]
+__all__ = [
+    "HEADER_NAME_TOKEN",
+    "SENTINEL_PREFIX",
+    "SENTINEL_SUFFIX",
+    "decode_header_value",
+    "encode_header_value",
+    "is_literal",
+]
 
 SENTINEL_PREFIX = "=?base64?"
 """Lowercase marker opening a Base64-encoded header value."""
 SENTINEL_SUFFIX = "?="
 """Marker closing a Base64-encoded header value."""
+
+HEADER_NAME_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""RFC 9110 §5.6.2 token, the only characters a header name may hold; use with ``fullmatch``."""
 
 _CANONICAL_B64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
 

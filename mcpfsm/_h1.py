@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from ._codec import HEADER_NAME_TOKEN
+
 __all__ = ["MAX_HEAD_BYTES", "H1Error", "ResponseHead", "ResponseReader", "encode_request"]
 
 MAX_HEAD_BYTES: Final = 64 * 1024
@@ -24,7 +26,6 @@ MAX_HEAD_BYTES: Final = 64 * 1024
 
 # RFC 9110 §5.1 token and §5.5 field-value (visible ASCII, inner SP/HTAB): nothing a caller passes
 # can end a header line early or smuggle a second header in.
-_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?")
 _TARGET: Final = re.compile(r"[\x21-\x7e]+")
 # The connection layer frames the body itself (RFC 9112 §6): a caller's framing header would
@@ -75,11 +76,11 @@ def encode_request(
             spaces and tabs, a header is ``Content-Length`` or ``Transfer-Encoding``, or the
             method or target is malformed.
     """
-    if not _TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
+    if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
         raise H1Error(f"malformed request line {method!r} {target!r}")
     lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
     for name, value in headers:
-        if not _TOKEN.fullmatch(name):
+        if not HEADER_NAME_TOKEN.fullmatch(name):
             raise H1Error(f"header name {name!r} is not an HTTP token")
         if not _FIELD_VALUE.fullmatch(value):
             raise H1Error(f"header {name} has a value that cannot be sent as an HTTP field: {value!r}")
@@ -206,7 +207,7 @@ class ResponseReader:
                 headers[name] = (headers[name] + " " + line.strip(_OWS)).strip(_OWS)
                 continue
             name, colon, value = line.partition(":")
-            if not colon or not _TOKEN.fullmatch(name):
+            if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
                 raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
             name = name.lower()
             value = value.strip(_OWS)

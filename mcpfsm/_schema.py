@@ -9,11 +9,12 @@ reason the tool is invalid, worded for the log line that excludes the tool.
 from __future__ import annotations
 
 import json
-import re
 import reprlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
+
+from ._codec import HEADER_NAME_TOKEN
 
 __all__ = [
     "ANNOTATION",
@@ -31,8 +32,6 @@ MirrorableType = Literal["string", "integer", "boolean"]
 MIRRORABLE_TYPES: Final[frozenset[str]] = frozenset({"string", "integer", "boolean"})
 """Declared property types that can be mirrored (SPEC §3 rule 2)."""
 
-# RFC 9110 §5.6.2 token: the only characters a field name may hold.
-_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 # Keywords whose values are instance data, not schemas: an `x-mcp-header` key inside them is
 # data (SPEC §3), so the walk never enters them.
 _INSTANCE_DATA: Final = frozenset({"default", "examples", "const", "enum"})
@@ -196,7 +195,7 @@ def _check_annotation(
     pointer = json_pointer(path)
     if not isinstance(token, str):
         return f"x-mcp-header {_describe(token)} at {pointer} is not a string"
-    if not _TOKEN.match(token):
+    if not HEADER_NAME_TOKEN.fullmatch(token):
         return f"x-mcp-header {_describe(token)} at {pointer} is not a valid header-name token"
     declared = node.get("type")
     if not isinstance(declared, str) or declared not in MIRRORABLE_TYPES:
