@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib.util
 import itertools
 import json
 import os
@@ -21,21 +20,24 @@ import traceback
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from enum import IntEnum
 from pathlib import Path
+from types import TracebackType
 from typing import IO, Any, Final, NoReturn, TypeVar
 
 import httpx
 import trio
 from loguru import logger
 
-from . import _diagram
-from ._client import Client, Tool, ToolList, ToolResult
+from . import __version__, _diagram
+from ._client import Client, ToolList, ToolResult
+from ._codec import HEADER_NAME_TOKEN
 from ._errors import McpError, MirroringError, RpcError, TransportError
 from ._events import CallEvent
-from ._http import HttpTransport
-from ._peer_process import PeerStartError, run_peer
+from ._machine import TERMINAL, State
+from ._peer_process import PeerStartError, RunningPeer, missing_modules, run_peer
 from ._plan import LEGACY_VERSIONS, MODERN_VERSION, plan_request
 from ._schema import inspect_input_schema, json_pointer
 from ._trace import parse_events, select_call, sequence_diagram
+from ._walkthrough import PeerUnavailable
 
 __all__ = ["Exit", "main"]
 
@@ -64,8 +66,8 @@ _EXIT_CODES = f"""\
 exit codes:
   {Exit.ok:<4} success
   {Exit.tool_error:<4} call: the tool answered with isError: true (the result is still printed)
-  {Exit.usage:<4} usage error: bad option, bad JSON in --args or --header, unreadable or malformed
-       input file (schema, events)
+  {Exit.usage:<4} usage error: bad option, bad JSON in --args, malformed --header, unreadable or
+       malformed input file (schema, events), unwritable output file (--events, --output)
   {Exit.bad_url:<4} the server URL is not an absolute http:// or https:// URL
   {Exit.unreachable:<4} the server cannot be reached, or the transport failed (network, timeout,
        HTTP error without a JSON-RPC body, stdio server that does not start or dies)
@@ -74,7 +76,8 @@ exit codes:
   {Exit.invalid_schema:<4} invalid inputSchema (plan), or an argument cannot be mirrored into its header
   {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included)
   {Exit.drift:<4} diagram --check: the generated diagrams are out of date
-  {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo, Graphviz for diagram)
+  {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,
+       Graphviz for diagram)
   {Exit.internal:<4} internal error (a bug in mcpfsm; -v prints the traceback)
   {Exit.interrupted:<4} interrupted (Ctrl-C)
 """
@@ -92,7 +95,7 @@ DEMO_ARGUMENTS: Final[Mapping[str, Any]] = {
 _DEMO_TOOL: Final = "execute-sql"
 _DEMO_START_TIMEOUT: Final = 30.0
 _SPINNER: Final = "|/-\\"
-_TOKEN: Final = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+_SENDING: Final = frozenset({State.sending, State.retrying})
 _MAX_ERROR: Final = 1000
 _PROTOCOLS: Final = ("auto", MODERN_VERSION, *LEGACY_VERSIONS)
 
@@ -140,7 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="mcpfsm", description=_DESCRIPTION, epilog=_EXIT_CODES, formatter_class=_formatter, parents=[verbose]
     )
-    parser.add_argument("--version", action="version", version=f"mcpfsm {_version()}")
+    parser.add_argument("--version", action="version", version=f"mcpfsm {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(name: str, summary: str, description: str) -> argparse.ArgumentParser:
@@ -177,12 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
         "Call TOOL and print its result (the JSON-RPC result object) as JSON on stdout.\n"
         "By default the tools are listed first and the listed tool is called, so its annotated\n"
         "arguments are mirrored into Mcp-Param-* headers; --by-name sends the name only.\n"
-        "Progress notifications of a long call are printed to stderr as they arrive.",
+        "Progress and log notifications of the server are printed to stderr as they arrive.",
     )
     _add_server_options(call, tool=True)
-    call.add_argument(
-        "--args", default="{}", metavar="JSON", help="the arguments: a JSON object, or @FILE to read one (default: {})"
-    )
+    _add_args_option(call)
     call.add_argument("--by-name", action="store_true", help="call by name: no listing, no Mcp-Param-* headers")
     call.add_argument(
         "--events", metavar="FILE|-", help="write the call's audit events as JSON Lines to FILE ('-': stderr)"
@@ -198,9 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with --tool). Nothing is sent.",
     )
     plan.add_argument("--schema", required=True, metavar="FILE", help="the schema file ('-': stdin)")
-    plan.add_argument(
-        "--args", default="{}", metavar="JSON", help="the arguments: a JSON object, or @FILE to read one (default: {})"
-    )
+    _add_args_option(plan)
     plan.add_argument("--tool", metavar="NAME", help="the tool (its Mcp-Name; picks one of a tools/list result)")
     plan.add_argument("--json", action="store_true", help="print the headers as a JSON object")
 
@@ -217,8 +216,9 @@ def build_parser() -> argparse.ArgumentParser:
     diagram = command(
         "diagram",
         "regenerate or verify specs/ and diagrams/",
-        "Regenerate the state machine diagrams in specs/ and diagrams/ from mcpfsm/_machine.py,\n"
-        "or with --check verify that they are up to date. Needs Graphviz's dot for the SVG.",
+        "Regenerate the state machine diagrams in specs/ and diagrams/ from mcpfsm/_machine.py, and\n"
+        "specs/tool-call.md from a run against the test server; or with --check verify that they are\n"
+        "up to date. Needs Graphviz's dot for the SVG and the MCP SDK for specs/tool-call.md.",
     )
     diagram.add_argument("--check", action="store_true", help="only verify; exit 9 naming the files out of date")
     diagram.add_argument("--root", type=Path, default=None, metavar="DIR", help="repository root (default: .)")
@@ -245,10 +245,10 @@ def _add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) 
     parser.add_argument("--timeout", type=_positive, metavar="SECONDS", help="HTTP timeout (default: 30 s, read 300 s)")
 
 
-def _version() -> str:
-    from . import __version__
-
-    return __version__
+def _add_args_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--args", default="{}", metavar="JSON", help="the arguments: a JSON object, or @FILE to read one (default: {})"
+    )
 
 
 # --- entry point -------------------------------------------------------------------------------------
@@ -317,15 +317,9 @@ def _error_line(message: str) -> None:
     text = _one_line(message)
     if len(text) > _MAX_ERROR:
         text = text[: _MAX_ERROR - 3] + "..."
-    _stderr_line(f"mcpfsm: error: {text}")
-
-
-def _stderr_line(text: str) -> None:
-    try:
-        sys.stderr.write(text + "\n")
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"mcpfsm: error: {text}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def _configure_logging(verbose: bool) -> None:
@@ -356,15 +350,19 @@ def _os_reason(exc: BaseException) -> str:
     return str(exc)
 
 
+def _load_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(Exit.usage, f"{source} is not valid JSON: {exc}") from exc
+
+
 def _arguments(text: str) -> dict[str, Any]:
     source = "--args"
     if text.startswith("@"):
         source = f"--args file {text[1:]!r}"
         text = _read_text(text[1:], "--args file")
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(Exit.usage, f"{source} is not valid JSON: {exc}") from exc
+    value = _load_json(text, source)
     if not isinstance(value, dict):
         raise CliError(Exit.usage, f"{source} must be a JSON object, got a JSON {_json_kind(value)}")
     return value
@@ -380,7 +378,8 @@ def _headers(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         name, colon, value = pair.partition(":")
         name = name.strip()
-        if not colon or not _TOKEN.match(name):
+        # The RFC 9110 token rule that x-mcp-header values follow too (SPEC §3).
+        if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
             raise CliError(Exit.usage, f"--header {pair!r} is not 'Name: value' with a valid header name")
         headers[name] = value.strip()
     return headers
@@ -433,16 +432,12 @@ def _connection_errors(target: str) -> Iterator[None]:
         raise CliError(Exit.unreachable, f"{target}: {exc}") from exc
 
 
-def _mirrored_lines(tool: Tool) -> list[str]:
-    return [f"{json_pointer(path)} -> {header}" for path, header in tool.mirrored.items()]
-
-
 def render_tools(tools: ToolList, *, mirroring: bool = True) -> str:
     """The human-readable ``mcpfsm tools`` table: name, mirrored headers, then the excluded tools."""
     width = max([len("TOOL"), *(len(tool.name) for tool in tools)])
     lines = [f"{'TOOL':<{width}}  MIRRORED HEADERS (argument -> header)"]
     for tool in tools:
-        mirrored = _mirrored_lines(tool) or ["-"]
+        mirrored = [f"{json_pointer(path)} -> {header}" for path, header in tool.mirrored.items()] or ["-"]
         lines.append(f"{tool.name:<{width}}  {mirrored[0]}")
         lines += [f"{'':<{width}}  {line}" for line in mirrored[1:]]
     if not mirroring:
@@ -473,10 +468,6 @@ def _tools_json(tools: ToolList, protocol: str | None) -> dict[str, Any]:
     }
 
 
-def _mirroring(client: Client) -> bool:
-    return client.protocol_version == MODERN_VERSION and isinstance(client.transport, HttpTransport)
-
-
 def _print(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
@@ -491,7 +482,7 @@ def _cmd_tools(args: argparse.Namespace) -> Exit:
     async def run() -> tuple[ToolList, str | None, bool]:
         with _connection_errors(_target(args)):
             async with client:
-                return await client.tools(), client.protocol_version, _mirroring(client)
+                return await client.tools(), client.protocol_version, client.mirrors
 
     tools, protocol, mirroring = trio.run(run)
     if args.json:
@@ -566,52 +557,55 @@ def _number(value: object) -> str:
 
 
 class _EventLog:
-    """Writes each event as one JSON Lines record to a file or, for ``-``, to stderr."""
+    """Writes each event as one JSON Lines record to ``target`` or, for ``-``, to stderr, while entered."""
 
-    def __init__(self, target: str | None, console: _Console) -> None:
+    def __init__(self, target: str, console: _Console) -> None:
+        self._target = target
         self._console = console
         self._file: IO[str] | None = None
-        self._to_stderr = target == "-"
-        if target is not None and target != "-":
+
+    def __enter__(self) -> _EventLog:
+        if self._target != "-":
             try:
-                self._file = open(target, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+                self._file = open(self._target, "w", encoding="utf-8")
             except OSError as exc:
-                raise CliError(Exit.usage, f"cannot write events to {target!r}: {_os_reason(exc)}") from exc
+                raise CliError(Exit.usage, f"cannot write events to {self._target!r}: {_os_reason(exc)}") from exc
+        return self
 
-    def __call__(self, event: CallEvent) -> None:
-        if self._file is not None:
-            self._file.write(event.to_json() + "\n")
-            self._file.flush()
-        elif self._to_stderr:
-            self._console.line(event.to_json())
-
-    def close(self) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._file is not None:
             self._file.close()
+
+    def __call__(self, event: CallEvent) -> None:
+        if self._file is None:
+            self._console.line(event.to_json())
+        else:
+            self._file.write(event.to_json() + "\n")
+            self._file.flush()
 
 
 def _cmd_call(args: argparse.Namespace) -> Exit:
     arguments = _arguments(args.args)
-    _headers(args.header)  # a usage error must not leave an empty --events file behind
     console = _Console(sys.stderr, args.tool)
-    events = _EventLog(args.events, console)
-    try:
-        client = _client(args, on_event=events, on_notification=console.notification)
+    events = None if args.events is None else _EventLog(args.events, console)
+    # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
+    client = _client(args, on_event=events, on_notification=console.notification)
 
-        async def run() -> ToolResult:
-            with _connection_errors(_target(args)):
-                async with client:
-                    if args.by_name:
-                        return await console.run(lambda: client.call_tool(args.tool, arguments))
-                    tools = await client.tools()
-                    tool = tools.get(args.tool)
-                    if tool is None:
-                        raise CliError(Exit.unknown_tool, _unknown_tool(args.tool, tools))
-                    return await console.run(lambda: tool.call(arguments))
+    async def run() -> ToolResult:
+        with _connection_errors(_target(args)):
+            async with client:
+                if args.by_name:
+                    return await console.run(lambda: client.call_tool(args.tool, arguments))
+                tools = await client.tools()
+                tool = tools.get(args.tool)
+                if tool is None:
+                    raise CliError(Exit.unknown_tool, _unknown_tool(args.tool, tools))
+                return await console.run(lambda: tool.call(arguments))
 
+    with events or contextlib.nullcontext():
         result = trio.run(run)
-    finally:
-        events.close()
     _print(json.dumps(result.raw, indent=None if args.compact else 2, ensure_ascii=False))
     if result.is_error:
         detail = _one_line(result.text)
@@ -632,11 +626,7 @@ def _unknown_tool(name: str, tools: ToolList) -> str:
 
 
 def _cmd_plan(args: argparse.Namespace) -> Exit:
-    text = _read_text(args.schema, "schema file")
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CliError(Exit.usage, f"schema file {args.schema!r} is not valid JSON: {exc}") from exc
+    document = _load_json(_read_text(args.schema, "schema file"), f"schema file {args.schema!r}")
     arguments = _arguments(args.args)
     name, schema = _pick_schema(document, args.tool, args.schema)
     if not isinstance(schema, dict):
@@ -662,15 +652,14 @@ def _pick_schema(document: object, wanted: str | None, path: str) -> tuple[str, 
         raise CliError(Exit.invalid_schema, f"schema file {path!r} holds a JSON {_json_kind(document)}, not an object")
     if isinstance(document.get("tools"), list):
         entries = [e for e in document["tools"] if isinstance(e, dict) and isinstance(e.get("name"), str)]
+        names = ", ".join(e["name"] for e in entries) or "none"
         if wanted is None:
             if len(entries) != 1:
-                names = ", ".join(e["name"] for e in entries) or "none"
                 raise CliError(Exit.usage, f"{path!r} lists {len(entries)} tools ({names}); pick one with --tool NAME")
-            return entries[0]["name"], entries[0].get("inputSchema", {})
+            wanted = entries[0]["name"]
         for entry in entries:
             if entry["name"] == wanted:
                 return wanted, entry.get("inputSchema", {})
-        names = ", ".join(e["name"] for e in entries) or "none"
         raise CliError(Exit.unknown_tool, f"no tool {wanted!r} in {path!r} (tools: {names})")
     if "inputSchema" in document:
         own = document.get("name")
@@ -728,7 +717,7 @@ def _cmd_diagram(args: argparse.Namespace) -> Exit:
             _print("diagrams up to date")
             return Exit.ok
         written = _diagram.write_all(root)
-    except _unavailable() as exc:
+    except (_diagram.GraphvizNotFound, PeerUnavailable) as exc:
         raise CliError(Exit.missing_component, str(exc)) from exc
     except OSError as exc:
         raise CliError(Exit.usage, f"cannot write the diagrams under {str(root)!r}: {_os_reason(exc)}") from exc
@@ -739,40 +728,25 @@ def _cmd_diagram(args: argparse.Namespace) -> Exit:
     return Exit.ok
 
 
-def _unavailable() -> tuple[type[Exception], ...]:
-    # What a generator raises when a tool it needs is missing: Graphviz's dot for the SVG, the mcp
-    # SDK (and the test server it runs) for the walkthrough, where that generator exists.
-    errors: list[type[Exception]] = [_diagram.GraphvizNotFound]
-    try:
-        from ._walkthrough import PeerUnavailable
-    except ImportError:
-        pass
-    else:
-        errors.append(PeerUnavailable)
-    return tuple(errors)
-
-
 # --- demo ----------------------------------------------------------------------------------------------
 
 
 def _cmd_demo(args: argparse.Namespace) -> Exit:
-    if importlib.util.find_spec("mcp") is None or importlib.util.find_spec("uvicorn") is None:
-        raise CliError(
-            Exit.missing_component, "the demo needs the official MCP SDK: pip install 'mcpfsm[demo]'"
-        )
-    _print("starting the demo server (official MCP SDK, protocol 2026-07-28) on 127.0.0.1 ...")
-    with _demo_server() as url:
-        return trio.run(_demo, url)
+    if missing_modules():
+        raise CliError(Exit.missing_component, "the demo needs the official MCP SDK: pip install 'mcpfsm[demo]'")
+    _print(f"starting the demo server (official MCP SDK, protocol {MODERN_VERSION}) on 127.0.0.1 ...")
+    with _demo_server() as peer:
+        return trio.run(_demo, peer)
 
 
 @contextlib.contextmanager
-def _demo_server() -> Iterator[str]:
+def _demo_server() -> Iterator[RunningPeer]:
     try:
         with run_peer("modern", timeout=_DEMO_START_TIMEOUT) as peer:
-            yield peer.url
+            yield peer
     except PeerStartError as exc:
         tail = [text for text in exc.stderr.splitlines() if text.strip()]
-        why = tail[-1] if tail else f"no READY line within {_DEMO_START_TIMEOUT:g} s"
+        why = tail[-1] if tail else exc.reason
         raise CliError(Exit.unreachable, f"the demo server did not start: {why}") from exc
 
 
@@ -781,21 +755,20 @@ def event_lines(event: CallEvent) -> list[str]:
     text = f"  [{event.seq}] {event.state}"
     if event.trigger is not None:
         text += f" <- {event.trigger}"
-    if event.state in ("sending", "retrying"):
+    if event.state in _SENDING:
         text += f" (attempt {event.attempt})"
     if event.error is not None:
         code = event.error.get("code")
         text += f"  error {code if code is not None else event.error.get('type')}: {event.error.get('message')}"
-    if event.state in ("succeeded", "failed", "cancelled"):
+    if event.state in TERMINAL:
         text += f"  after {event.elapsed * 1000:.1f} ms"
     lines = [re.sub(r"[\r\n]+", " ", text)]
-    if event.state in ("sending", "retrying") and event.headers:
+    if event.state in _SENDING and event.headers:
         lines += [f"        {name}: {value}" for name, value in event.headers.items()]
     return lines
 
 
-async def _demo(url: str) -> Exit:
-    base = url.rsplit("/", 1)[0]
+async def _demo(peer: RunningPeer) -> Exit:
     recorded: list[CallEvent] = []
 
     def show(event: CallEvent) -> None:
@@ -803,9 +776,9 @@ async def _demo(url: str) -> Exit:
         for line in event_lines(event):
             _print(line)
 
-    with _connection_errors(f"demo server {url}"):
-        async with Client.http(url, on_event=show) as client, httpx.AsyncClient(base_url=base) as control:
-            _print(f"server ready at {url}; protocol {client.protocol_version}")
+    with _connection_errors(f"demo server {peer.url}"):
+        async with Client.http(peer.url, on_event=show) as client:
+            _print(f"server ready at {peer.url}; protocol {client.protocol_version}")
             _print("")
             _print("tools/list:")
             tools = await client.tools()
@@ -820,37 +793,35 @@ async def _demo(url: str) -> Exit:
             _print(f"  result: {result.text}")
             _print("")
             _print("2) the server's schema changes: execute-sql.region gains x-mcp-header: Region")
-            await _control(control, "POST", "/control", {"action": "evolve"})
-            await _control(control, "POST", "/control/log/clear", None)
+            await _control("change the schema", lambda: peer.control({"action": "evolve"}))
+            await _control("clear its request log", peer.clear_log)
             _print(f"3) call again through the same, now stale, Tool handle: {tool.name} {arguments}")
             recorded.clear()
             result = await tool.call(DEMO_ARGUMENTS)
             _print(f"  result: {result.text}")
-            log = await _control(control, "GET", "/control/log", None)
+            log = await _control("read its request log", peer.log)
     _print("")
     _print(_summary(recorded, log))
     return Exit.ok
 
 
-async def _control(http: httpx.AsyncClient, method: str, path: str, body: Mapping[str, Any] | None) -> Any:
+async def _control(what: str, request: Callable[[], _T]) -> _T:
+    # The peer's control surface is plain sync HTTP: run it off the trio thread.
     try:
-        response = await http.request(method, path, json=body)
-        response.raise_for_status()
-        return response.json()
+        return await trio.to_thread.run_sync(request)
     except (httpx.HTTPError, ValueError) as exc:
-        raise CliError(Exit.unreachable, f"demo server control {method} {path} failed: {exc}") from exc
+        raise CliError(Exit.unreachable, f"the demo server could not {what}: {exc}") from exc
 
 
-def _summary(events: Sequence[CallEvent], log: object) -> str:
-    entries = [e for e in log if isinstance(e, dict)] if isinstance(log, list) else []
+def _summary(events: Sequence[CallEvent], log: Sequence[Mapping[str, Any]]) -> str:
     steps = []
-    for entry in entries:
+    for entry in log:
         step = str(entry.get("jsonrpc_method"))
         if entry.get("status") != 200:
             step += f" (HTTP {entry.get('status')})"
         steps.append(step)
     states = " -> ".join(event.state for event in events)
-    sent = [dict(e.headers or {}) for e in events if e.state in ("sending", "retrying")]
+    sent = [dict(e.headers or {}) for e in events if e.state in _SENDING]
     added = ""
     if len(sent) == 2:
         new = [f"{name}: {value}" for name, value in sent[1].items() if sent[0].get(name) != value]

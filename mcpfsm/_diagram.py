@@ -134,7 +134,7 @@ def svg(dot_text: str) -> str:
 
 
 def _walkthrough() -> str:
-    # Imported here so this module, and the three diagrams, need neither the mcp SDK nor a server.
+    # Imported here so the three diagrams load nothing but the machine: not trio, httpx or the client.
     from mcpfsm._walkthrough import render
 
     return render()
@@ -188,9 +188,11 @@ def check_all(root: Path) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate the diagrams, or with ``--check`` report drift; return the process exit status.
 
-    0: written or up to date; 1: ``--check`` found files out of date; 2: Graphviz or the MCP SDK
-    (needed by ``specs/tool-call.md``) is missing.
+    0: written or up to date; 1: ``--check`` found files out of date; 2: Graphviz is missing, or the
+    test server ``specs/tool-call.md`` is recorded against cannot run (no MCP SDK, or it failed to start).
     """
+    from mcpfsm._walkthrough import PeerUnavailable
+
     parser = argparse.ArgumentParser(
         prog="python -m mcpfsm._diagram", description="Generate the tool-call state machine diagrams."
     )
@@ -208,8 +210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         for path in write_all(args.root):
             print(f"wrote {path}")
-    except RuntimeError as exc:
-        # GraphvizNotFound, or the walkthrough's PeerUnavailable (no MCP SDK installed): one line, no traceback.
+    except (GraphvizNotFound, PeerUnavailable) as exc:
+        # Something to install or a server that would not start, not a bug: one line, no traceback.
         print(exc, file=sys.stderr)
         return 2
     return 0

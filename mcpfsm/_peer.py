@@ -6,7 +6,7 @@ never a runtime dependency of the client.
 Run from the repository root::
 
     python -m mcpfsm._peer [--mode dual|modern|legacy] [--port 0] [--json-response]
-                                [--page-size N] [--event-store] [--retry-ms MS]
+                           [--page-size N] [--event-store] [--retry-ms MS]
     python -m mcpfsm._peer --stdio [--page-size N]
 
 Over HTTP it serves the MCP endpoint at `/mcp` on 127.0.0.1, prints exactly one line
@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Annotated, Any, Final, Literal, cast
+from typing import Annotated, Any, Final, Literal, TypeVar, cast
 
 import anyio
 import uvicorn
@@ -182,21 +182,17 @@ class PeerState:
         self.drop_streams = 0
         self.log.clear()
 
-    def take_mismatch(self, tool: str) -> _Mismatch | None:
-        """Consume one injected -32020 for `tool`, if any is armed."""
-        armed = self.mismatches.get(tool)
-        if armed is None or armed.count <= 0:
-            return None
-        armed.count -= 1
-        return armed
 
-    def take_error(self, tool: str) -> _InjectedError | None:
-        """Consume one injected JSON-RPC error for `tool`, if any is armed."""
-        armed = self.errors.get(tool)
-        if armed is None or armed.count <= 0:
-            return None
-        armed.count -= 1
-        return armed
+_Armed = TypeVar("_Armed", _Mismatch, _InjectedError)
+
+
+def _take(armed: dict[str, _Armed], tool: str) -> _Armed | None:
+    """Consume one use of what is armed for `tool` (an injected -32020 or JSON-RPC error), if any is left."""
+    entry = armed.get(tool)
+    if entry is None or entry.count <= 0:
+        return None
+    entry.count -= 1
+    return entry
 
 
 def _sync_tools(server: MCPServer[Any], state: PeerState) -> None:
@@ -396,10 +392,10 @@ class PeerGate:
             )
         name = params.get("name")
         if http_method == "POST" and message.get("method") == "tools/call" and isinstance(name, str):
-            armed = self._state.take_mismatch(name)
+            armed = _take(self._state.mismatches, name)
             if armed is not None:
                 return "peer:mismatch", _mismatch_response(armed.delivery, request_id, name, session_id)
-            injected = self._state.take_error(name)
+            injected = _take(self._state.errors, name)
             if injected is not None:
                 echoed = {"mcp-session-id": session_id} if session_id is not None else None
                 return "peer:error", _json_body(200, _rpc_error(request_id, injected.code, injected.message), echoed)

@@ -1,8 +1,9 @@
 """Run the MCP peer (``python -m mcpfsm._peer``) as a subprocess: for ``mcpfsm demo``, the walkthrough and tests.
 
 The one place that starts the peer, waits for its ``READY http://127.0.0.1:PORT/mcp`` line and stops it.
-Plain `subprocess`, a reader thread and sync `httpx`, so nothing here needs an event loop; and nothing here
-imports the ``mcp`` SDK or uvicorn: only the child process does (callers check the demo extra first)::
+Plain `subprocess`, a reader thread and sync `httpx`, so nothing here needs an event loop (trio callers run
+the control calls with `trio.to_thread.run_sync`); and nothing here imports the ``mcp`` SDK or uvicorn: only the
+child process does, so callers check :func:`missing_modules` first::
 
     with run_peer("modern") as peer:
         peer.control({"action": "evolve"})
@@ -14,6 +15,7 @@ imports the ``mcp`` SDK or uvicorn: only the child process does (callers check t
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import os
 import queue
@@ -29,9 +31,10 @@ from typing import IO, Any, Final, cast
 
 import httpx
 
-__all__ = ["PeerStartError", "RunningPeer", "run_peer"]
+__all__ = ["PeerStartError", "RunningPeer", "missing_modules", "run_peer"]
 
 _READY: Final = "READY "
+_PEER_MODULES: Final = ("mcp", "uvicorn")
 _STOP_GRACE_SECONDS: Final = 5.0
 _STDERR_TAIL_CHARS: Final = 4000
 
@@ -86,6 +89,14 @@ class RunningPeer:
     def clear_log(self) -> None:
         """Forget the requests logged so far."""
         httpx.post(f"{self.base_url}/control/log/clear").raise_for_status()
+
+
+def missing_modules() -> list[str]:
+    """The modules the peer process needs that are not installed (``mcp``, ``uvicorn``), in that order.
+
+    Both come with the demo extra: ``pip install 'mcpfsm[demo]'``.
+    """
+    return [name for name in _PEER_MODULES if importlib.util.find_spec(name) is None]
 
 
 @contextmanager

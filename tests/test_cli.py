@@ -480,12 +480,14 @@ def test_diagram_check_fails_on_drift_and_diagram_repairs_it(tmp_path: Path) -> 
 # --- errors: one line on stderr, one exit code each ----------------------------------------------------
 
 
-def test_bad_url() -> None:
-    run = mcpfsm("call", "ftp://example.com/mcp", "echo")
+def test_bad_url(tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    run = mcpfsm("call", "ftp://example.com/mcp", "echo", "--events", str(events))
     assert (run.code, run.stdout) == (Exit.bad_url, "")
     assert one_error_line(run) == (
         "mcpfsm: error: invalid MCP server URL 'ftp://example.com/mcp': expected an absolute http:// or https:// URL"
     )
+    assert not events.exists(), "a usage error must not leave an empty --events file behind"
 
 
 def test_unreachable_server(closed_port: int) -> None:
