@@ -9,6 +9,11 @@ JSON-RPC method with :meth:`FakeServer.queue`; each queued answer is used once, 
 
 Every request is recorded as a :class:`Seen` (HTTP method, JSON-RPC method, id, params and the
 headers as sent), so tests can assert the whole wire exchange.
+
+The module also holds the ``execute-sql`` tool whose listing goes stale, which the recovery,
+cancellation and event tests script: ``STALE_SQL`` as the client first lists it, ``FRESH_SQL``
+after the server annotated ``region`` too, the arguments ``SQL_ARGS`` and the headers each
+definition's plan sends for them (``SENT_STALE``, ``SENT_FRESH``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,12 @@ import trio
 import mcpfsm
 
 __all__ = [
+    "FRESH_SQL",
     "MODERN",
+    "SENT_FRESH",
+    "SENT_STALE",
+    "SQL_ARGS",
+    "STALE_SQL",
     "URL",
     "Answer",
     "FakeServer",
@@ -41,6 +51,27 @@ __all__ = [
 MODERN: Final = "2026-07-28"
 URL: Final = "http://fake.test/mcp"
 _RECORDED: Final = ("accept", "content-type")
+
+_DATABASE: Final = {"type": "string", "x-mcp-header": "Database"}
+STALE_SQL: Final = {
+    "name": "execute-sql",
+    "inputSchema": {"type": "object", "properties": {"database": _DATABASE, "region": {"type": "string"}}},
+}
+FRESH_SQL: Final = {
+    "name": "execute-sql",
+    "inputSchema": {
+        "type": "object",
+        "properties": {"database": _DATABASE, "region": {"type": "string", "x-mcp-header": "Region"}},
+    },
+}
+SQL_ARGS: Final = {"database": "analytics", "region": "us-west1"}
+SENT_STALE: Final = {
+    "MCP-Protocol-Version": MODERN,
+    "Mcp-Method": "tools/call",
+    "Mcp-Name": "execute-sql",
+    "Mcp-Param-Database": "analytics",
+}
+SENT_FRESH: Final = {**SENT_STALE, "Mcp-Param-Region": "us-west1"}
 
 Answer = Callable[["Seen"], Awaitable[httpx.Response]]
 """One scripted answer: builds the HTTP response to the request it is used for (may block)."""

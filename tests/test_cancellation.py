@@ -10,25 +10,9 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fakeserver import MODERN, FakeServer, blocks, rpc_error
+from tests.fakeserver import FRESH_SQL, SENT_FRESH, SENT_STALE, SQL_ARGS, STALE_SQL, FakeServer, blocks, rpc_error
 
-DATABASE: Final = {"type": "string", "x-mcp-header": "Database"}
-STALE: Final = {
-    "name": "execute-sql",
-    "inputSchema": {"type": "object", "properties": {"database": DATABASE, "region": {"type": "string"}}},
-}
-FRESH: Final = {
-    "name": "execute-sql",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"database": DATABASE, "region": {"type": "string", "x-mcp-header": "Region"}},
-    },
-}
 ECHO: Final = {"name": "echo", "inputSchema": {"type": "object"}}
-ARGS: Final = {"database": "analytics", "region": "us-west1"}
-CALL: Final = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "execute-sql"}
-SENT_STALE: Final = {**CALL, "Mcp-Param-Database": "analytics"}
-SENT_FRESH: Final = {**SENT_STALE, "Mcp-Param-Region": "us-west1"}
 CANCELLED: Final = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
 ORDER: Final = ["resolving", "planning", "sending", "relisting", "comparing", "retrying"]
 
@@ -37,29 +21,41 @@ def mismatch() -> Any:
     return rpc_error(-32020, "Header mismatch")
 
 
+def assert_cancelled_in(state: str, events: list[mcpfsm.CallEvent], fake: FakeServer, methods: list[str]) -> None:
+    """The call went through the states up to ``state``, ended there in ``cancelled``, and sent ``methods``."""
+    assert fake.methods() == methods
+    assert [event.state for event in events[:-1]] == ORDER[: ORDER.index(state) + 1]
+    assert (events[-1].state, events[-1].previous, events[-1].trigger, events[-1].error) == (
+        "cancelled",
+        state,
+        "cancelled",
+        CANCELLED,
+    )
+
+
 def script_sending(fake: FakeServer) -> None:
     fake.queue("tools/call", blocks())
 
 
 def script_relisting(fake: FakeServer) -> None:
-    fake.tools = [ECHO, FRESH]
+    fake.tools = [ECHO, FRESH_SQL]
     fake.queue("tools/call", mismatch())
     fake.queue("tools/list", blocks())
 
 
 def script_relisting_second_page(fake: FakeServer) -> None:
-    fake.tools, fake.page_size = [ECHO, FRESH], 1
+    fake.tools, fake.page_size = [ECHO, FRESH_SQL], 1
     fake.queue("tools/call", mismatch())
     fake.queue("tools/list", fake.default, blocks())
 
 
 def script_retrying(fake: FakeServer) -> None:
-    fake.tools = [FRESH]
+    fake.tools = [FRESH_SQL]
     fake.queue("tools/call", mismatch(), blocks())
 
 
 def script_recovery(fake: FakeServer) -> None:
-    fake.tools = [FRESH]
+    fake.tools = [FRESH_SQL]
     fake.queue("tools/call", mismatch())
 
 
@@ -86,26 +82,19 @@ async def test_a_call_blocked_on_the_server_is_cancelled_where_it_waits(
 ) -> None:
     events: list[mcpfsm.CallEvent] = []
     async with fake.client(on_event=events.append) as client:
-        fake.tools = [ECHO, STALE]
+        fake.tools = [ECHO, STALE_SQL]
         tool = (await client.tools()).get("execute-sql")
         assert tool is not None
         fake.clear()
         script(fake)
         with trio.move_on_after(10) as scope:
-            await tool.call(ARGS)
+            await tool.call(SQL_ARGS)
         assert scope.cancelled_caught
-        assert fake.methods() == methods
-        assert (events[-1].state, events[-1].previous, events[-1].trigger, events[-1].error) == (
-            "cancelled",
-            cancel_in,
-            "cancelled",
-            CANCELLED,
-        )
-        assert [event.state for event in events[:-1]] == ORDER[: ORDER.index(cancel_in) + 1]
+        assert_cancelled_in(cancel_in, events, fake, methods)
         # The client is usable; a relist cancelled part-way did not replace the known definitions.
         fake.clear()
-        fake.tools, fake.page_size = [ECHO, STALE], None
-        await tool.call(ARGS)
+        fake.tools, fake.page_size = [ECHO, STALE_SQL], None
+        await tool.call(SQL_ARGS)
         assert fake.wire() == [("tools/call", SENT_STALE if cancel_in != "retrying" else SENT_FRESH)]
         assert events[-1].state == "succeeded"
 
@@ -147,23 +136,16 @@ async def test_a_cancel_requested_on_entering_a_state_ends_the_call_in_that_stat
             scope.cancel()
 
     async with fake.client(on_event=on_event) as client:
-        fake.tools = [ECHO, STALE]
+        fake.tools = [ECHO, STALE_SQL]
         tool = (await client.tools()).get("execute-sql")
         assert tool is not None
         fake.clear()
         if script is not None:
             script(fake)
         with scope:
-            await tool.call(ARGS)
+            await tool.call(SQL_ARGS)
         assert scope.cancelled_caught
-        assert fake.methods() == methods
-        assert (events[-1].state, events[-1].previous, events[-1].trigger, events[-1].error) == (
-            "cancelled",
-            cancel_in,
-            "cancelled",
-            CANCELLED,
-        )
-        assert [event.state for event in events[:-1]] == ORDER[: ORDER.index(cancel_in) + 1]
+        assert_cancelled_in(cancel_in, events, fake, methods)
         fake.clear()
-        await tool.call(ARGS)
+        await tool.call(SQL_ARGS)
     assert fake.wire() == [("tools/call", SENT_STALE if cancel_in == "planning" else SENT_FRESH)]

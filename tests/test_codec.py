@@ -187,20 +187,32 @@ def test_encoded_values_are_visible_ascii(value: str) -> None:
     assert HEADER_VALUE.match(encode_header_value(value))
 
 
+_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+def with_padding_bits(raw: bytes) -> str:
+    """``raw`` (not a multiple of 3 bytes) in the sentinel, its unused padding bits set: a second spelling."""
+    payload = base64.b64encode(raw).decode("ascii").rstrip("=")
+    last = _ALPHABET[_ALPHABET.index(payload[-1]) | 1]
+    return "=?base64?" + payload[:-1] + last + "=" * (-len(payload) % 4) + "?="
+
+
 # Fragments that build sentinel-shaped, nearly-canonical and control-laden header candidates,
-# which plain st.text() almost never produces.
+# which plain st.text() almost never produces; and second spellings of Base64 payloads.
 _FRAGMENTS = ["=?base64?", "?=", "=", "==", "?", "A", "Q", "QQ", "YWJj", "/w", "+", "/", " ", "\t", "\u00e9", "a"]
 header_candidates = st.one_of(
     st.text(),
     st.lists(st.sampled_from(_FRAGMENTS), max_size=8).map("".join),
     st.binary().map(lambda raw: "=?base64?" + base64.b64encode(raw).decode("ascii") + "?="),
     st.text().map(lambda text: "=?base64?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="),
+    st.text(min_size=1).map(str.encode).filter(lambda raw: len(raw) % 3 != 0).map(with_padding_bits),
 )
 
 
 @given(header_candidates)
 @example("=?base64?=")
 @example("=?base64?QR==?=")
+@example("=?base64?CR==?=")  # "\t" (CQ==) with a padding bit set
 def test_decode_is_strict(header: str) -> None:
     try:
         value = decode_header_value(header)

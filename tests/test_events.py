@@ -11,24 +11,18 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fakeserver import MODERN, Answer, FakeServer, response, rpc_error
+from tests.fakeserver import (
+    FRESH_SQL,
+    SENT_FRESH,
+    SENT_STALE,
+    SQL_ARGS,
+    STALE_SQL,
+    Answer,
+    FakeServer,
+    response,
+    rpc_error,
+)
 
-DATABASE: Final = {"type": "string", "x-mcp-header": "Database"}
-STALE: Final = {
-    "name": "execute-sql",
-    "inputSchema": {"type": "object", "properties": {"database": DATABASE, "region": {"type": "string"}}},
-}
-FRESH: Final = {
-    "name": "execute-sql",
-    "inputSchema": {
-        "type": "object",
-        "properties": {"database": DATABASE, "region": {"type": "string", "x-mcp-header": "Region"}},
-    },
-}
-ARGS: Final = {"database": "analytics", "region": "us-west1"}
-CALL: Final = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "execute-sql"}
-SENT_STALE: Final = {**CALL, "Mcp-Param-Database": "analytics"}
-SENT_FRESH: Final = {**SENT_STALE, "Mcp-Param-Region": "us-west1"}
 MISMATCH: Final = {"type": "HeaderMismatchError", "code": -32020, "message": "Header mismatch"}
 FULL_WARNING: Final = "an events() subscriber is full; dropping events for it until it catches up"
 
@@ -72,6 +66,14 @@ RECOVERY: Final = [
 ]
 
 
+def failed_sending(error: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events after planning of a call whose one send failed with ``error``."""
+    return [
+        event(2, "sending", "planning", "planned", headers=SENT_STALE),
+        event(3, "failed", "sending", "errored", headers=SENT_STALE, error=error),
+    ]
+
+
 def facts(events: list[mcpfsm.CallEvent]) -> list[dict[str, Any]]:
     """The events as dicts, less the fields that vary from run to run."""
     return [{k: v for k, v in e.to_dict().items() if k not in ("call_id", "at", "elapsed")} for e in events]
@@ -88,10 +90,21 @@ def check_timing(events: list[mcpfsm.CallEvent]) -> None:
 
 
 async def listed(fake: FakeServer, client: mcpfsm.Client) -> mcpfsm.Tool:
-    fake.tools = [STALE]
+    fake.tools = [STALE_SQL]
     tool = (await client.tools()).get("execute-sql")
     assert tool is not None
     return tool
+
+
+async def recovered_call(fake: FakeServer) -> list[mcpfsm.CallEvent]:
+    """The events of one call whose listing went stale: relisted, then retried with the fresh plan."""
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        fake.tools = [FRESH_SQL]
+        fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
+        await tool.call(SQL_ARGS)
+    return events
 
 
 def drain(channel: trio.MemoryReceiveChannel[mcpfsm.CallEvent]) -> list[mcpfsm.CallEvent]:
@@ -109,18 +122,13 @@ def drain(channel: trio.MemoryReceiveChannel[mcpfsm.CallEvent]) -> list[mcpfsm.C
 async def test_a_successful_call_publishes_one_event_per_state(fake: FakeServer) -> None:
     events: list[mcpfsm.CallEvent] = []
     async with fake.client(on_event=events.append) as client:
-        await (await listed(fake, client)).call(ARGS)
+        await (await listed(fake, client)).call(SQL_ARGS)
     assert facts(events) == SUCCESS
     check_timing(events)
 
 
 async def test_a_recovered_call_publishes_the_recovery_path(fake: FakeServer) -> None:
-    events: list[mcpfsm.CallEvent] = []
-    async with fake.client(on_event=events.append) as client:
-        tool = await listed(fake, client)
-        fake.tools = [FRESH]
-        fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
-        await tool.call(ARGS)
+    events = await recovered_call(fake)
     assert facts(events) == RECOVERY
     check_timing(events)
 
@@ -149,39 +157,19 @@ async def test_a_recovered_call_publishes_the_recovery_path(fake: FakeServer) ->
         ),
         pytest.param(
             [rpc_error(-32602, "Invalid params", data={"x": 1})],
-            ARGS,
-            [
-                event(2, "sending", "planning", "planned", headers=SENT_STALE),
-                event(
-                    3,
-                    "failed",
-                    "sending",
-                    "errored",
-                    headers=SENT_STALE,
-                    error={"type": "RpcError", "code": -32602, "message": "Invalid params"},
-                ),
-            ],
+            SQL_ARGS,
+            failed_sending({"type": "RpcError", "code": -32602, "message": "Invalid params"}),
             id="rpc-error",
         ),
         pytest.param(
             [response(httpx.Response(503))],
-            ARGS,
-            [
-                event(2, "sending", "planning", "planned", headers=SENT_STALE),
-                event(
-                    3,
-                    "failed",
-                    "sending",
-                    "errored",
-                    headers=SENT_STALE,
-                    error={"type": "TransportError", "code": None, "message": "HTTP 503 Service Unavailable"},
-                ),
-            ],
+            SQL_ARGS,
+            failed_sending({"type": "TransportError", "code": None, "message": "HTTP 503 Service Unavailable"}),
             id="transport-error",
         ),
         pytest.param(
             [rpc_error(-32020, "Header mismatch"), rpc_error(-32020, "Still mismatched")],
-            ARGS,
+            SQL_ARGS,
             [
                 *RECOVERY[2:6],
                 event(
@@ -204,7 +192,7 @@ async def test_a_failed_call_publishes_the_error_on_its_failed_event(
     events: list[mcpfsm.CallEvent] = []
     async with fake.client(on_event=events.append) as client:
         tool = await listed(fake, client)
-        fake.tools = [FRESH]
+        fake.tools = [FRESH_SQL]
         fake.queue("tools/call", *answers)
         with pytest.raises(mcpfsm.McpError):
             await tool.call(arguments)
@@ -219,7 +207,7 @@ async def test_a_failed_relist_publishes_the_original_error(fake: FakeServer) ->
         fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
         fake.queue("tools/list", response(httpx.Response(500)))
         with pytest.raises(mcpfsm.HeaderMismatchError):
-            await tool.call(ARGS)
+            await tool.call(SQL_ARGS)
     assert facts(events)[3:] == [
         RECOVERY[3],
         event(4, "failed", "relisting", "relist_failed", headers=SENT_STALE, error=MISMATCH),
@@ -230,10 +218,10 @@ async def test_call_ids_differ_between_calls_and_clients(fake: FakeServer) -> No
     events: list[mcpfsm.CallEvent] = []
     async with fake.client(on_event=events.append) as client:
         tool = await listed(fake, client)
-        await tool.call(ARGS)
-        await tool.call(ARGS)
+        await tool.call(SQL_ARGS)
+        await tool.call(SQL_ARGS)
     async with fake.client(on_event=events.append) as other:
-        await other.call_tool("execute-sql", ARGS)
+        await other.call_tool("execute-sql", SQL_ARGS)
     assert [e.seq for e in events] == [0, 1, 2, 3] * 3
     ids = [e.call_id for e in events]
     assert all(isinstance(call_id, str) for call_id in ids)
@@ -245,13 +233,8 @@ async def test_call_ids_differ_between_calls_and_clients(fake: FakeServer) -> No
 
 
 async def test_events_round_trip_through_json(fake: FakeServer) -> None:
-    events: list[mcpfsm.CallEvent] = []
-    async with fake.client(on_event=events.append) as client:
-        tool = await listed(fake, client)
-        fake.tools = [FRESH]
-        fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
-        await tool.call(ARGS)
-    assert len(events) == 7
+    events = await recovered_call(fake)
+    assert facts(events) == RECOVERY
     for e in events:
         record = json.loads(json.dumps(e.to_dict()))
         assert record == e.to_dict()
@@ -291,7 +274,7 @@ async def test_an_on_event_callback_that_raises_does_not_break_the_call(
         raise RuntimeError(f"boom in {event.state}")
 
     async with fake.client(on_event=on_event) as client:
-        outcome = await (await listed(fake, client)).call(ARGS)
+        outcome = await (await listed(fake, client)).call(SQL_ARGS)
     assert outcome.content == [{"type": "text", "text": "ok"}]
     assert [r["message"] for r in logs if r["level"].name == "WARNING"] == [
         f"on_event callback raised RuntimeError('boom in {state}'); the call goes on"
@@ -304,13 +287,13 @@ async def test_events_subscribers_receive_the_same_events_as_on_event(fake: Fake
     async with fake.client(on_event=events.append) as client:
         tool = await listed(fake, client)
         async with client.events() as first, client.events() as second:
-            await tool.call(ARGS)
-            fake.tools = [FRESH]
+            await tool.call(SQL_ARGS)
+            fake.tools = [FRESH_SQL]
             fake.queue("tools/call", rpc_error(-32020, "Header mismatch"))
-            await tool.call(ARGS)
+            await tool.call(SQL_ARGS)
             assert drain(first) == drain(second) == events
         # Subscribers that have left do not disturb later calls.
-        await tool.call(ARGS)
+        await tool.call(SQL_ARGS)
     fresh_success = [{**e, "headers": SENT_FRESH if e["headers"] else None} for e in SUCCESS]
     assert facts(events) == [*SUCCESS, *RECOVERY, *fresh_success]
 
@@ -329,7 +312,7 @@ async def test_a_subscriber_reading_in_a_task_sees_every_event(fake: FakeServer)
                         return
 
             nursery.start_soon(audit)
-            await tool.call(ARGS)
+            await tool.call(SQL_ARGS)
     assert received == events
 
 
@@ -340,13 +323,13 @@ async def test_a_subscriber_that_never_reads_does_not_block_calls(
         tool = await listed(fake, client)
         async with client.events(buffer=1) as stalled:
             with trio.fail_after(5):
-                await tool.call(ARGS)
-                await tool.call(ARGS)
+                await tool.call(SQL_ARGS)
+                await tool.call(SQL_ARGS)
             kept = drain(stalled)
             assert [(e.seq, e.state) for e in kept] == [(0, "resolving")]
             assert [r["message"] for r in logs if r["level"].name == "WARNING"] == [FULL_WARNING]
             # Caught up: the next event is delivered, and the next overflow warns once more.
-            await tool.call(ARGS)
+            await tool.call(SQL_ARGS)
             assert [(e.seq, e.state) for e in drain(stalled)] == [(0, "resolving")]
     assert [r["message"] for r in logs if r["level"].name == "WARNING"] == [FULL_WARNING] * 2
 
@@ -354,7 +337,7 @@ async def test_a_subscriber_that_never_reads_does_not_block_calls(
 async def test_events_are_logged_at_debug_with_the_call_id(fake: FakeServer, logs: list[dict[str, Any]]) -> None:
     events: list[mcpfsm.CallEvent] = []
     async with fake.client(on_event=events.append) as client:
-        await (await listed(fake, client)).call(ARGS)
+        await (await listed(fake, client)).call(SQL_ARGS)
     call_id = events[0].call_id
     assert [
         (r["level"].name, r["message"], r["extra"]) for r in logs if r["message"].startswith("tool call ")

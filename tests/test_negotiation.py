@@ -342,6 +342,15 @@ async def test_initialize_may_answer_an_older_legacy_version(version: str) -> No
 
 # --- -32022 on any request (SPEC §1) --------------------------------------------------------------------
 
+# A modern tools/list refused with -32022 for a legacy version: initialize, then the same request once more.
+LIST_RETRIED_IN_LEGACY: Final = [
+    ("POST", "tools/list", 1),
+    ("POST", "initialize", 2),
+    ("POST", "notifications/initialized", None),
+    ("POST", "tools/list", 3),
+    ("DELETE", None, None),
+]
+
 
 async def test_minus_32022_on_a_modern_request_initializes_and_retries_it_once() -> None:
     script = Script(unsupported("2025-03-26", LEGACY, "2024-11-05"), *handshake(), result({"tools": []}))
@@ -350,13 +359,7 @@ async def test_minus_32022_on_a_modern_request_initializes_and_retries_it_once()
         await c.tools()
         assert c.protocol_version == LEGACY
 
-    assert script.calls == [
-        ("POST", "tools/list", 1),
-        ("POST", "initialize", 2),
-        ("POST", "notifications/initialized", None),
-        ("POST", "tools/list", 3),
-        ("DELETE", None, None),
-    ]
+    assert script.calls == LIST_RETRIED_IN_LEGACY
     assert script.sent[3].mcp == legacy_version_only()
     # Legacy requests carry no modern _meta.
     assert script.sent[3].body == {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
@@ -387,13 +390,7 @@ async def test_a_second_minus_32022_is_raised() -> None:
         with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32022: Unsupported protocol version$"):
             await c.tools()
 
-    assert script.calls == [
-        ("POST", "tools/list", 1),
-        ("POST", "initialize", 2),
-        ("POST", "notifications/initialized", None),
-        ("POST", "tools/list", 3),
-        ("DELETE", None, None),
-    ]
+    assert script.calls == LIST_RETRIED_IN_LEGACY
 
 
 @pytest.mark.parametrize(

@@ -311,9 +311,9 @@ def test_first_bad_argument_is_reported() -> None:
 def test_plan_is_immutable() -> None:
     plan = HeaderPlan([("Mcp-Method", "tools/call")])
     with pytest.raises(AttributeError, match=r"^HeaderPlan is immutable$"):
-        plan._headers = ()  # type: ignore[misc]
+        plan._headers = ()
     with pytest.raises(AttributeError, match=r"^HeaderPlan is immutable$"):
-        plan.extra = 1  # type: ignore[attr-defined]
+        plan.extra = 1
     with pytest.raises(AttributeError, match=r"^HeaderPlan is immutable$"):
         del plan._key
     assert plan.headers == (("Mcp-Method", "tools/call"),)

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import mcpfsm
 from mcpfsm import CallEvent
 from mcpfsm._trace import parse_events, select_call, sequence_diagram
 
@@ -237,20 +233,3 @@ def test_select_call_refuses(events: list[CallEvent], call_id: str | None, messa
     with pytest.raises(ValueError, match=rf"^{message}$"):
         select_call(events, call_id)
 
-
-def test_trace_module_is_pure() -> None:
-    # The same probe as tests/test_pure_imports.py: import without the package __init__ (which loads loguru).
-    probe = (
-        "import importlib, importlib.machinery, sys, types\n"
-        "stub = types.ModuleType('mcpfsm'); stub.__path__ = [sys.argv[1]]\n"
-        "stub.__spec__ = importlib.machinery.ModuleSpec('mcpfsm', None, is_package=True)\n"
-        "stub.__spec__.submodule_search_locations = [sys.argv[1]]\n"
-        "sys.modules['mcpfsm'] = stub\n"
-        "importlib.import_module('mcpfsm._trace')\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anyio', 'httpx', 'loguru', 'trio')))\n"
-    )
-    package = Path(mcpfsm.__file__).parent
-    done = subprocess.run(
-        [sys.executable, "-I", "-c", probe, str(package)], capture_output=True, text=True, timeout=60, check=False
-    )
-    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")

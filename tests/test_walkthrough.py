@@ -23,6 +23,7 @@ DATABASE = ("mcp-param-database", "analytics")
 LIST = [("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/list")]
 FROM_SDK_200 = "HTTP 200 from the SDK"
 INJECTED_32020 = "HTTP 400, -32020 injected by the test server"
+EXECUTED = "`call()` returned a `ToolResult` with text `executed 'select 1' on 'analytics'` and structured content "
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,17 @@ class ShownCall:
     requests: list[ShownRequest]
     events: list[tuple[str, str, str, int]]  # state, previous, trigger, attempt
     outcome: str
+
+
+# What the examples share: each call is planned and sent; a -32020 relists; a changed plan retries.
+SENT = [("resolving", "—", "—", 1), ("planning", "resolving", "resolved", 1), ("sending", "planning", "planned", 1)]
+RELISTED = [*SENT, ("relisting", "sending", "mismatched", 1), ("comparing", "relisting", "relisted", 1)]
+RETRIED = [*RELISTED, ("retrying", "comparing", "changed", 2)]
+MISMATCHED_THEN_LISTED = [
+    ShownRequest(method="tools/call", answer=INJECTED_32020, headers=[*STANDARD, DATABASE]),
+    ShownRequest(method="tools/list", answer=FROM_SDK_200, headers=LIST),
+]
+RETRY_HEADERS = [*STANDARD, DATABASE, ("mcp-param-region", "eu")]
 
 
 @pytest.fixture(scope="module")
@@ -142,15 +154,10 @@ def test_success(rendered: str) -> None:
             headers=[*STANDARD, DATABASE, ("mcp-param-read-only", "true")],
         )
     ]
-    assert call.events == [
-        ("resolving", "—", "—", 1),
-        ("planning", "resolving", "resolved", 1),
-        ("sending", "planning", "planned", 1),
-        ("succeeded", "sending", "answered", 1),
-    ]
+    assert call.events == [*SENT, ("succeeded", "sending", "answered", 1)]
     assert call.outcome == (
-        "`call()` returned a `ToolResult` with text `executed 'select 1' on 'analytics'` and structured content "
-        '`{"query": "select 1", "database": "analytics", "options": {"readOnly": true}}`; `is_error` is `False`.'
+        EXECUTED
+        + '`{"query": "select 1", "database": "analytics", "options": {"readOnly": true}}`; `is_error` is `False`.'
     )
 
 
@@ -159,73 +166,35 @@ def test_stale_listing_is_relisted_and_retried(rendered: str) -> None:
     assert call.requests == [
         ShownRequest(method="tools/call", answer="HTTP 400 from the SDK", headers=[*STANDARD, DATABASE]),
         ShownRequest(method="tools/list", answer=FROM_SDK_200, headers=LIST),
-        ShownRequest(
-            method="tools/call", answer=FROM_SDK_200, headers=[*STANDARD, DATABASE, ("mcp-param-region", "eu")]
-        ),
+        ShownRequest(method="tools/call", answer=FROM_SDK_200, headers=RETRY_HEADERS),
     ]
-    assert call.events == [
-        ("resolving", "—", "—", 1),
-        ("planning", "resolving", "resolved", 1),
-        ("sending", "planning", "planned", 1),
-        ("relisting", "sending", "mismatched", 1),
-        ("comparing", "relisting", "relisted", 1),
-        ("retrying", "comparing", "changed", 2),
-        ("succeeded", "retrying", "answered", 2),
-    ]
-    assert call.outcome.startswith("`call()` returned a `ToolResult` with text `executed 'select 1' on 'analytics'`")
+    assert call.events == [*RETRIED, ("succeeded", "retrying", "answered", 2)]
+    assert call.outcome == (
+        EXECUTED + '`{"query": "select 1", "database": "analytics", "region": "eu"}`; `is_error` is `False`.'
+    )
 
 
 def test_unchanged_plan_rethrows_without_a_retry(rendered: str) -> None:
     [call] = shown(rendered, "3. Plan unchanged, rethrown")
-    assert call.requests == [
-        ShownRequest(method="tools/call", answer=INJECTED_32020, headers=[*STANDARD, DATABASE]),
-        ShownRequest(method="tools/list", answer=FROM_SDK_200, headers=LIST),
-    ]
-    assert call.events == [
-        ("resolving", "—", "—", 1),
-        ("planning", "resolving", "resolved", 1),
-        ("sending", "planning", "planned", 1),
-        ("relisting", "sending", "mismatched", 1),
-        ("comparing", "relisting", "relisted", 1),
-        ("failed", "comparing", "unchanged", 1),
-    ]
+    assert call.requests == MISMATCHED_THEN_LISTED
+    assert call.events == [*RELISTED, ("failed", "comparing", "unchanged", 1)]
     assert call.outcome == RAISED_MISMATCH
 
 
 def test_vanished_tool_rethrows_after_the_relist(rendered: str) -> None:
     [call] = shown(rendered, "4. Tool vanished")
-    assert call.requests == [
-        ShownRequest(method="tools/call", answer=INJECTED_32020, headers=[*STANDARD, DATABASE]),
-        ShownRequest(method="tools/list", answer=FROM_SDK_200, headers=LIST),
-    ]
-    assert call.events == [
-        ("resolving", "—", "—", 1),
-        ("planning", "resolving", "resolved", 1),
-        ("sending", "planning", "planned", 1),
-        ("relisting", "sending", "mismatched", 1),
-        ("failed", "relisting", "vanished", 1),
-    ]
+    assert call.requests == MISMATCHED_THEN_LISTED
+    assert call.events == [*SENT, ("relisting", "sending", "mismatched", 1), ("failed", "relisting", "vanished", 1)]
     assert call.outcome == RAISED_MISMATCH
 
 
 def test_second_mismatch_is_raised_after_one_retry(rendered: str) -> None:
     [call] = shown(rendered, "5. Second mismatch")
     assert call.requests == [
-        ShownRequest(method="tools/call", answer=INJECTED_32020, headers=[*STANDARD, DATABASE]),
-        ShownRequest(method="tools/list", answer=FROM_SDK_200, headers=LIST),
-        ShownRequest(
-            method="tools/call", answer=INJECTED_32020, headers=[*STANDARD, DATABASE, ("mcp-param-region", "eu")]
-        ),
+        *MISMATCHED_THEN_LISTED,
+        ShownRequest(method="tools/call", answer=INJECTED_32020, headers=RETRY_HEADERS),
     ]
-    assert call.events == [
-        ("resolving", "—", "—", 1),
-        ("planning", "resolving", "resolved", 1),
-        ("sending", "planning", "planned", 1),
-        ("relisting", "sending", "mismatched", 1),
-        ("comparing", "relisting", "relisted", 1),
-        ("retrying", "comparing", "changed", 2),
-        ("failed", "retrying", "mismatched", 2),
-    ]
+    assert call.events == [*RETRIED, ("failed", "retrying", "mismatched", 2)]
     assert call.outcome == RAISED_MISMATCH
 
 
@@ -236,12 +205,7 @@ def test_other_error_fails_at_once(rendered: str) -> None:
             method="tools/call", answer="HTTP 200, error injected by the test server", headers=[*STANDARD, DATABASE]
         )
     ]
-    assert call.events == [
-        ("resolving", "—", "—", 1),
-        ("planning", "resolving", "resolved", 1),
-        ("sending", "planning", "planned", 1),
-        ("failed", "sending", "errored", 1),
-    ]
+    assert call.events == [*SENT, ("failed", "sending", "errored", 1)]
     assert call.outcome == "`call()` raised `RpcError`, code -32001, message `Request timed out`; no `__cause__`."
 
 
@@ -255,16 +219,14 @@ def test_cancelled_call_then_a_normal_one(rendered: str) -> None:
             headers=[("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "slow")],
         )
     ]
-    assert cancelled.events == [
-        ("resolving", "—", "—", 1),
-        ("planning", "resolving", "resolved", 1),
-        ("sending", "planning", "planned", 1),
-        ("cancelled", "sending", "cancelled", 1),
-    ]
-    assert cancelled.outcome.startswith("`call()` raised `trio.Cancelled`")
+    assert cancelled.events == [*SENT, ("cancelled", "sending", "cancelled", 1)]
+    assert cancelled.outcome == (
+        "`call()` raised `trio.Cancelled`, which propagated to the `move_on_after` scope "
+        "(`scope.cancelled_caught` is `True`); nothing was returned."
+    )
     assert after.code == 'result = await tools.get("echo").call({"text": "still usable"})'
     assert [(r.method, r.answer) for r in after.requests] == [("tools/call", FROM_SDK_200)]
-    assert [event[0] for event in after.events] == ["resolving", "planning", "sending", "succeeded"]
+    assert after.events == [*SENT, ("succeeded", "sending", "answered", 1)]
     assert after.outcome == "`call()` returned a `ToolResult` with text `still usable`; `is_error` is `False`."
 
 

@@ -297,7 +297,9 @@ def test_a_broken_chunked_body_raises(body: bytes, message: str) -> None:
     reader = ResponseReader()
     reader.receive(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
     reader.receive(b"")
-    assert reader.read_head() is not None
+    assert reader.read_head() == ResponseHead(
+        status=200, reason="OK", headers={"transfer-encoding": "chunked"}, keep_alive=True
+    )
     with pytest.raises(H1Error, match=message):
         while reader.read_body() is not None:
             pass
@@ -307,7 +309,10 @@ def test_a_content_length_body_cut_short_raises() -> None:
     reader = ResponseReader()
     reader.receive(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab")
     reader.receive(b"")
-    assert (reader.read_head() is not None, reader.read_body()) == (True, b"ab")
+    assert (reader.read_head(), reader.read_body()) == (
+        ResponseHead(status=200, reason="OK", headers={"content-length": "5"}, keep_alive=True),
+        b"ab",
+    )
     with pytest.raises(H1Error, match=r"^the server closed the connection in the middle of the response body$"):
         reader.read_body()
 
