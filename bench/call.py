@@ -8,7 +8,7 @@ the number of calls; rounds interleave the clients and the median round is repor
 ratios are mcpfsm / bare-httpx and mcpfsm / SDK, sequential and with 50 concurrent calls.
 
 The three clients: mcpfsm (`Client.http`, a whole tool call with its state machine, header plan
-and audit events, over mcpfsm's own keep-alive HTTP/1.1 pool, `mcpfsm._wire`); the bare
+and audit events, over mcpfsm's own keep-alive HTTP/1.1 pool, `mcpfsm._transports.pool`); the bare
 `httpx.AsyncClient.post` of the same request bytes and headers (no JSON-RPC work at all); the
 official SDK's `mcp.Client.call_tool`. Targets (issue 3): mcpfsm at most the bare POST and at most
 half the SDK, in both modes. Profile with `py-spy record --format raw` or cProfile with
@@ -31,8 +31,9 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcpfsm
-from mcpfsm._jsonrpc import encode_request, modern_meta
-from mcpfsm._plan import MODERN_VERSION, plan_request
+from mcpfsm._core.constants import MODERN_VERSION
+from mcpfsm._core.jsonrpc import encode_request, modern_meta
+from mcpfsm._core.plan import plan_request
 from tests.peer.fixtures import start_http_peer
 
 ARGS = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
@@ -166,8 +167,8 @@ if __name__ == "__main__":
     )
     options = parser.parse_args()
     if options.max_connections is not None:
-        import mcpfsm._http
+        import mcpfsm._transports.http
 
         # A private knob, for measuring only: how the pool size trades client CPU for server load.
-        mcpfsm._http._MAX_CONNECTIONS = options.max_connections  # type: ignore[misc]
+        mcpfsm._transports.http._MAX_CONNECTIONS = options.max_connections  # type: ignore[misc]
     trio.run(main, options.calls, options.rounds)

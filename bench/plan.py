@@ -21,8 +21,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcpfsm._plan import MODERN_VERSION, plan_request
-from mcpfsm._schema import MirroredParam, inspect_input_schema
+from mcpfsm._core.constants import MODERN_VERSION
+from mcpfsm._core.plan import plan_request
+from mcpfsm._core.schema import MirroredParam, inspect_input_schema
 
 REPEATS = 3
 

@@ -14,25 +14,29 @@ applications that want its logs call ``logger.enable("mcpfsm")``.
 
 from loguru import logger
 
-from ._catalog import Exclusion, ToolDefinition
-from ._client import Client, Tool, ToolList, ToolResult
-from ._codec import decode_header_value, encode_header_value
-from ._errors import (
+from ._client.client import Client
+from ._client.tools import Tool, ToolList
+from ._core.catalog import Exclusion, ToolDefinition
+from ._core.codec import decode_header_value, encode_header_value
+from ._core.errors import (
     HeaderDecodeError,
     HeaderMismatchError,
     McpError,
     MirroringError,
     ProtocolError,
     RpcError,
+    SessionExpired,
     TransportError,
 )
-from ._events import CallEvent
-from ._http import HttpTransport
-from ._machine import EDGES, STATES, TERMINAL, Edge, State, Trigger
-from ._plan import HeaderPlan, plan_request
-from ._schema import MirroredParam, SchemaVerdict, inspect_input_schema
-from ._stdio import StdioTransport
-from ._transport import Transport
+from ._core.events import CallEvent
+from ._core.plan import HeaderPlan, plan_request
+from ._core.results import ToolResult
+from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
+from ._machines.definition import Edge, MachineDefinition
+from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
+from ._transports.base import Transport
+from ._transports.http import HttpTransport
+from ._transports.stdio import StdioTransport
 
 __version__ = "0.1.0"
 
@@ -49,6 +53,7 @@ __all__ = [
     "HeaderMismatchError",
     "HeaderPlan",
     "HttpTransport",
+    "MachineDefinition",
     "McpError",
     "MirroredParam",
     "MirroringError",
@@ -56,9 +61,11 @@ __all__ = [
     "RpcError",
     "STATES",
     "SchemaVerdict",
+    "SessionExpired",
     "State",
     "StdioTransport",
     "TERMINAL",
+    "TOOL_CALL",
     "Tool",
     "ToolDefinition",
     "ToolList",

@@ -12,6 +12,7 @@ import httpx
 import trio
 
 import mcpfsm
+from mcpfsm._transports.base import InboundHandler, Reply
 from tests.fakeserver import FakeServer, blocks
 
 LEGACY = "2025-11-25"
@@ -27,7 +28,13 @@ class PipeLikeTransport:
         self.sent: list[dict[str, Any]] = []
         self.hung = False
 
-    async def send(self, message: str, headers: Mapping[str, str] = {}) -> str | None:
+    async def open(self, inbound: InboundHandler) -> None:
+        pass
+
+    async def end_session(self, headers: Mapping[str, str]) -> None:
+        pass
+
+    async def send(self, message: str, headers: Mapping[str, str] = {}) -> Reply | None:
         payload = json.loads(message)
         self.sent.append(payload)
         if "id" not in payload:
@@ -35,7 +42,7 @@ class PipeLikeTransport:
         if payload["method"] == "tools/call" and not self.hung:
             self.hung = True
             await trio.sleep_forever()
-        return json.dumps({"jsonrpc": "2.0", "id": payload["id"], "result": {"content": []}})
+        return Reply(json.dumps({"jsonrpc": "2.0", "id": payload["id"], "result": {"content": []}}))
 
     async def aclose(self) -> None:
         pass

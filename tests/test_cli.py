@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from mcpfsm._cli import Exit, render_tools
-from mcpfsm._diagram import REGENERATE_COMMAND
+from mcpfsm._tooling.cli import Exit
+from mcpfsm._tooling.cli.tools import render_tools
+from mcpfsm._tooling.diagram import REGENERATE_COMMAND
 from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 
 STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
@@ -137,19 +138,16 @@ def test_tools_json(peer: HttpPeer) -> None:
     }
 
 
-class _StubTransport:
-    async def send(self, message: str, headers: Any = None) -> str | None:
-        raise AssertionError("no I/O expected")
-
-    async def aclose(self) -> None:
-        pass
+async def _no_call(tool: Any, arguments: Any) -> Any:
+    raise AssertionError("no I/O expected")
 
 
 def test_tools_table_lists_exclusions() -> None:
-    from mcpfsm import Client, Exclusion, Tool, ToolDefinition, ToolList
-    from mcpfsm._schema import MirroredParam
+    from mcpfsm import Exclusion, Tool, ToolDefinition, ToolList
+    from mcpfsm._client.catalog import Catalog
+    from mcpfsm._core.schema import MirroredParam
 
-    client = Client(_StubTransport())
+    catalog = Catalog(None)  # type: ignore[arg-type]
     definition = ToolDefinition(
         name="q",
         description="",
@@ -158,7 +156,7 @@ def test_tools_table_lists_exclusions() -> None:
         raw={},
     )
     tools = ToolList(
-        [Tool(client, definition)],
+        [Tool(definition, catalog, _no_call)],
         [Exclusion(name="bad", reason="x-mcp-header 'Bad Header' at /region is not a valid header-name token")],
     )
     assert render_tools(tools) + "\n" == (
@@ -446,7 +444,7 @@ def test_demo_runs_the_recovery() -> None:
 
 
 def test_demo_without_the_sdk() -> None:
-    code = "import sys; sys.modules['mcp'] = None; from mcpfsm._cli import main; sys.exit(main(['demo']))"
+    code = "import sys; sys.modules['mcp'] = None; from mcpfsm._tooling.cli import main; sys.exit(main(['demo']))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     run = Run(done.returncode, done.stdout, done.stderr)
     assert (run.code, run.stdout) == (Exit.missing_component, "")

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from mcpfsm._codec import SENTINEL_PREFIX, SENTINEL_SUFFIX, decode_header_value, encode_header_value, is_literal
-from mcpfsm._errors import HeaderDecodeError
+from mcpfsm._core.codec import SENTINEL_PREFIX, SENTINEL_SUFFIX, decode_header_value, encode_header_value, is_literal
+from mcpfsm._core.errors import HeaderDecodeError
 
 # SEP-2243: nothing outside 0x21-0x7E starts or ends a header value, nothing outside 0x20-0x7E is inside.
 HEADER_VALUE = re.compile(r"^[\x21-\x7E]([\x20-\x7E]*[\x21-\x7E])?$")

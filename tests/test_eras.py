@@ -168,10 +168,12 @@ async def test_custom_headers_go_everywhere_but_cannot_spoof_protocol_headers(pe
 
     async with mcpfsm.Client.http(peer.url, protocol=LEGACY, headers=custom) as client:
         await client.call_tool("echo", {"text": "hi"})
+        session = client.session_id
 
     log = peer.log()
     assert [entry["headers"].get("mcp-method") for entry in log] == [None] * 4
-    assert {entry["headers"].get("mcp-session-id") for entry in log[1:]} == {client.transport.session_id}  # type: ignore[attr-defined]
+    assert session is not None
+    assert {entry["headers"].get("mcp-session-id") for entry in log[1:]} == {session}
 
 
 async def test_legacy_annotations_are_inert_and_unmirrorable_values_pass(peers: dict[str, HttpPeer]) -> None:
@@ -198,13 +200,14 @@ async def test_an_expired_session_is_replaced_and_the_request_resent_with_a_new_
     peer = fresh(peers, "legacy")
 
     async with mcpfsm.Client.http(peer.url, protocol=LEGACY) as client:
-        first = client.transport.session_id  # type: ignore[attr-defined]
+        first = client.session_id
+        assert first is not None
         # The server forgets the session (as after a restart or an idle timeout).
         httpx.delete(peer.url, headers={"Mcp-Session-Id": first, "MCP-Protocol-Version": LEGACY}).raise_for_status()
         peer.clear_log()
 
         assert (await client.call_tool("echo", {"text": "again"})).text == "again"
-        second = client.transport.session_id  # type: ignore[attr-defined]
+        second = client.session_id
 
     log = peer.log()
     assert [(e["http_method"], e["jsonrpc_method"], e["status"]) for e in log] == [

@@ -60,8 +60,8 @@ def test_library_does_not_configure_logging() -> None:
 import sys
 from loguru import logger
 import mcpfsm
-from mcpfsm._audit import AuditBus
-from mcpfsm._events import CallEvent
+from mcpfsm._drivers.audit import AuditBus
+from mcpfsm._core.events import CallEvent
 messages = []
 logger.add(messages.append, level="DEBUG")
 def explode(event): raise RuntimeError("subscriber failed")

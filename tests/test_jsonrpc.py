@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcpfsm import HeaderMismatchError, ProtocolError, RpcError
-from mcpfsm._jsonrpc import (
+from mcpfsm._core.jsonrpc import (
     Notification,
     Request,
     Response,

@@ -4,28 +4,30 @@ import re
 from collections import deque
 from graphlib import CycleError, TopologicalSorter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from transitions import MachineError
 
-from mcpfsm import _machine
-from mcpfsm._machine import (
-    EDGES,
-    INITIAL,
-    STATES,
-    TERMINAL,
-    TRANSITION_TABLE,
-    Edge,
-    InvalidTransition,
-    State,
-    Trigger,
-    advance,
-    build_machine,
-)
+from mcpfsm._machines import definition as _definition
+from mcpfsm._machines import tool_call as _machine
+from mcpfsm._machines.definition import Edge, InvalidTransition
+from mcpfsm._machines.definition import build_machine as build_any
+from mcpfsm._machines.tool_call import COMPILED, EDGES, INITIAL, STATES, TERMINAL, TOOL_CALL, State, Trigger
 
-# SPEC §5, written out by hand so a change to EDGES has to be made here too.
+"""The tool-call machine, edge by edge; ``tests/test_machines.py`` checks the rules every machine follows."""
+
+TRANSITION_TABLE = COMPILED.table
+advance = COMPILED.advance
+
+
+def build_machine(**kwargs: object) -> Any:
+    return build_any(TOOL_CALL, **kwargs)
+
+
+# Written out by hand so a change to EDGES has to be made here too.
 DECLARED = [
     ("resolving", "resolved", "planning"),
     ("planning", "planned", "sending"),
@@ -57,7 +59,7 @@ def successors(state: str) -> list[str]:
 
 
 def refusal(state: str, trigger: str) -> str:
-    return "^" + re.escape(f"no transition {str(trigger)!r} from state {str(state)!r}") + "$"
+    return "^" + re.escape(f"tool-call: no transition {str(trigger)!r} from state {str(state)!r}") + "$"
 
 
 def test_names() -> None:
@@ -162,7 +164,7 @@ def test_advance_refuses_undeclared_pair(state: str, trigger: str) -> None:
 
 
 def test_refusal_names_enum_members_by_their_plain_names() -> None:
-    with pytest.raises(InvalidTransition, match=r"^no transition 'planned' from state 'failed'$"):
+    with pytest.raises(InvalidTransition, match=r"^tool-call: no transition 'planned' from state 'failed'$"):
         advance(State.failed, Trigger.planned)
 
 
@@ -308,11 +310,24 @@ def test_machine_accepts_members_and_plain_names_alike(state: State) -> None:
     assert sorted(machine.states) == sorted(STATES)
 
 
-def test_machine_module_has_no_io_imports() -> None:
+@pytest.mark.parametrize(
+    ("module", "expected"),
+    [
+        pytest.param(_machine, {"__future__", "collections", "definition", "enum", "types", "typing"}, id="tool_call"),
+        pytest.param(
+            _definition,
+            {"__future__", "collections", "dataclasses", "enum", "types", "typing", "transitions"},
+            id="definition",
+        ),
+    ],
+)
+def test_machine_modules_import_nothing_but_the_standard_library_and_transitions(
+    module: Any, expected: set[str]
+) -> None:
     imported = set()
-    for node in ast.walk(ast.parse(Path(_machine.__file__).read_text())):
+    for node in ast.walk(ast.parse(Path(module.__file__).read_text())):
         if isinstance(node, ast.Import):
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
-    assert imported == {"__future__", "collections", "dataclasses", "enum", "types", "typing", "transitions"}
+    assert imported == expected

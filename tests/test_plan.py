@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpfsm._errors import MirroringError
-from mcpfsm._plan import LEGACY_VERSIONS, MODERN_VERSION, HeaderPlan, mirror_value, plan_request
-from mcpfsm._schema import MirroredParam, inspect_input_schema
+from mcpfsm._core.constants import LEGACY_VERSIONS, MODERN_VERSION
+from mcpfsm._core.errors import MirroringError
+from mcpfsm._core.plan import HeaderPlan, mirror_value, plan_request
+from mcpfsm._core.schema import MirroredParam, inspect_input_schema
 
 MODERN = "2026-07-28"
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpfsm._schema import MirroredParam, SchemaVerdict, inspect_input_schema, json_pointer
+from mcpfsm._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema, json_pointer
 
 ONLY = "; only 'string', 'integer' or 'boolean' can be mirrored"
 FOLLOWED = "; only nested 'properties' are followed)"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpfsm._sse import DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser
+from mcpfsm._core.sse import DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser
 
 
 def ev(data: str, event: str = "message", id: str | None = None, retry: int | None = None) -> SseEvent:

@@ -17,8 +17,8 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._http import HttpTransport
-from mcpfsm._jsonrpc import Notification, Request, encode_request
+from mcpfsm._core.jsonrpc import Notification, Request, encode_request
+from mcpfsm._transports.http import HttpTransport
 
 URL: Final = "http://sse.test/mcp"
 MODERN: Final = "2026-07-28"
@@ -76,8 +76,9 @@ async def post(response: httpx.Response, inbound: list[Notification | Request] |
         inbound.append(message)
 
     if inbound is not None:
-        transport.on_inbound = record
-    return await transport.send(encode_request(1, "tools/call", {"name": "echo", "arguments": {}}))
+        await transport.open(record)
+    reply = await transport.send(encode_request(1, "tools/call", {"name": "echo", "arguments": {}}))
+    return None if reply is None else reply.body
 
 
 # One stream with every feature: a comment, retry and id fields, a notification, an event of another

@@ -151,7 +151,11 @@ async def test_a_child_that_ignores_eof_and_sigterm_is_killed(
     ]
     transport = StdioTransport(stubborn)
 
-    async with transport:
+    async def ignore(message: object) -> None:
+        pass
+
+    await transport.open(ignore)
+    try:
         pid = transport.pid
         assert pid is not None
         # Its "ready" line (not JSON-RPC: logged and ignored) says SIGTERM is ignored from now on.
@@ -159,6 +163,8 @@ async def test_a_child_that_ignores_eof_and_sigterm_is_killed(
             while not any(m.startswith("ignoring a malformed line from the MCP server") for _, m in records):
                 await trio.sleep(0.01)
         closing = trio.current_time()
+    finally:
+        await transport.aclose()
 
     # Both grace periods ran out (2 s after closing stdin, 2 s after SIGTERM), then SIGKILL.
     assert trio.current_time() - closing >= 4

@@ -1,4 +1,4 @@
-"""``mcpfsm._trace``: audit events → Mermaid sequenceDiagram, and reading JSON Lines audit logs."""
+"""``mcpfsm._tooling.trace``: audit events → Mermaid sequenceDiagram, and reading JSON Lines audit logs."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcpfsm import CallEvent
-from mcpfsm._trace import parse_events, select_call, sequence_diagram
+from mcpfsm._tooling.trace import parse_events, select_call, sequence_diagram
 
 BASE = {
     "MCP-Protocol-Version": "2026-07-28",

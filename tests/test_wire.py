@@ -26,9 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mcpfsm
-from mcpfsm._h1 import H1Error, ResponseHead, ResponseReader, encode_request
-from mcpfsm._http import HttpTransport
-from mcpfsm._wire import ConnectionPool, Timeouts, WireError, WireTimeout
+from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request
+from mcpfsm._transports.base import Reply
+from mcpfsm._transports.http import HttpTransport
+from mcpfsm._transports.pool import ConnectionPool, Timeouts, WireError, WireTimeout
 
 HOST: Final = "127.0.0.1"
 JSON_HEADERS: Final = [("Content-Type", "application/json")]
@@ -818,7 +819,7 @@ async def test_the_transport_sends_one_exact_request_and_returns_the_json_body()
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp?tenant=a", headers={"X-Tenant": "acme"})
         message = '{"jsonrpc":"2.0","id":1,"method":"tools/call"}'
         answer = await transport.send(message, {"Mcp-Method": "tools/call"})
-        assert answer == b'{"jsonrpc":"2.0","id":1,"result":{}}'
+        assert answer == Reply(b'{"jsonrpc":"2.0","id":1,"result":{}}', 200)
         assert server.seen == [
             Seen(
                 connection=1,
@@ -900,8 +901,8 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
             ok(b'{"jsonrpc":"2.0","id":8,"result":{}}'),
         )
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp")
-        assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == response.decode()
+        assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == Reply(response.decode(), 200)
         ping = await transport.send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
-        assert ping == b'{"jsonrpc":"2.0","id":8,"result":{}}'
+        assert ping == Reply(b'{"jsonrpc":"2.0","id":8,"result":{}}', 200)
         assert server.connections == 1
         await transport.aclose()

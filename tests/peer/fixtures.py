@@ -1,4 +1,4 @@
-"""The test peer as a subprocess, for sync and trio tests alike: `mcpfsm._peer_process` under the tests' names.
+"""The test peer as a subprocess, for sync and trio tests alike: `mcpfsm._tooling.peer_process` under the tests' names.
 
 ::
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from mcpfsm._peer_process import PeerStartError, RunningPeer, run_peer
+from mcpfsm._tooling.peer_process import PeerStartError, RunningPeer, run_peer
 
 __all__ = ["REPO_ROOT", "HttpPeer", "PeerStartError", "start_http_peer"]
 
@@ -23,7 +23,7 @@ REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 """The repository root (where `python -m tests.peer.server` runs from, as the stdio tests do)."""
 
 start_http_peer: Final = run_peer
-"""Run the HTTP test peer for the duration of a ``with`` block; see `mcpfsm._peer_process.run_peer`."""
+"""Run the HTTP test peer for the duration of a ``with`` block; see `mcpfsm._tooling.peer_process.run_peer`."""
 
 HttpPeer = RunningPeer
-"""A running HTTP test peer; see `mcpfsm._peer_process.RunningPeer`."""
+"""A running HTTP test peer; see `mcpfsm._tooling.peer_process.RunningPeer`."""

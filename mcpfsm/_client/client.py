@@ -1,0 +1,287 @@
+"""The public client: factories, lifecycle and the public methods.
+
+``Client`` composes the layers below it and adds no protocol logic of its own:
+
+- :class:`~mcpfsm._client.session.Session` — ids, ``_meta``, the legacy session, inbound messages,
+  session renewal and the -32022 switch;
+- :mod:`~mcpfsm._client.negotiation` — which protocol era the connection speaks;
+- :class:`~mcpfsm._client.catalog.Catalog` — known tool definitions and paginated listings;
+- :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine,
+  reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from enum import Enum
+from types import TracebackType
+from typing import Any, Final, Literal
+
+import httpx
+import trio
+
+from .._core.catalog import ToolCatalog, ToolDefinition
+from .._core.constants import SPOKEN_VERSIONS
+from .._core.errors import TransportError
+from .._core.events import CallEvent
+from .._core.plan import HeaderPlan
+from .._core.results import ToolResult
+from .._drivers.audit import AuditBus
+from .._drivers.tool_call import ToolCall
+from .._transports.base import Transport
+from .._transports.http import HttpTransport
+from .._transports.stdio import StdioTransport
+from . import negotiation
+from .catalog import Catalog
+from .session import NotificationCallback, Session
+from .tools import Tool, ToolList
+
+__all__ = ["Client", "Protocol"]
+
+Protocol = Literal["auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
+"""What ``protocol=`` accepts: ``"auto"`` probes; a version pins it."""
+
+_VERSION: Final = "0.1.0"
+
+
+class _Lifecycle(Enum):
+    new = "new"
+    connected = "connected"
+    closed = "closed"
+
+
+class _Port:
+    # The narrow port a ToolCall driver talks to (CallPort): four operations and the audit bus.
+    __slots__ = ("_catalog", "_session", "audit")
+
+    def __init__(self, session: Session, catalog: Catalog, audit: AuditBus) -> None:
+        self._session = session
+        self._catalog = catalog
+        self.audit = audit
+
+    @property
+    def protocol_version(self) -> str | None:
+        return self._session.version
+
+    def known_definition(self, name: str) -> ToolDefinition | None:
+        return self._catalog.known(name)
+
+    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> ToolResult:
+        return ToolResult.from_result(await self._session.request("tools/call", params, plan))
+
+    async def relist(self) -> ToolCatalog:
+        return await self._catalog.relist()
+
+
+class Client:
+    """An MCP client whose tool calls are explicit, audited state machines.
+
+    Use ``async with Client.http(url) as client`` or ``Client.stdio([...])``; any
+    :class:`~mcpfsm.Transport` works with ``Client(transport)``.
+
+    Args:
+        transport: carries the messages.
+        protocol: ``"auto"`` (probe ``server/discover``, fall back to ``initialize``), or a
+            version to pin: ``"2026-07-28"`` or ``"2025-11-25"``.
+        on_event: called with each :class:`CallEvent`.
+        on_notification: called as ``on_notification(method, params)`` for each notification
+            the server sends while a request is open (progress, log messages); may be async.
+            With it, each tools/call carries ``_meta.progressToken`` (its request id) so that
+            servers send progress. Without it, notifications are logged at DEBUG.
+        client_name: the ``clientInfo.name`` sent to the server.
+
+    Raises:
+        ValueError: ``protocol`` is not one mcpfsm speaks.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        protocol: str = "auto",
+        on_event: Callable[[CallEvent], object] | None = None,
+        on_notification: NotificationCallback | None = None,
+        client_name: str = "mcpfsm",
+    ) -> None:
+        """Wrap ``transport``; nothing is sent until the client is entered."""
+        if protocol != "auto" and protocol not in SPOKEN_VERSIONS:
+            raise ValueError(f"protocol must be 'auto' or one of {list(SPOKEN_VERSIONS)}, got {protocol!r}")
+        self._transport = transport
+        self._requested = protocol
+        self._session = Session(
+            transport, client_info={"name": client_name, "version": _VERSION}, on_notification=on_notification
+        )
+        self._catalog = Catalog(self._session)
+        self._audit = AuditBus(on_event)
+        self._port = _Port(self._session, self._catalog, self._audit)
+        self._lifecycle = _Lifecycle.new
+        self._opened = False
+
+    # --- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def http(
+        cls,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        protocol: str = "auto",
+        on_event: Callable[[CallEvent], object] | None = None,
+        on_notification: NotificationCallback | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        http_transport: httpx.AsyncBaseTransport | None = None,
+    ) -> Client:
+        """A client for a Streamable HTTP server at ``url``.
+
+        ``headers`` are sent on every request, except names starting with ``mcp-``.
+        ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``).
+
+        Raises:
+            TransportError: ``url`` is not an absolute http(s) URL.
+        """
+        transport = HttpTransport(url, headers=headers, timeout=timeout, transport=http_transport)
+        return cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+
+    @classmethod
+    def stdio(
+        cls,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        protocol: str = "auto",
+        on_event: Callable[[CallEvent], object] | None = None,
+        on_notification: NotificationCallback | None = None,
+    ) -> Client:
+        """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio."""
+        transport = StdioTransport(command, env=env, cwd=cwd)
+        return cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+
+    async def __aenter__(self) -> Client:
+        """Start the transport and negotiate the protocol era."""
+        try:
+            await self.connect()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the connection."""
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """End the session and release the transport. Idempotent."""
+        if self._lifecycle is _Lifecycle.closed:
+            return
+        self._lifecycle = _Lifecycle.closed
+        with trio.CancelScope(shield=True):
+            try:
+                await self._session.end()
+            finally:
+                await self._transport.aclose()
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version, ``None`` before connecting."""
+        return self._session.version
+
+    @property
+    def mirrors(self) -> bool:
+        """True when this connection mirrors ``x-mcp-header`` arguments into ``Mcp-Param-*`` headers.
+
+        That is HTTP (any transport carrying headers) in the modern era; on stdio and legacy
+        connections annotations are inert and tools with invalid ones are kept.
+        """
+        return self._session.mirrors
+
+    @property
+    def transport(self) -> Transport:
+        """The transport this client talks through."""
+        return self._transport
+
+    @property
+    def session_id(self) -> str | None:
+        """The legacy ``Mcp-Session-Id`` in effect, or ``None`` (always in the modern era and on stdio)."""
+        return self._session.session_id
+
+    async def connect(self) -> None:
+        """Open the transport and negotiate the protocol era; ``async with`` calls this for you.
+
+        Raises:
+            McpError: the server could not be reached or speaks no version mcpfsm speaks.
+            TransportError: the client is closed.
+        """
+        if self._lifecycle is _Lifecycle.connected:
+            return
+        if self._lifecycle is _Lifecycle.closed:
+            raise TransportError("the client is closed")
+        if not self._opened:
+            await self._transport.open(self._session.inbound)
+            self._opened = True
+        await negotiation.negotiate(self._session, self._requested)
+        self._lifecycle = _Lifecycle.connected
+
+    # --- public API -----------------------------------------------------------------------------
+
+    async def tools(self) -> ToolList:
+        """Fetch every page of ``tools/list``.
+
+        Tools with invalid ``x-mcp-header`` annotations are left out with one WARNING each on
+        connections that mirror (HTTP, modern era); elsewhere they are kept (SEP-2243).
+
+        Raises:
+            ProtocolError: a cursor repeats, the listing has more than 1000 pages, or a page is
+                malformed.
+            McpError: the request failed.
+        """
+        await self.connect()
+        catalog = await self._catalog.relist()
+        tools = [Tool(definition, self._catalog, self.call_tool) for definition in catalog.tools]
+        return ToolList(tools, catalog.excluded)
+
+    async def call_tool(self, tool: Tool | str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+        """Call a tool as one run of the tool-call state machine.
+
+        A :class:`Tool` mirrors its annotated arguments into ``Mcp-Param-*`` headers; a plain
+        name sends ``Mcp-Method`` and ``Mcp-Name`` only.
+
+        Raises:
+            TypeError: ``tool`` is neither a Tool nor a str, or ``arguments`` is not a mapping.
+            MirroringError: an argument cannot be mirrored (nothing was sent).
+            HeaderMismatchError: -32020 that one relist-and-retry could not resolve.
+            RpcError, TransportError, ProtocolError: the request failed.
+        """
+        if isinstance(tool, Tool):
+            name, handle = tool.name, tool.definition
+        elif isinstance(tool, str):
+            name, handle = tool, None
+        else:
+            raise TypeError(f"tool must be a Tool or a tool name, got {type(tool).__name__}")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, Mapping):
+            raise TypeError(f"arguments must be a mapping, got {type(arguments).__name__}")
+        await self.connect()
+        return await ToolCall(self._port, name, arguments, handle).run()
+
+    def events(self, buffer: int = 1024) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[CallEvent]]:
+        """Subscribe to every :class:`CallEvent` of this client.
+
+        ``async with client.events() as events: async for event in events: ...``. A subscriber
+        that falls ``buffer`` events behind loses events (with one WARNING) instead of slowing
+        calls down.
+        """
+        return self._audit.subscribe(buffer)
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Send any MCP request and return its result object (modern ``_meta`` added for you).
+
+        Raises:
+            RpcError, TransportError, ProtocolError: as for tool calls.
+        """
+        await self.connect()
+        return await self._session.request(method, params)

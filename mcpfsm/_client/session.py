@@ -1,0 +1,302 @@
+"""The session layer: one JSON-RPC conversation with one server, over one transport.
+
+It owns what every request shares: request ids, the modern ``params._meta`` (merged once), the
+negotiated version and the legacy session id, cancellation notices, and the answers to what the server
+sends unasked. A request goes down through one layer per concern, in the manner of httpx's
+``send → _send_handling_auth → _send_handling_redirects → _send_single_request``:
+
+- :meth:`Session.request` — the caller's entry point; renews an expired legacy session and follows
+  a ``-32022`` version switch, each at most once, in one bounded loop;
+- :meth:`Session.exchange` — one request with one id: ``_meta``, headers, the transport, the reply's
+  id checked, a JSON-RPC error raised with the HTTP status it came with.
+
+Authorization, the response cache and telemetry are further layers between the two.
+
+Sources: MCP 2026-07-28 "Request Metadata" (``_meta`` on every request), MCP 2025-11-25 "Lifecycle"
+and "Session Management" (``initialize``, ``Mcp-Session-Id``, a 404 ends the session),
+"Cancellation" (which transports need ``notifications/cancelled``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+import trio
+from loguru import logger
+
+from .._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION, is_modern
+from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
+from .._core.jsonrpc import (
+    Notification,
+    Request,
+    Response,
+    decode_message,
+    encode_error,
+    encode_notification,
+    encode_request,
+    encode_result,
+    modern_meta,
+    parse_message,
+)
+from .._core.plan import HeaderPlan, plan_request
+from .._transports.base import SESSION_HEADER, Transport
+from . import negotiation
+
+__all__ = ["Session"]
+
+_CANCEL_NOTICE_TIMEOUT: Final = 2.0
+
+NotificationCallback = Callable[[str, dict[str, Any]], object]
+
+
+class Session:
+    """One conversation with one server: ids, ``_meta``, era, legacy session, inbound messages.
+
+    Args:
+        transport: the connection.
+        client_info: ``clientInfo`` (``name`` and ``version``) sent to the server.
+        on_notification: called as ``on_notification(method, params)`` for each notification the
+            server sends (may be async); ``None`` logs them at DEBUG.
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        client_info: Mapping[str, str],
+        on_notification: NotificationCallback | None = None,
+    ) -> None:
+        """Wrap ``transport``; nothing is sent until :meth:`request`."""
+        self.transport = transport
+        self.client_info = dict(client_info)
+        self.on_notification = on_notification
+        self.version: str | None = None
+        """The negotiated protocol version; ``None`` while no era is settled."""
+        self.session_id: str | None = None
+        """The legacy ``Mcp-Session-Id`` in effect (never set in the modern era)."""
+        self._next_id = 0
+        self._meta: dict[str, Any] | None = None
+        self._handshake = trio.Lock()
+        self._lost_session: str | None = None
+
+    # --- era and session state ------------------------------------------------------------------
+
+    @property
+    def mirrors(self) -> bool:
+        """True when ``x-mcp-header`` arguments become ``Mcp-Param-*`` headers: HTTP, modern era."""
+        return is_modern(self.version) and self.transport.carries_headers
+
+    def set_version(self, version: str | None) -> None:
+        """Settle the era; entering the modern era drops a legacy session (modern requests carry none)."""
+        self.version = version
+        if is_modern(version):
+            self.session_id = None
+
+    def _session_headers(self) -> dict[str, str]:
+        # What applies to a message that is no request of a method (our answer, a DELETE): the
+        # version and the session, never Mcp-Method or Mcp-Name.
+        headers = {} if self.version is None else {"MCP-Protocol-Version": self.version}
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        return headers
+
+    async def initialize(self, offer: str) -> None:
+        """Run the legacy handshake offering ``offer`` (MCP 2025-11-25 "Lifecycle").
+
+        Raises:
+            ProtocolError: the server chose a version mcpfsm does not speak.
+            McpError: the handshake failed.
+        """
+        self.version = None
+        self.session_id = None
+        params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": self.client_info}
+        result = await self.exchange("initialize", params)  # no version yet: no protocol headers
+        version = result.get("protocolVersion")
+        if version not in LEGACY_VERSIONS:
+            raise ProtocolError(f"server chose protocol version {version!r}, which mcpfsm does not speak")
+        self.set_version(version)
+        await self.notify("notifications/initialized")
+
+    async def end(self) -> None:
+        """End a legacy session (``DELETE``), best effort; nothing to do otherwise."""
+        if self.session_id is not None:
+            headers = self._session_headers()
+            self.session_id = None
+            await self.transport.end_session(headers)
+
+    # --- the request path -------------------------------------------------------------------------
+
+    async def request(
+        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None
+    ) -> dict[str, Any]:
+        """Send one request and return its result, renewing the session or switching version once each.
+
+        ``plan=None`` means the protocol headers of the version in effect. A resend always re-plans:
+        a renewed session or a version switch leaves the era the plan was made for.
+
+        Raises:
+            RpcError: the server answered an error (after at most one switch on ``-32022``).
+            SessionExpired: the renewed legacy session expired too.
+            TransportError, ProtocolError: the request failed.
+        """
+        if self._lost_session is not None:
+            await self._renew_session(self._lost_session)
+            plan = None
+        if method == "tools/call" and self.on_notification is not None:
+            params = self._with_progress_token(params)
+        renewed = switched = False
+        while True:
+            try:
+                return await self.exchange(method, params, plan)
+            except SessionExpired as exc:
+                if renewed:
+                    # Without a session every later request would fail: the next one opens a new session.
+                    self._lost_session = exc.session_id
+                    raise
+                renewed = True
+                await self._renew_session(exc.session_id)
+            except RpcError as exc:
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switched or renewed:
+                    raise
+                switched = True
+                await negotiation.switch_version(self, exc, rejected=self.version)
+            plan = None
+
+    async def _renew_session(self, expired: str) -> None:
+        async with self._handshake:
+            # Concurrent requests share one expiry: only the first of them re-initializes.
+            if self.session_id in (None, expired):
+                await self.initialize(self.version or LEGACY_VERSIONS[0])
+            self._lost_session = None
+
+    async def exchange(
+        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None
+    ) -> dict[str, Any]:
+        """One request, one JSON-RPC id: the innermost layer.
+
+        Raises:
+            RpcError: the server answered an error (``.status`` is the HTTP status it came with).
+            SessionExpired: HTTP 404 on a request that carried a legacy session id.
+            TransportError, ProtocolError: the request failed or the answer is malformed.
+        """
+        if plan is None:
+            plan = plan_request(method, params, protocol_version=self.version)
+        self._next_id += 1
+        request_id = self._next_id
+        if is_modern(self.version):
+            params = dict(params or {})
+            meta = params.get("_meta")
+            params["_meta"] = {**meta, **self._modern_meta()} if isinstance(meta, dict) else self._modern_meta()
+        message = encode_request(request_id, method, params)
+        headers = plan.as_dict()
+        session = self.session_id
+        if session is not None:
+            headers[SESSION_HEADER] = session
+        try:
+            reply = await self.transport.send(message, headers)
+        except TransportError as exc:
+            if exc.status == 404 and session is not None:
+                raise self._expired(session) from exc
+            raise
+        except trio.Cancelled:
+            if method != "initialize" and self._cancel_by_notification:
+                await self._notify_cancelled(request_id)
+            raise
+        if reply is None:
+            raise ProtocolError(f"the server accepted {method} without answering it")
+        if reply.status == 404 and session is not None:
+            raise self._expired(session)
+        if reply.session_id and (reply.status is None or reply.status < 300) and not is_modern(self.version):
+            # Only a successful answer assigns a session: some servers name a discarded session on
+            # their 400 to a probe. The modern era has no sessions.
+            self.session_id = reply.session_id
+        response = parse_message(decode_message(reply.body))
+        if not isinstance(response, Response):
+            raise ProtocolError(f"expected the response to {method}, got a {type(response).__name__.lower()}")
+        if response.error is not None:
+            if response.id not in (request_id, None):
+                raise ProtocolError(f"error response id {response.id!r} does not match request id {request_id}")
+            response.error.status = reply.status
+            raise response.error
+        if response.id != request_id:
+            raise ProtocolError(f"response id {response.id!r} does not match request id {request_id}")
+        assert response.result is not None
+        return response.result
+
+    def _expired(self, session: str) -> SessionExpired:
+        if self.session_id == session:
+            # Not when a concurrent request has already opened the next session.
+            self.session_id = None
+        return SessionExpired(session)
+
+    def _with_progress_token(self, params: Mapping[str, Any] | None) -> dict[str, Any]:
+        # Servers send progress only for requests that carry a token; a caller who asked for
+        # notifications wants them. The token is the id exchange() is about to assign; a resend
+        # (session expiry, -32022) keeps it, since the first attempt is over by then.
+        params = dict(params or {})
+        meta = params.get("_meta")
+        meta = dict(meta) if isinstance(meta, Mapping) else {}
+        meta.setdefault("progressToken", self._next_id + 1)
+        params["_meta"] = meta
+        return params
+
+    def _modern_meta(self) -> dict[str, Any]:
+        if self._meta is None:
+            self._meta = modern_meta(MODERN_VERSION, self.client_info)
+        return self._meta
+
+    async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
+        """Send a notification with the headers of the version in effect."""
+        headers = plan_request(method, params, protocol_version=self.version).as_dict()
+        if self.session_id is not None:
+            headers[SESSION_HEADER] = self.session_id
+        await self.transport.send(encode_notification(method, params), headers)
+
+    # --- cancellation -----------------------------------------------------------------------------
+
+    @property
+    def _cancel_by_notification(self) -> bool:
+        # MCP "Cancellation": on modern Streamable HTTP closing the response stream is the signal; on
+        # stdio (no stream to close) and on legacy HTTP (a disconnect is not a cancellation) the
+        # client sends notifications/cancelled.
+        return not is_modern(self.version) or not self.transport.carries_headers
+
+    async def _notify_cancelled(self, request_id: int) -> None:
+        # Best effort, shielded and bounded: the caller's cancellation must not wait on the server.
+        with trio.CancelScope(shield=True), trio.move_on_after(_CANCEL_NOTICE_TIMEOUT):
+            try:
+                params = {"requestId": request_id, "reason": "cancelled by the caller"}
+                await self.notify("notifications/cancelled", params)
+            except McpError as exc:
+                logger.debug("could not tell the server that request {} was cancelled: {}", request_id, exc)
+
+    # --- messages the server sends unasked ----------------------------------------------------------
+
+    async def inbound(self, message: Notification | Request) -> None:
+        """Handle a notification or a server-to-client request (the transport's inbound handler)."""
+        if isinstance(message, Notification):
+            await self._notification(message)
+            return
+        if message.method == "ping":
+            answer = encode_result(message.id, {})
+        else:
+            # Sampling, elicitation and roots are not offered: answer instead of hanging the call.
+            answer = encode_error(message.id, METHOD_NOT_FOUND, f"mcpfsm does not support {message.method!r}")
+        try:
+            await self.transport.send(answer, self._session_headers())
+        except McpError as exc:
+            # The server may give up on its request; ours is still open and worth waiting for.
+            logger.warning("could not answer the server's {!r} request: {}", message.method, exc)
+
+    async def _notification(self, message: Notification) -> None:
+        if self.on_notification is None:
+            logger.debug("notification {} from the server: {}", message.method, message.params)
+            return
+        try:
+            outcome = self.on_notification(message.method, message.params)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception as exc:
+            logger.warning("on_notification callback raised {!r}; the request goes on", exc)

@@ -1,0 +1,124 @@
+"""Tool handles: :class:`Tool` (one listed tool bound to its client) and :class:`ToolList` (one listing)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+from .._core.catalog import Exclusion, ToolDefinition
+from .._core.results import ToolResult
+from .catalog import Catalog
+
+__all__ = ["Tool", "ToolList"]
+
+CallTool = Callable[["Tool", "Mapping[str, Any] | None"], Awaitable[ToolResult]]
+
+
+class Tool:
+    """A listed tool, bound to the client that listed it.
+
+    ``tool.call(args)`` mirrors the annotated arguments of the newest definition of this tool the
+    client has seen, so a handle kept across a -32020 recovery uses the fresh schema.
+    """
+
+    __slots__ = ("_call", "_catalog", "_definition")
+
+    def __init__(self, definition: ToolDefinition, catalog: Catalog, call: CallTool) -> None:
+        """Bind ``definition``; users get tools from :meth:`mcpfsm.Client.tools`."""
+        self._definition = definition
+        self._catalog = catalog
+        self._call = call
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self._definition.name
+
+    @property
+    def description(self) -> str:
+        """The tool's description (``""`` when the server gave none)."""
+        return self._definition.description
+
+    @property
+    def input_schema(self) -> Mapping[str, Any]:
+        """The ``inputSchema`` as listed."""
+        return self._definition.input_schema
+
+    @property
+    def mirrored(self) -> dict[tuple[str, ...], str]:
+        """Argument path -> ``Mcp-Param-*`` header name, for the annotations in effect (SEP-2243)."""
+        definition = self._catalog.known(self.name) or self._definition
+        return {param.path: param.header for param in definition.mirrored}
+
+    @property
+    def definition(self) -> ToolDefinition:
+        """The definition this handle was listed with."""
+        return self._definition
+
+    @property
+    def raw(self) -> Mapping[str, Any]:
+        """The tool entry exactly as listed."""
+        return self._definition.raw
+
+    async def call(self, arguments: Mapping[str, Any] | None = None) -> ToolResult:
+        """Call this tool; same as ``client.call_tool(tool, arguments)``."""
+        return await self._call(self, arguments)
+
+    def __repr__(self) -> str:
+        """Show the name and mirrored headers."""
+        return f"Tool({self.name!r}, mirrored={self.mirrored!r})"
+
+
+class ToolList:
+    """The tools of one complete listing, in server order.
+
+    Supports ``len()``, iteration, indexing, ``name in tools`` and :meth:`get`. Tools excluded
+    because of invalid ``x-mcp-header`` annotations are in :attr:`excluded`. It is deliberately
+    not a ``Sequence[Tool]``: ``"name" in tools`` must type-check under ``mypy --strict``.
+    """
+
+    __slots__ = ("_by_name", "_tools", "excluded")
+
+    def __init__(self, tools: Sequence[Tool], excluded: Sequence[Exclusion] = ()) -> None:
+        """Wrap listed tools; users get lists from :meth:`mcpfsm.Client.tools`."""
+        self._tools = tuple(tools)
+        self._by_name = {tool.name: tool for tool in self._tools}
+        self.excluded: tuple[Exclusion, ...] = tuple(excluded)
+        """Tools left out of this listing and why (SEP-2243: invalid annotations exclude a tool)."""
+
+    def get(self, name: str) -> Tool | None:
+        """The tool named exactly ``name``, or ``None``."""
+        return self._by_name.get(name)
+
+    @property
+    def names(self) -> list[str]:
+        """The tool names, in order."""
+        return [tool.name for tool in self._tools]
+
+    def __len__(self) -> int:
+        """Number of usable tools."""
+        return len(self._tools)
+
+    def __iter__(self) -> Iterator[Tool]:
+        """Iterate the tools in server order."""
+        return iter(self._tools)
+
+    @overload
+    def __getitem__(self, index: int) -> Tool: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Tool, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Tool | tuple[Tool, ...]:
+        """Index or slice like a list (a slice gives a tuple)."""
+        return self._tools[index]
+
+    def __contains__(self, item: object) -> bool:
+        """``name in tools`` or ``tool in tools``."""
+        if isinstance(item, str):
+            return item in self._by_name
+        return item in self._tools
+
+    def __repr__(self) -> str:
+        """Show the names."""
+        return f"ToolList({self.names!r})"

@@ -1,0 +1,109 @@
+"""Header value codec for ``Mcp-Param-*`` and ``Mcp-Name`` (SPEC §4, SEP-2243).
+
+Pure: no I/O. A value goes out as-is only when every character is visible ASCII or an interior
+space, it is non-empty, has no leading or trailing space, and does not look like the Base64
+sentinel. Everything else is sent as ``=?base64?`` + padded RFC 4648 Base64 of its UTF-8 bytes
++ ``?=``, so nothing outside 0x21-0x7E can start or end a header and nothing outside 0x20-0x7E
+appears in it.
+
+Decoding is the exact inverse of encoding on the encoder's image: ``decode(h)`` returns ``s``
+when ``encode(s) == h`` and raises :class:`HeaderDecodeError` otherwise. A value with the
+lowercase sentinel must carry canonical padded Base64 of valid UTF-8; a literal value must be one
+the encoder would have sent literally. Being strict means a server reusing this decoder never
+accepts two spellings of one value, which is what a header-matching check relies on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from typing import Final
+
+from .errors import HeaderDecodeError
+
+__all__ = [
+    "HEADER_NAME_TOKEN",
+    "SENTINEL_PREFIX",
+    "SENTINEL_SUFFIX",
+    "decode_header_value",
+    "encode_header_value",
+    "is_literal",
+]
+
+SENTINEL_PREFIX = "=?base64?"
+"""Lowercase marker opening a Base64-encoded header value."""
+SENTINEL_SUFFIX = "?="
+"""Marker closing a Base64-encoded header value."""
+
+HEADER_NAME_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""RFC 9110 §5.6.2 token, the only characters a header name may hold; use with ``fullmatch``."""
+
+_CANONICAL_B64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+
+
+def is_literal(value: str) -> bool:
+    """Tell whether ``value`` may be sent verbatim as a header value (SPEC §4)."""
+    return (
+        value != ""
+        and value.isascii()
+        # SEP-2243: for ASCII, isprintable() is exactly 0x20-0x7E, so TAB, CR, LF, NUL and DEL
+        # anywhere force Base64.
+        and value.isprintable()
+        and value[0] != " "
+        and value[-1] != " "
+        # A literal that looks like the sentinel would be decoded by the receiver: encode it.
+        and not (value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX))
+    )
+
+
+def encode_header_value(value: str) -> str:
+    r"""Encode ``value`` for an ``Mcp-Param-*`` or ``Mcp-Name`` header (SPEC §4).
+
+    Returns the value itself when it is safe as a header, else the Base64 sentinel form.
+
+    Raises:
+        UnicodeEncodeError: ``value`` holds a lone surrogate, which has no UTF-8 form (a JSON
+            string can carry one as ``\\ud800``); planning reports it as a ``MirroringError``.
+    """
+    if is_literal(value):
+        return value
+    payload = base64.b64encode(value.encode("utf-8")).decode("ascii")
+    return f"{SENTINEL_PREFIX}{payload}{SENTINEL_SUFFIX}"
+
+
+def decode_header_value(header: str) -> str:
+    """Decode a header value produced by :func:`encode_header_value`.
+
+    Raises:
+        HeaderDecodeError: the sentinel carries non-canonical or unpadded Base64, or bytes that
+            are not UTF-8, or a value the encoder sends literally; or a literal value the
+            encoder would have Base64-encoded (control or non-ASCII characters, edge spaces, empty).
+    """
+    if header.startswith(SENTINEL_PREFIX) and header.endswith(SENTINEL_SUFFIX):
+        if len(header) < len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX):
+            # `=?base64?=`: prefix and suffix overlap, so there is no payload, not even an empty one.
+            raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
+        payload = header[len(SENTINEL_PREFIX) : len(header) - len(SENTINEL_SUFFIX)]
+        if not _CANONICAL_B64.match(payload):
+            raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
+        try:
+            raw = base64.b64decode(payload, validate=True)
+            text = raw.decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError) as exc:
+            raise HeaderDecodeError(f"header value {_short(header)} does not decode to UTF-8 text") from exc
+        if base64.b64encode(raw).decode("ascii") != payload:
+            # Non-zero padding bits: a second spelling of the same bytes.
+            raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
+        if is_literal(text):
+            # The encoder would have sent this literally; two spellings of one value are refused.
+            raise HeaderDecodeError(f"header value {_short(header)} encodes a value that is sent literally")
+        return text
+    if not is_literal(header):
+        raise HeaderDecodeError(f"header value {_short(header)} must be Base64-encoded")
+    return header
+
+
+def _short(value: str) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

@@ -1,0 +1,76 @@
+"""Protocol constants: versions, JSON-RPC error codes, ``_meta`` keys and limits (pure: no I/O).
+
+One module, so that a code or a version string is spelled once. Sources: the MCP specification
+revisions ``2026-07-28`` (per-request headers, ``server/discover``, SEP-2243 "HTTP Header
+Standardization", SEP-2322 multi round-trip requests) and ``2025-11-25`` (the ``initialize``
+handshake), and JSON-RPC 2.0 §5.1 for the reserved error codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final
+
+__all__ = [
+    "CLIENT_CAPABILITIES_KEY",
+    "CLIENT_INFO_KEY",
+    "HEADER_MISMATCH",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "LEGACY_VERSIONS",
+    "LOG_LEVEL_KEY",
+    "MAX_PAGES",
+    "METHOD_NOT_FOUND",
+    "MISSING_REQUIRED_CAPABILITY",
+    "MODERN_VERSION",
+    "NAME_PARAM",
+    "PARSE_ERROR",
+    "PROTOCOL_VERSION_KEY",
+    "SPOKEN_VERSIONS",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "is_modern",
+]
+
+MODERN_VERSION: Final = "2026-07-28"
+"""The protocol revision with per-request headers and no handshake."""
+
+LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26")
+"""Handshake-era revisions mcpfsm speaks, newest first."""
+
+SPOKEN_VERSIONS: Final = (MODERN_VERSION, *LEGACY_VERSIONS)
+"""Every revision mcpfsm speaks, newest first."""
+
+NAME_PARAM: Final[Mapping[str, str]] = MappingProxyType(
+    {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+)
+"""Methods that carry ``Mcp-Name``, and the params member it mirrors (SEP-2243)."""
+
+# JSON-RPC 2.0 §5.1 reserved codes.
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+
+# MCP 2026-07-28 codes.
+HEADER_MISMATCH: Final = -32020
+"""The server's view of the ``Mcp-*`` headers differs from the body (SEP-2243)."""
+MISSING_REQUIRED_CAPABILITY: Final = -32021
+"""The request needs a client capability that was not declared (MCP 2026-07-28)."""
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+"""The server does not speak the requested revision; ``data.supported`` lists what it does."""
+
+PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
+
+MAX_PAGES: Final = 1000
+"""A listing longer than this many pages is a protocol error (it would never end)."""
+
+
+def is_modern(protocol_version: str | None) -> bool:
+    """True for the per-request-header era (``2026-07-28``)."""
+    return protocol_version == MODERN_VERSION

@@ -1,0 +1,122 @@
+"""The mcpfsm error tree.
+
+Every error mcpfsm raises on purpose derives from :class:`McpError`::
+
+    McpError
+    ├── RpcError                 the server answered a JSON-RPC error (.code, .message, .data)
+    │   └── HeaderMismatchError  code -32020: the server's headers differ from ours (SPEC §6)
+    ├── MirroringError           an argument cannot be mirrored into an Mcp-Param-* header (SPEC §4);
+    │                            raised before anything is sent
+    ├── HeaderDecodeError        a header value is not what the SPEC §4 encoder produces
+    ├── TransportError           network failure, timeout, HTTP error without a JSON-RPC body,
+    │   │                        a stream that ended before its response (SPEC §7)
+    │   └── SessionExpired       HTTP 404 on a request that carried a legacy Mcp-Session-Id
+    └── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
+
+Foreign exceptions (httpx, trio, OS) are mapped to these in one place per transport and
+always chained with ``raise ... from exc``. Cancellation is never wrapped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .constants import HEADER_MISMATCH
+
+__all__ = [
+    "HeaderDecodeError",
+    "HeaderMismatchError",
+    "McpError",
+    "MirroringError",
+    "ProtocolError",
+    "RpcError",
+    "SessionExpired",
+    "TransportError",
+    "rpc_error",
+]
+
+class McpError(Exception):
+    """Base class of every error mcpfsm raises on purpose."""
+
+
+class RpcError(McpError):
+    """The server answered the request with a JSON-RPC error object.
+
+    Attributes:
+        code: the JSON-RPC error code.
+        message: the server's error message.
+        data: the optional ``data`` member, as decoded JSON (``None`` when absent).
+        status: the HTTP status the error arrived with (``None`` on stdio).
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None, *, status: int | None = None) -> None:
+        super().__init__(f"JSON-RPC error {code}: {message}")
+        self.code = code
+        self.message = message
+        self.data = data
+        self.status = status
+
+
+class HeaderMismatchError(RpcError):
+    """The server answered -32020 HeaderMismatch: mirrored headers and body disagree (SPEC §6)."""
+
+
+class MirroringError(McpError, ValueError):
+    """An argument value cannot be mirrored into its header (SPEC §4).
+
+    Raised while planning, before any byte is sent; the connection stays usable.
+
+    Attributes:
+        path: the argument's property path, e.g. ``("options", "readOnly")``.
+        header: the header it would have gone to, e.g. ``"Mcp-Param-Read-Only"``.
+        declared_type: the schema type, ``"string"``, ``"integer"`` or ``"boolean"``.
+    """
+
+    def __init__(self, message: str, *, path: tuple[str, ...], header: str, declared_type: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.header = header
+        self.declared_type = declared_type
+
+
+class HeaderDecodeError(McpError, ValueError):
+    """A header value is not one the SPEC §4 encoder could have produced."""
+
+
+class TransportError(McpError):
+    """The request did not get a JSON-RPC answer: network, timeout, HTTP status, cut stream.
+
+    Attributes:
+        status: the HTTP status code when there was a response, else ``None``.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class SessionExpired(TransportError):
+    """HTTP 404 on a request that carried ``Mcp-Session-Id``: the legacy session is gone.
+
+    MCP 2025-11-25, "Session Management": the client starts a new session with ``initialize``. The
+    client does that once by itself and resends; this error reaches the caller only when the renewed
+    session expires too.
+
+    Attributes:
+        session_id: the session id the request carried.
+    """
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"HTTP 404: MCP session {session_id!r} has expired", status=404)
+        self.session_id = session_id
+
+
+class ProtocolError(McpError):
+    """The peer's reply is not valid JSON-RPC or MCP (malformed JSON, wrong shapes, paging loops)."""
+
+
+def rpc_error(code: int, message: str, data: Any = None) -> RpcError:
+    """Build the most specific :class:`RpcError` subclass for ``code``."""
+    if code == HEADER_MISMATCH:
+        return HeaderMismatchError(code, message, data)
+    return RpcError(code, message, data)

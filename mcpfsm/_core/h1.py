@@ -1,0 +1,337 @@
+"""HTTP/1.1 framing for the client side of one connection (RFC 9112), sans-I/O.
+
+Pure: no I/O. :func:`encode_request` turns one request into the bytes to send (head and body
+together, so a request is one write); :class:`ResponseReader` turns the bytes a connection
+receives into one response head and the pieces of its body, and says whether the connection may
+carry another request afterwards. ``_wire`` drives both over trio sockets.
+
+Only what an MCP client needs: requests with a ``Content-Length`` body (or none), responses framed
+by ``Content-Length``, ``Transfer-Encoding: chunked`` or the end of the connection; 1xx interim
+responses are skipped. Anything else a server sends raises :class:`H1Error`, never hangs.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from .codec import HEADER_NAME_TOKEN
+
+__all__ = ["MAX_HEAD_BYTES", "H1Error", "ResponseHead", "ResponseReader", "encode_request"]
+
+MAX_HEAD_BYTES: Final = 64 * 1024
+"""The largest response head (status line and header fields) accepted, in bytes."""
+
+# RFC 9110 §5.1 token and §5.5 field-value (visible ASCII, inner SP/HTAB): nothing a caller passes
+# can end a header line early or smuggle a second header in.
+_FIELD_VALUE: Final = re.compile(r"(?:[\x21-\x7e](?:[\t\x20-\x7e]*[\x21-\x7e])?)?")
+_TARGET: Final = re.compile(r"[\x21-\x7e]+")
+# The connection layer frames the body itself (RFC 9112 §6): a caller's framing header would
+# contradict it.
+_FRAMING: Final = frozenset({"content-length", "transfer-encoding"})
+_HEAD_END: Final = re.compile(rb"\r?\n\r?\n")
+_LINE_END: Final = re.compile(rb"\r?\n")
+_STATUS_LINE: Final = re.compile(r"HTTP/1\.([0-9]) ([0-9]{3})(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?")
+_CHUNK_SIZE: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
+_CONTENT_LENGTH: Final = re.compile(r"[0-9]{1,18}")
+_MAX_CHUNK_LINE: Final = 4096
+_NO_BODY_STATUS: Final = frozenset({204, 304})
+_OWS: Final = " \t"
+
+
+class H1Error(Exception):
+    """A request that cannot be written, or a response that breaks HTTP/1.1 framing."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseHead:
+    """The status line and header fields of one final (non-1xx) response.
+
+    Attributes:
+        status: the status code.
+        reason: the reason phrase (may be empty).
+        headers: header fields by lowercase name; a repeated field's values are joined with ``", "``.
+        keep_alive: HTTP/1.1 without ``Connection: close``, and a body whose end is framed, so the
+            connection may carry another request once the body is read.
+    """
+
+    status: int
+    reason: str
+    headers: dict[str, str]
+    keep_alive: bool
+
+
+def encode_request(
+    method: str, target: str, host: str, headers: Sequence[tuple[str, str]], body: bytes = b""
+) -> bytes:
+    """The bytes of one HTTP/1.1 request: request line, ``Host``, ``headers``, ``Content-Length``, body.
+
+    ``Content-Length`` is sent for a non-empty body and always for ``POST``. A ``Host`` among
+    ``headers`` replaces the default ``host``.
+
+    Raises:
+        H1Error: a header name is not a token, a value holds anything but visible ASCII with inner
+            spaces and tabs, a header is ``Content-Length`` or ``Transfer-Encoding``, or the
+            method or target is malformed.
+    """
+    if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
+        raise H1Error(f"malformed request line {method!r} {target!r}")
+    lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
+    for name, value in headers:
+        if not HEADER_NAME_TOKEN.fullmatch(name):
+            raise H1Error(f"header name {name!r} is not an HTTP token")
+        if not _FIELD_VALUE.fullmatch(value):
+            raise H1Error(f"header {name} has a value that cannot be sent as an HTTP field: {value!r}")
+        lowered = name.lower()
+        if lowered in _FRAMING:
+            raise H1Error(f"header {name} is set by the connection, not by the caller")
+        if lowered == "host":
+            lines[1] = f"{name}: {value}\r\n"
+            continue
+        lines.append(f"{name}: {value}\r\n")
+    if body or method == "POST":
+        lines.append(f"Content-Length: {len(body)}\r\n")
+    lines.append("\r\n")
+    return "".join(lines).encode("ascii") + body
+
+
+class ResponseReader:
+    """Reads one response from the bytes of a connection (RFC 9112 §2-§7).
+
+    Give it everything received with :meth:`receive` (``b""`` for the end of the connection), call
+    :meth:`read_head` until it returns the head, then :meth:`read_body` until it returns ``None``.
+    Both return "need more bytes" instead of blocking: ``None`` from :meth:`read_head`, ``b""``
+    from :meth:`read_body`.
+
+    Args:
+        request_method: the method of the request being answered (a ``HEAD`` answer has no body).
+        max_head_bytes: the largest head accepted.
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_chunked",
+        "_eof",
+        "_head",
+        "_max_head",
+        "_method",
+        "_remaining",
+        "_state",
+        "received",
+    )
+
+    def __init__(self, request_method: str = "POST", *, max_head_bytes: int = MAX_HEAD_BYTES) -> None:
+        """Prepare to read the response to a ``request_method`` request."""
+        self._buffer = bytearray()
+        self._method = request_method
+        self._max_head = max_head_bytes
+        self._eof = False
+        self._head: ResponseHead | None = None
+        self._chunked = False
+        # Bytes left in a Content-Length body or in the current chunk; None: until the connection ends.
+        self._remaining: int | None = 0
+        # Chunked decoding: "size", "data", "crlf", "trailer"; "done" once the body has ended.
+        self._state = "size"
+        self.received = 0
+        """Bytes received so far (0: the server has not started to answer)."""
+
+    def receive(self, data: bytes | bytearray) -> None:
+        """Add received bytes; ``b""`` means the server closed its side of the connection."""
+        if data:
+            self._buffer += data
+            self.received += len(data)
+        else:
+            self._eof = True
+
+    @property
+    def done(self) -> bool:
+        """True once the whole body has been returned by :meth:`read_body`."""
+        return self._state == "done"
+
+    @property
+    def reusable(self) -> bool:
+        """True when the response ended cleanly and the connection may carry another request."""
+        return (
+            self._state == "done"
+            and self._head is not None
+            and self._head.keep_alive
+            and not self._eof
+            and not self._buffer
+        )
+
+    def read_head(self) -> ResponseHead | None:
+        """The head of the final response once it is complete, else ``None`` (need more bytes).
+
+        Raises:
+            H1Error: the head is malformed or too large, a ``101`` arrived, or the connection ended
+                before the head was complete.
+        """
+        while self._head is None:
+            buffer = self._buffer
+            end = _HEAD_END.search(buffer)
+            if end is None:
+                if len(buffer) > self._max_head:
+                    raise H1Error(f"the response head is larger than {self._max_head} bytes")
+                if self._eof:
+                    if not buffer:
+                        raise H1Error("the server closed the connection without answering")
+                    raise H1Error("the server closed the connection in the middle of the response head")
+                return None
+            if end.start() > self._max_head:
+                raise H1Error(f"the response head is larger than {self._max_head} bytes")
+            lines = _LINE_END.split(bytes(buffer[: end.start()]))
+            del buffer[: end.end()]
+            head = self._parse_head(lines)
+            if head is not None:
+                self._head = head
+        return self._head
+
+    def _parse_head(self, lines: list[bytes]) -> ResponseHead | None:
+        status_line = lines[0].decode("latin-1")
+        match = _STATUS_LINE.fullmatch(status_line)
+        if match is None:
+            raise H1Error(f"malformed HTTP/1.1 status line {status_line[:100]!r}")
+        minor, status = int(match[1]), int(match[2])
+        if status < 100:
+            raise H1Error(f"malformed HTTP/1.1 status line {status_line[:100]!r}")
+        headers: dict[str, str] = {}
+        name = ""
+        for raw in lines[1:]:
+            line = raw.decode("latin-1")
+            if line[:1] in (" ", "\t"):
+                # RFC 9112 §5.2: a user agent replaces an obsolete line folding with a space.
+                if not name:
+                    raise H1Error("malformed HTTP/1.1 header block: a folded line comes first")
+                headers[name] = (headers[name] + " " + line.strip(_OWS)).strip(_OWS)
+                continue
+            name, colon, value = line.partition(":")
+            if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
+                raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
+            name = name.lower()
+            value = value.strip(_OWS)
+            if "\r" in value or "\x00" in value:
+                raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        if 100 <= status < 200:
+            if status == 101:
+                raise H1Error("the server switched protocols (HTTP 101), which this client never asks for")
+            return None  # an interim response: the final one follows on the same connection
+        keep_alive = minor >= 1 and "close" not in _tokens(headers.get("connection", ""))
+        self._frame(status, headers)
+        if self._remaining is None:
+            keep_alive = False
+        return ResponseHead(status=status, reason=match[3] or "", headers=headers, keep_alive=keep_alive)
+
+    def _frame(self, status: int, headers: dict[str, str]) -> None:
+        # RFC 9112 §6.3, in its order.
+        if self._method == "HEAD" or status in _NO_BODY_STATUS:
+            self._remaining, self._state = 0, "done"
+            return
+        coding = headers.get("transfer-encoding")
+        if coding is not None:
+            if _tokens(coding) != ["chunked"]:
+                raise H1Error(f"unsupported Transfer-Encoding {coding!r} (only chunked is understood)")
+            self._chunked, self._state = True, "size"
+            return
+        length = headers.get("content-length")
+        if length is None:
+            self._remaining, self._state = None, "data"
+            return
+        values = {value.strip(_OWS) for value in length.split(",")}
+        if len(values) != 1 or not _CONTENT_LENGTH.fullmatch(next(iter(values))):
+            raise H1Error(f"malformed Content-Length {length!r}")
+        self._remaining = int(values.pop())
+        self._state = "data" if self._remaining else "done"
+
+    def read_body(self) -> bytes | None:
+        """The next piece of the body; ``b""`` when more bytes are needed; ``None`` once it has ended.
+
+        Raises:
+            H1Error: malformed chunked framing, or the connection ended before the body did.
+        """
+        if self._head is None:
+            raise H1Error("read_body() before the response head")
+        if self._state == "done":
+            return None
+        if self._chunked:
+            return self._read_chunked()
+        buffer = self._buffer
+        remaining = self._remaining
+        if remaining is None:
+            if buffer:
+                piece = bytes(buffer)
+                buffer.clear()
+                return piece
+            if self._eof:
+                self._state = "done"
+                return None
+            return b""
+        if buffer:
+            if len(buffer) <= remaining:
+                piece = bytes(buffer)
+                buffer.clear()
+            else:
+                piece = bytes(buffer[:remaining])
+                del buffer[:remaining]
+            self._remaining = remaining = remaining - len(piece)
+            if not remaining:
+                self._state = "done"
+            return piece
+        if self._eof:
+            raise H1Error("the server closed the connection in the middle of the response body")
+        return b""
+
+    def _read_chunked(self) -> bytes | None:
+        buffer = self._buffer
+        while True:
+            state = self._state
+            if state == "data":
+                if not buffer:
+                    break
+                remaining = self._remaining or 0
+                piece = bytes(buffer[:remaining])
+                del buffer[:remaining]
+                self._remaining = remaining - len(piece)
+                if not self._remaining:
+                    self._state = "crlf"
+                return piece
+            if state == "crlf":
+                if buffer[:2] == b"\r\n":
+                    del buffer[:2]
+                elif buffer[:1] == b"\n":
+                    del buffer[:1]
+                elif not buffer or (len(buffer) == 1 and buffer[0] == 0x0D):
+                    break
+                else:
+                    raise H1Error("malformed chunked body: a chunk does not end with CRLF")
+                self._state = "size"
+                continue
+            if state == "done":
+                return None
+            newline = buffer.find(b"\n")
+            if newline < 0:
+                if len(buffer) > _MAX_CHUNK_LINE:
+                    raise H1Error("malformed chunked body: a chunk size or trailer line is too long")
+                break
+            line = bytes(buffer[:newline]).rstrip(b"\r")
+            del buffer[: newline + 1]
+            if state == "trailer":
+                # Trailer fields carry nothing an MCP client uses; a blank line ends the body.
+                if not line:
+                    self._state = "done"
+                    return None
+                continue
+            size = line.partition(b";")[0].strip(b" \t")
+            if not _CHUNK_SIZE.fullmatch(size):
+                raise H1Error(f"malformed chunked body: bad chunk size line {line[:40]!r}")
+            self._remaining = int(size, 16)
+            self._state = "data" if self._remaining else "trailer"
+        if self._eof:
+            raise H1Error("the server closed the connection in the middle of the response body")
+        return b""
+
+
+def _tokens(value: str) -> list[str]:
+    return [token.strip(_OWS).lower() for token in value.split(",") if token.strip(_OWS)]

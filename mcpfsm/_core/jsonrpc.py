@@ -1,0 +1,187 @@
+"""JSON-RPC 2.0 framing for MCP (pure: no I/O).
+
+Encodes requests and notifications, and classifies one decoded message from the peer as a
+:class:`Response`, :class:`Notification` or server-to-client :class:`Request`. Anything that is
+not valid JSON-RPC raises :class:`~mcpfsm.ProtocolError` naming what was wrong, so a malformed
+reply never surfaces as an unrelated ``KeyError`` or ``TypeError``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .constants import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
+from .errors import ProtocolError, RpcError, rpc_error
+
+__all__ = [
+    "Message",
+    "Notification",
+    "Request",
+    "Response",
+    "decode_message",
+    "encode_error",
+    "encode_notification",
+    "encode_request",
+    "encode_result",
+    "modern_meta",
+    "outgoing_request_id",
+    "parse_message",
+]
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Response:
+    """A response to one of our requests: ``result`` or ``error``, never both."""
+
+    id: int | str | None
+    result: dict[str, Any] | None = None
+    error: RpcError | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notification:
+    """A message from the peer that expects no answer (progress, log messages, …)."""
+
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Request:
+    """A server-to-client request (``ping``, sampling, elicitation, roots)."""
+
+    id: int | str
+    method: str
+    params: dict[str, Any]
+
+
+Message = Response | Notification | Request
+
+
+def modern_meta(protocol_version: str, client_info: Mapping[str, str]) -> dict[str, Any]:
+    """The ``params._meta`` every modern request carries (SPEC §1)."""
+    return {
+        PROTOCOL_VERSION_KEY: protocol_version,
+        CLIENT_CAPABILITIES_KEY: {},
+        CLIENT_INFO_KEY: dict(client_info),
+    }
+
+
+def encode_request(request_id: int | str, method: str, params: Mapping[str, Any] | None) -> str:
+    """Serialise a JSON-RPC request.
+
+    Raises:
+        ValueError: ``params`` holds something JSON cannot carry (nan, inf, non-str keys, objects).
+    """
+    message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+    if params is not None:
+        message["params"] = params
+    return _encode(message)
+
+
+def encode_notification(method: str, params: Mapping[str, Any] | None = None) -> str:
+    """Serialise a JSON-RPC notification (no id)."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = params
+    return _encode(message)
+
+
+def encode_result(request_id: int | str, result: Mapping[str, Any]) -> str:
+    """Serialise our answer to a server-to-client request."""
+    return _encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def encode_error(request_id: int | str | None, code: int, message: str) -> str:
+    """Serialise a JSON-RPC error answer to a server-to-client request."""
+    return _encode({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+
+
+def _encode(message: Mapping[str, Any]) -> str:
+    try:
+        return _dumps(message)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"cannot encode JSON-RPC message as JSON: {exc}") from exc
+
+
+def outgoing_request_id(message: str) -> int | str | None:
+    """The id of a JSON-RPC request we are about to send, or ``None`` for a notification (or non-JSON).
+
+    Transports use it to match the response on a stream that carries other messages too.
+    """
+    try:
+        payload = json.loads(message)
+    except ValueError:
+        return None
+    if isinstance(payload, dict) and "method" in payload:
+        request_id = payload.get("id")
+        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+            return request_id
+    return None
+
+
+def decode_message(text: str | bytes) -> Any:
+    """Decode JSON text from the peer.
+
+    Raises:
+        ProtocolError: the text is not JSON.
+    """
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"peer sent invalid JSON: {exc}") from exc
+
+
+def parse_message(payload: Any) -> Message:
+    """Classify one decoded JSON-RPC message from the peer.
+
+    Raises:
+        ProtocolError: the value is not a JSON-RPC 2.0 response, notification or request.
+    """
+    if not isinstance(payload, dict):
+        raise ProtocolError(f"peer sent a JSON {type(payload).__name__}, not a JSON-RPC message object")
+    if payload.get("jsonrpc") != "2.0":
+        raise ProtocolError("peer message lacks \"jsonrpc\": \"2.0\"")
+    method = payload.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            raise ProtocolError("peer message has a non-string \"method\"")
+        params = payload.get("params", {})
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise ProtocolError(f"peer message {method!r} has non-object params")
+        if "id" in payload:
+            request_id = payload["id"]
+            if not isinstance(request_id, int | str) or isinstance(request_id, bool):
+                raise ProtocolError(f"peer request {method!r} has an invalid id")
+            return Request(id=request_id, method=method, params=params)
+        return Notification(method=method, params=params)
+    if "id" not in payload:
+        raise ProtocolError("peer message has neither \"method\" nor \"id\"")
+    response_id = payload["id"]
+    if response_id is not None and (not isinstance(response_id, int | str) or isinstance(response_id, bool)):
+        raise ProtocolError("peer response has an invalid id")
+    if "error" in payload:
+        error = payload["error"]
+        if not isinstance(error, dict):
+            raise ProtocolError("peer error response has a non-object \"error\"")
+        code = error.get("code")
+        message = error.get("message", "")
+        if not isinstance(code, int) or isinstance(code, bool):
+            raise ProtocolError("peer error response has a non-integer error code")
+        if not isinstance(message, str):
+            message = str(message)
+        return Response(id=response_id, error=rpc_error(code, message, error.get("data")))
+    if "result" not in payload:
+        raise ProtocolError("peer response has neither \"result\" nor \"error\"")
+    result = payload["result"]
+    if not isinstance(result, dict):
+        raise ProtocolError("peer response \"result\" is not an object")
+    return Response(id=response_id, result=result)

@@ -1,0 +1,198 @@
+"""Header plans: the protocol headers one request carries (SPEC §2, §4).
+
+Pure: no I/O. :func:`plan_request` turns a method, its params, the negotiated protocol version
+and a tool's mirrored parameters into a frozen, hashable :class:`HeaderPlan`. Plans compare as
+sets of (case-insensitive name, value) pairs, so reordering a schema never looks like a change
+(SPEC §6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final
+
+from .codec import encode_header_value
+from .constants import NAME_PARAM, is_modern
+from .errors import MirroringError
+from .schema import MirroredParam, json_pointer
+
+__all__ = ["HeaderPlan", "mirror_value", "plan_request"]
+
+_MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+
+class HeaderPlan:
+    """The protocol headers of one request, each at most once, in sending order.
+
+    Equality and hashing ignore order and header-name case, so two plans are equal exactly when
+    they would put the same (name, value) pairs on the wire (SPEC §6).
+    """
+
+    __slots__ = ("_headers", "_key")
+
+    def __init__(self, headers: Iterable[tuple[str, str]] = ()) -> None:
+        """Build a plan from (name, value) pairs.
+
+        Raises:
+            ValueError: a header name appears twice (case-insensitively).
+        """
+        pairs = tuple(headers)
+        key = frozenset((name.lower(), value) for name, value in pairs)
+        if len({name.lower() for name, _ in pairs}) != len(pairs):
+            raise ValueError(f"header plan names a header twice: {[n for n, _ in pairs]}")
+        self._headers = pairs
+        self._key = key
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        """The (name, value) pairs in sending order."""
+        return self._headers
+
+    def as_dict(self) -> dict[str, str]:
+        """The plan as a plain ``{name: value}`` dict (for events and transports)."""
+        return dict(self._headers)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        """Iterate the (name, value) pairs in sending order."""
+        return iter(self._headers)
+
+    def __len__(self) -> int:
+        """Number of headers in the plan."""
+        return len(self._headers)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when both carry the same (case-insensitive name, value) pairs."""
+        if not isinstance(other, HeaderPlan):
+            return NotImplemented
+        return self._key == other._key
+
+    def __hash__(self) -> int:
+        """Hash consistent with :meth:`__eq__`."""
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        """Show the headers in order."""
+        return f"HeaderPlan({dict(self._headers)!r})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Refuse mutation after construction: plans are frozen values."""
+        if hasattr(self, "_key"):
+            raise AttributeError("HeaderPlan is immutable")
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        """Refuse deletion: plans are frozen values."""
+        raise AttributeError("HeaderPlan is immutable")
+
+
+def plan_request(
+    method: str,
+    params: Mapping[str, Any] | None,
+    *,
+    protocol_version: str | None,
+    mirrored: Sequence[MirroredParam] = (),
+) -> HeaderPlan:
+    """Compute the protocol headers for one request (SPEC §2, §4).
+
+    Modern era: ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` for the three name-bearing
+    methods, and one ``Mcp-Param-*`` per mirrored argument present (tools/call only). Legacy era
+    after ``initialize``: ``MCP-Protocol-Version`` only. ``protocol_version=None`` (before the
+    legacy handshake completes): no headers.
+
+    Raises:
+        MirroringError: ``params.name``/``params.uri`` or a mirrored argument cannot be mirrored.
+    """
+    if protocol_version is None:
+        return HeaderPlan()
+    if not is_modern(protocol_version):
+        return HeaderPlan((("MCP-Protocol-Version", protocol_version),))
+    headers: list[tuple[str, str]] = [("MCP-Protocol-Version", protocol_version), ("Mcp-Method", method)]
+    name_key = NAME_PARAM.get(method)
+    if name_key is not None and params is not None:
+        name = params.get(name_key)
+        if not isinstance(name, str):
+            raise MirroringError(
+                f"params.{name_key} of {method} must be a string to go into Mcp-Name, got {_kind(name)}",
+                path=(name_key,),
+                header="Mcp-Name",
+                declared_type="string",
+            )
+        headers.append(("Mcp-Name", _encode(name, (name_key,), "Mcp-Name")))
+    if method == "tools/call" and mirrored and params is not None:
+        arguments = params.get("arguments")
+        for param in mirrored:
+            value = mirror_value(param, arguments)
+            if value is not None:
+                headers.append((param.header, value))
+    return HeaderPlan(headers)
+
+
+def mirror_value(param: MirroredParam, arguments: object) -> str | None:
+    """The header text for ``param`` taken from ``arguments``, or ``None`` when absent (SPEC §4).
+
+    The value is looked up along ``param.path``; a missing key, a ``null`` on the path or a
+    non-object parent means no header.
+
+    Raises:
+        MirroringError: the value does not fit the declared type, is out of range, or cannot be
+            encoded; the message names the argument path, the header and the declared type.
+    """
+    value: object = arguments
+    for segment in param.path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(segment)
+        if value is None:
+            return None
+    declared = param.type
+    if declared == "boolean":
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        raise _mismatch(param, f"expected a boolean, got {_kind(value)}")
+    if declared == "integer":
+        # bool is a subclass of int: True must never become "1".
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _mismatch(param, f"expected an integer, got {_kind(value)}")
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise _mismatch(param, f"expected an integer, got {_kind(value)}")
+            if not value.is_integer():
+                raise _mismatch(param, f"expected an integer, got non-integral {_kind(value)}")
+            value = int(value)
+        if abs(value) > _MAX_SAFE_INTEGER:
+            raise _mismatch(param, f"integer {value} is outside the safe range ±(2**53 - 1)")
+        # int.__repr__ and str.__str__: a subclass overriding __str__ cannot smuggle text into a header.
+        return int.__repr__(int(value))
+    if isinstance(value, str):
+        return _encode(str.__str__(value), param.path, param.header)
+    raise _mismatch(param, f"expected a string, got {_kind(value)}")
+
+
+def _encode(value: str, path: tuple[str, ...], header: str) -> str:
+    try:
+        return encode_header_value(value)
+    except UnicodeEncodeError as exc:
+        raise MirroringError(
+            f"argument {json_pointer(path)} cannot be mirrored into {header} (declared string):"
+            " the string holds a lone surrogate and has no UTF-8 form",
+            path=path,
+            header=header,
+            declared_type="string",
+        ) from exc
+
+
+def _mismatch(param: MirroredParam, why: str) -> MirroringError:
+    return MirroringError(
+        f"argument {param.pointer} cannot be mirrored into {param.header} (declared {param.type}): {why}",
+        path=param.path,
+        header=param.header,
+        declared_type=param.type,
+    )
+
+
+def _kind(value: object) -> str:
+    text = repr(value)
+    if len(text) > 40:
+        text = text[:37] + "..."
+    return f"{type(value).__name__} {text}"

@@ -1,0 +1,82 @@
+"""Publishing audit events to ``on_event``, ``events()`` subscribers and loguru (SPEC §9).
+
+Delivery never blocks or breaks a call: ``on_event`` exceptions are logged and ignored, and each
+``events()`` subscriber has a bounded buffer; when it is full the event is dropped for that
+subscriber and one WARNING says so (a tool call never waits for a slow auditor).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Final
+
+import trio
+from loguru import logger
+
+from .._core.events import CallEvent
+
+__all__ = ["DEFAULT_BUFFER", "AuditBus"]
+
+DEFAULT_BUFFER: Final = 1024
+"""Events an ``events()`` subscriber may fall behind by before events are dropped for it."""
+
+
+class AuditBus:
+    """Fans each :class:`CallEvent` out to its sinks."""
+
+    __slots__ = ("_dropped", "_on_event", "_subscribers")
+
+    def __init__(self, on_event: Callable[[CallEvent], object] | None = None) -> None:
+        """Create a bus; ``on_event`` is called synchronously with every event."""
+        self._on_event = on_event
+        self._subscribers: list[trio.MemorySendChannel[CallEvent]] = []
+        self._dropped: dict[int, int] = {}
+
+    @property
+    def observed(self) -> bool:
+        """True when an ``on_event`` callback or an ``events()`` subscriber receives events.
+
+        When it is False, loguru is the only sink and needs no :class:`CallEvent`: the driver
+        calls :meth:`log` instead of building one.
+        """
+        return self._on_event is not None or bool(self._subscribers)
+
+    def log(self, call_id: str, tool: str, previous: str | None, state: str, trigger: str | None) -> None:
+        """Log one transition at DEBUG with ``call_id`` bound: the loguru sink of :meth:`publish`."""
+        logger.bind(call_id=call_id).debug("tool call {} {} -> {} ({})", tool, previous, state, trigger)
+
+    def publish(self, event: CallEvent) -> None:
+        """Deliver ``event`` to every sink without blocking."""
+        self.log(event.call_id, event.tool, event.previous, event.state, event.trigger)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception as exc:
+                logger.warning("on_event callback raised {!r}; the call goes on", exc)
+        for channel in tuple(self._subscribers):
+            try:
+                channel.send_nowait(event)
+            except trio.WouldBlock:
+                key = id(channel)
+                self._dropped[key] = self._dropped.get(key, 0) + 1
+                if self._dropped[key] == 1:
+                    logger.warning("an events() subscriber is full; dropping events for it until it catches up")
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self._subscribers.remove(channel)
+            else:
+                self._dropped.pop(id(channel), None)
+
+    @asynccontextmanager
+    async def subscribe(self, buffer: int = DEFAULT_BUFFER) -> AsyncIterator[trio.MemoryReceiveChannel[CallEvent]]:
+        """Yield a receive channel of every event published while the context is open."""
+        send, receive = trio.open_memory_channel[CallEvent](buffer)
+        self._subscribers.append(send)
+        try:
+            async with receive:
+                yield receive
+        finally:
+            if send in self._subscribers:
+                self._subscribers.remove(send)
+            self._dropped.pop(id(send), None)
+            send.close()

@@ -1,0 +1,260 @@
+"""The trio driver of one tool call (the machine in ``mcpfsm._machines.tool_call``).
+
+For the current state the driver performs one effect, the effect reports one fact as a trigger,
+the compiled table gives the next state, and one :class:`CallEvent` is published. Effects are the
+only code here that awaits; everything they compute comes from the pure modules (planning, catalog,
+events). The driver reaches the client through :class:`CallPort`, a narrow port of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import trio
+
+from .._core.catalog import ToolCatalog, ToolDefinition
+from .._core.constants import is_modern
+from .._core.errors import HeaderMismatchError, McpError, MirroringError
+from .._core.events import CallEvent, error_summary
+from .._core.plan import HeaderPlan, plan_request
+from .._core.results import ToolResult
+from .._machines.tool_call import COMPILED, INITIAL, TERMINAL, State, Trigger
+from .audit import AuditBus
+
+__all__ = ["CallPort", "ToolCall"]
+
+_CALL_PREFIX = secrets.token_hex(4)
+_CALL_COUNTER = itertools.count(1)
+
+
+class CallPort(Protocol):
+    """What the driver needs from the client: four operations and the audit bus."""
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The negotiated protocol version."""
+        ...
+
+    @property
+    def audit(self) -> AuditBus:
+        """Where the call's events go."""
+        ...
+
+    def known_definition(self, name: str) -> ToolDefinition | None:
+        """The newest definition of ``name`` the client has listed, or ``None``."""
+        ...
+
+    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> ToolResult:
+        """Send one ``tools/call`` with ``plan`` and return its result."""
+        ...
+
+    async def relist(self) -> ToolCatalog:
+        """A complete, uncached ``tools/list`` that refreshes the known definitions."""
+        ...
+
+
+class ToolCall:
+    """The mutable context of one call while the driver runs it; one instance per call."""
+
+    __slots__ = (
+        "arguments",
+        "attempt",
+        "call_id",
+        "definition",
+        "error",
+        "handle",
+        "mismatch",
+        "name",
+        "plan",
+        "port",
+        "result",
+        "seq",
+        "started",
+    )
+
+    def __init__(
+        self,
+        port: CallPort,
+        name: str,
+        arguments: Mapping[str, Any],
+        handle: ToolDefinition | None,
+    ) -> None:
+        """Prepare a call of tool ``name``; ``handle`` is the definition of a ``Tool`` handle, if any."""
+        self.port = port
+        self.name = name
+        self.arguments = arguments
+        self.handle = handle
+        self.call_id = f"{_CALL_PREFIX}-{next(_CALL_COUNTER)}"
+        self.seq = 0
+        self.attempt = 1
+        self.started = 0.0
+        self.definition: ToolDefinition | None = None
+        self.plan: HeaderPlan | None = None
+        self.mismatch: HeaderMismatchError | None = None
+        self.error: BaseException | None = None
+        self.result: ToolResult | None = None
+
+    def _params(self) -> dict[str, Any]:
+        return {"name": self.name, "arguments": self.arguments}
+
+    def _plan(self, definition: ToolDefinition | None) -> HeaderPlan:
+        return plan_request(
+            "tools/call",
+            self._params(),
+            protocol_version=self.port.protocol_version,
+            mirrored=definition.mirrored if definition is not None else (),
+        )
+
+    # --- one effect per state; each returns the trigger naming what happened -----------------
+
+    async def _resolving(self) -> Trigger:
+        if self.handle is not None:
+            # SPEC §5: the newest definition of that name this client has listed, else the handle's.
+            self.definition = self.port.known_definition(self.name) or self.handle
+        return Trigger.resolved
+
+    async def _planning(self) -> Trigger:
+        try:
+            self.plan = self._plan(self.definition)
+        except MirroringError as exc:
+            self.error = exc
+            return Trigger.unmirrorable
+        return Trigger.planned
+
+    async def _sending(self) -> Trigger:
+        # The one effect of both `sending` and `retrying`: the machine tells them apart by its edges.
+        assert self.plan is not None
+        try:
+            self.result = await self.port.call_once(self._params(), self.plan)
+        except HeaderMismatchError as exc:
+            self.error = exc
+            # SPEC §6: recovery exists only where headers are mirrored (modern era).
+            if not is_modern(self.port.protocol_version):
+                return Trigger.errored
+            if self.mismatch is None:
+                self.mismatch = exc
+            return Trigger.mismatched
+        except (McpError, ValueError, TypeError) as exc:
+            self.error = exc
+            return Trigger.errored
+        return Trigger.answered
+
+    async def _relisting(self) -> Trigger:
+        assert self.mismatch is not None
+        try:
+            catalog = await self.port.relist()
+        except McpError as exc:
+            # SPEC §6: the original -32020 is raised, with the relist failure as its cause.
+            self.mismatch.__cause__ = exc
+            self.error = self.mismatch
+            return Trigger.relist_failed
+        fresh = catalog.get(self.name)
+        if fresh is None:
+            self.error = self.mismatch
+            return Trigger.vanished
+        self.definition = fresh
+        return Trigger.relisted
+
+    async def _comparing(self) -> Trigger:
+        assert self.mismatch is not None
+        try:
+            fresh = self._plan(self.definition)
+        except MirroringError as exc:
+            self.mismatch.__cause__ = exc
+            self.error = self.mismatch
+            return Trigger.unmirrorable
+        if fresh == self.plan:
+            self.error = self.mismatch
+            return Trigger.unchanged
+        self.plan = fresh
+        return Trigger.changed
+
+    # --- the driver ---------------------------------------------------------------------------
+
+    async def run(self) -> ToolResult:
+        """Drive the call to a terminal state and return its result (SPEC §5).
+
+        Raises:
+            MirroringError: an argument cannot be mirrored (nothing was sent).
+            HeaderMismatchError: -32020 that the recovery of SPEC §6 could not resolve.
+            McpError: any other error of the request, unchanged.
+            trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
+        """
+        self.started = trio.current_time()
+        state: str = INITIAL
+        self._publish(state, None, None)
+        while state not in TERMINAL:
+            effect = _EFFECTS[state]
+            try:
+                # SPEC §5: every non-terminal state can be cancelled, also those whose effect never
+                # waits (and a transport that answers without blocking); trio's rule: async = checkpoint.
+                await trio.lowlevel.checkpoint_if_cancelled()
+                trigger = await effect(self)
+            except Exception:
+                # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm,
+                # not a protocol outcome, so it is not dressed up as one of the machine's edges.
+                raise
+            except BaseException:
+                # trio.Cancelled (or KeyboardInterrupt): never swallowed (STYLE); record it, let it propagate.
+                self.error = None
+                previous, state = state, COMPILED.advance(state, Trigger.cancelled)
+                self._publish(state, previous, Trigger.cancelled)
+                raise
+            previous, state = state, COMPILED.advance(state, trigger)
+            if state == State.retrying:
+                self.attempt = 2
+            self._publish(state, previous, trigger)
+        if state == State.succeeded:
+            assert self.result is not None
+            return self.result
+        assert self.error is not None
+        raise self.error
+
+    def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
+        state, previous, trigger = str(state), _text(previous), _text(trigger)
+        seq, self.seq = self.seq, self.seq + 1
+        audit = self.port.audit
+        if not audit.observed:
+            # Only loguru listens: the same DEBUG record, without building an event nobody receives.
+            audit.log(self.call_id, self.name, previous, state, trigger)
+            return
+        error: Mapping[str, Any] | None = None
+        if state == State.cancelled:
+            error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
+        elif state in (State.failed, State.relisting) and self.error is not None:
+            error = error_summary(self.error)
+        audit.publish(
+            CallEvent(
+                call_id=self.call_id,
+                seq=seq,
+                tool=self.name,
+                state=state,
+                previous=previous,
+                trigger=trigger,
+                attempt=self.attempt,
+                at=datetime.now(UTC).isoformat(timespec="microseconds"),
+                elapsed=trio.current_time() - self.started,
+                headers=None if self.plan is None else self.plan.as_dict(),
+                error=error,
+            )
+        )
+
+
+def _text(name: str | None) -> str | None:
+    return None if name is None else str(name)
+
+
+_EFFECTS: Mapping[str, Callable[[ToolCall], Awaitable[Trigger]]] = {
+    State.resolving: ToolCall._resolving,
+    State.planning: ToolCall._planning,
+    State.sending: ToolCall._sending,
+    State.relisting: ToolCall._relisting,
+    State.comparing: ToolCall._comparing,
+    # SPEC §5: `retrying` is its own state (so the machine stays acyclic) with the effect of `sending`.
+    State.retrying: ToolCall._sending,
+}
+"""One effect per non-terminal state (SPEC §5)."""

@@ -1,0 +1,108 @@
+"""The ``mcpfsm`` command (console script): one module per subcommand, one entry point.
+
+This is the one place in mcpfsm that configures logging: WARNINGs of the library (an excluded tool,
+say) go to stderr as one ``mcpfsm: warning: …`` line each, ``-v`` adds DEBUG. Every failure ends
+with exactly one ``mcpfsm: error: …`` line on stderr and an exit code of its own (see
+:class:`~mcpfsm._tooling.cli.common.Exit` and ``mcpfsm --help``), never a traceback.
+
+A subcommand is a module with ``NAME``, ``SUMMARY``, ``DESCRIPTION``, ``configure(parser)`` and
+``run(args) -> Exit``, listed in :data:`COMMANDS`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Final
+
+from ... import __version__
+from . import call, demo, diagram, plan, tools, trace
+from .common import Exit, Parser, classify, configure_logging, error_line, formatter, leaf
+
+__all__ = ["COMMANDS", "Exit", "build_parser", "main"]
+
+COMMANDS: Final[tuple[ModuleType, ...]] = (demo, tools, call, plan, trace, diagram)
+"""The subcommands, in the order ``mcpfsm --help`` lists them."""
+
+_EXIT_CODES = f"""\
+exit codes:
+  {Exit.ok:<4} success
+  {Exit.tool_error:<4} call: the tool answered with isError: true (the result is still printed)
+  {Exit.usage:<4} usage error: bad option, bad JSON in --args, malformed --header, unreadable or
+       malformed input file (schema, events), unwritable output file (--events, --output)
+  {Exit.bad_url:<4} the server URL is not an absolute http:// or https:// URL
+  {Exit.unreachable:<4} the server cannot be reached, or the transport failed (network, timeout,
+       HTTP error without a JSON-RPC body, stdio server that does not start or dies)
+  {Exit.protocol:<4} the server's answer is not valid JSON-RPC / MCP
+  {Exit.unknown_tool:<4} the tool is not listed (or was excluded for invalid x-mcp-header annotations)
+  {Exit.invalid_schema:<4} invalid inputSchema (plan), or an argument cannot be mirrored into its header
+  {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included)
+  {Exit.drift:<4} diagram --check: the generated diagrams are out of date
+  {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,
+       Graphviz for diagram)
+  {Exit.internal:<4} internal error (a bug in mcpfsm; -v prints the traceback)
+  {Exit.interrupted:<4} interrupted (Ctrl-C)
+"""
+
+
+_DESCRIPTION = "An MCP client where every tool call is an explicit, audited state machine."
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mcpfsm`` argument parser, one subparser per module in :data:`COMMANDS`."""
+    verbose = Parser(add_help=False)
+    verbose.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log mcpfsm DEBUG messages to stderr"
+    )
+    parser = Parser(
+        prog="mcpfsm", description=_DESCRIPTION, epilog=_EXIT_CODES, formatter_class=formatter, parents=[verbose]
+    )
+    parser.add_argument("--version", action="version", version=f"mcpfsm {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        command.configure(
+            subparsers.add_parser(
+                command.NAME,
+                help=command.SUMMARY,
+                description=command.DESCRIPTION,
+                epilog="exit codes: see 'mcpfsm --help'",
+                formatter_class=formatter,
+                parents=[verbose],
+            )
+        )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``mcpfsm`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+    verbose = False
+    try:
+        args = build_parser().parse_args(argv)
+        verbose = bool(getattr(args, "verbose", False))
+        configure_logging(verbose)
+        return int(_RUN[args.command](args))
+    except SystemExit as exc:  # --help and --version
+        return exc.code if isinstance(exc.code, int) else 0
+    except BaseException as exc:  # the one place where every failure becomes one line
+        error = leaf(exc)
+        code, message = classify(error)
+        if code is Exit.internal and verbose:
+            traceback.print_exception(error)
+        if isinstance(error, BrokenPipeError):
+            # The reader went away (`mcpfsm ... | head`): not an error; keep Python's exit flush quiet.
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return int(Exit.ok)
+        error_line(message)
+        return int(code)
+
+
+_RUN: Final = {command.NAME: command.run for command in COMMANDS}

@@ -1,0 +1,185 @@
+"""``mcpfsm call URL TOOL``: call a tool, print its result as JSON, events as JSON Lines, notifications on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import json
+import sys
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import IO, Any, Final
+
+import trio
+from loguru import logger
+
+from ..._client.tools import ToolList
+from ..._core.events import CallEvent
+from ..._core.results import ToolResult
+from .common import (
+    CliError,
+    Exit,
+    T,
+    add_args_option,
+    add_server_options,
+    connection_errors,
+    error_line,
+    make_client,
+    one_line,
+    os_reason,
+    parse_arguments,
+    print_line,
+    target,
+)
+
+__all__ = ["NAME", "configure", "run", "unknown_tool"]
+
+NAME: Final = "call"
+SUMMARY: Final = "call a tool; print the result as JSON"
+DESCRIPTION: Final = (
+    "Call TOOL and print its result (the JSON-RPC result object) as JSON on stdout.\n"
+    "By default the tools are listed first and the listed tool is called, so its annotated\n"
+    "arguments are mirrored into Mcp-Param-* headers; --by-name sends the name only.\n"
+    "Progress and log notifications of the server are printed to stderr as they arrive."
+)
+_SPINNER: Final = "|/-\\"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments."""
+    add_server_options(parser, tool=True)
+    add_args_option(parser)
+    parser.add_argument("--by-name", action="store_true", help="call by name: no listing, no Mcp-Param-* headers")
+    parser.add_argument(
+        "--events", metavar="FILE|-", help="write the call's audit events as JSON Lines to FILE ('-': stderr)"
+    )
+    parser.add_argument("--compact", action="store_true", help="print the result on one line")
+
+
+class _Console:
+    """stderr for one call: progress lines, events, and (on a terminal) a spinner with elapsed time."""
+
+    def __init__(self, stream: IO[str], label: str) -> None:
+        self._stream = stream
+        self._label = label
+        self._live = stream.isatty()
+        self._drawn = False
+
+    def line(self, text: str) -> None:
+        """Write one line, clearing the spinner first."""
+        self._clear()
+        self._stream.write(text + "\n")
+        self._stream.flush()
+
+    def notification(self, method: str, params: dict[str, Any]) -> None:
+        """Show a progress or log notification of the server as one line."""
+        if method == "notifications/progress":
+            progress, total = params.get("progress"), params.get("total")
+            amount = _number(progress) if total is None else f"{_number(progress)}/{_number(total)}"
+            message = params.get("message")
+            self.line(f"mcpfsm: progress {amount}" + (f": {one_line(str(message))}" if message else ""))
+        elif method == "notifications/message":
+            data = params.get("data")
+            text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+            self.line(f"mcpfsm: server log ({params.get('level', 'info')}): {one_line(text)}")
+        else:
+            logger.debug("notification {} from the server: {}", method, params)
+
+    async def run(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Await ``call()``; on a terminal, show a spinner and the elapsed time while it runs."""
+        if not self._live:
+            return await call()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._spin)
+            try:
+                return await call()
+            finally:
+                nursery.cancel_scope.cancel()
+                self._clear()
+
+    async def _spin(self) -> None:
+        started = trio.current_time()
+        await trio.sleep(0.5)
+        for tick in itertools.count():
+            elapsed = trio.current_time() - started
+            self._stream.write(f"\r{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s\x1b[K")
+            self._stream.flush()
+            self._drawn = True
+            await trio.sleep(0.1)
+
+    def _clear(self) -> None:
+        if self._drawn:
+            self._stream.write("\r\x1b[K")
+            self._drawn = False
+
+
+def _number(value: object) -> str:
+    return f"{value:g}" if isinstance(value, int | float) and not isinstance(value, bool) else str(value)
+
+
+class _EventLog:
+    """Writes each event as one JSON Lines record to ``target`` or, for ``-``, to stderr, while entered."""
+
+    def __init__(self, target: str, console: _Console) -> None:
+        self._target = target
+        self._console = console
+        self._file: IO[str] | None = None
+
+    def __enter__(self) -> _EventLog:
+        if self._target != "-":
+            try:
+                self._file = open(self._target, "w", encoding="utf-8")
+            except OSError as exc:
+                raise CliError(Exit.usage, f"cannot write events to {self._target!r}: {os_reason(exc)}") from exc
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._file is not None:
+            self._file.close()
+
+    def __call__(self, event: CallEvent) -> None:
+        if self._file is None:
+            self._console.line(event.to_json())
+        else:
+            self._file.write(event.to_json() + "\n")
+            self._file.flush()
+
+
+def run(args: argparse.Namespace) -> Exit:
+    """Call the tool and print its result."""
+    arguments = parse_arguments(args.args)
+    console = _Console(sys.stderr, args.tool)
+    events = None if args.events is None else _EventLog(args.events, console)
+    # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
+    client = make_client(args, on_event=events, on_notification=console.notification)
+
+    async def call() -> ToolResult:
+        with connection_errors(target(args)):
+            async with client:
+                if args.by_name:
+                    return await console.run(lambda: client.call_tool(args.tool, arguments))
+                tools = await client.tools()
+                tool = tools.get(args.tool)
+                if tool is None:
+                    raise CliError(Exit.unknown_tool, unknown_tool(args.tool, tools))
+                return await console.run(lambda: tool.call(arguments))
+
+    with events or contextlib.nullcontext():
+        result = trio.run(call)
+    print_line(json.dumps(result.raw, indent=None if args.compact else 2, ensure_ascii=False))
+    if result.is_error:
+        detail = one_line(result.text)
+        error_line(f"tool {args.tool!r} answered isError: true" + (f": {detail}" if detail else ""))
+        return Exit.tool_error
+    return Exit.ok
+
+
+def unknown_tool(name: str, tools: ToolList) -> str:
+    for exclusion in tools.excluded:
+        if exclusion.name == name:
+            return f"tool {name!r} is excluded: {exclusion.reason} (--by-name calls it without mirroring)"
+    listed = ", ".join(tools.names) or "no tools"
+    return f"unknown tool {name!r}; the server lists: {listed}"

@@ -1,0 +1,287 @@
+"""What every ``mcpfsm`` command shares: exit codes, the one-line error, argument parsing, the client.
+
+Every failure ends with exactly one ``mcpfsm: error: …`` line on stderr and an exit code of its own
+(:class:`Exit`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+import shlex
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from enum import IntEnum
+from pathlib import Path
+from typing import Any, Final, NoReturn, TypeVar
+
+from loguru import logger
+
+from ..._client.client import Client
+from ..._core.codec import HEADER_NAME_TOKEN
+from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
+from ..._core.errors import McpError, MirroringError, RpcError, TransportError
+from ..._core.events import CallEvent
+
+__all__ = [
+    "MAX_ERROR",
+    "PROTOCOLS",
+    "CliError",
+    "Exit",
+    "Parser",
+    "T",
+    "add_args_option",
+    "add_server_options",
+    "classify",
+    "configure_logging",
+    "connection_errors",
+    "error_line",
+    "formatter",
+    "header_pairs",
+    "json_kind",
+    "leaf",
+    "load_json",
+    "make_client",
+    "one_line",
+    "os_reason",
+    "parse_arguments",
+    "positive",
+    "print_line",
+    "read_text",
+    "target",
+]
+
+T = TypeVar("T")
+
+class Exit(IntEnum):
+    """The exit codes of ``mcpfsm``; each failure class has its own."""
+
+    ok = 0
+    tool_error = 1
+    usage = 2
+    bad_url = 3
+    unreachable = 4
+    protocol = 5
+    unknown_tool = 6
+    invalid_schema = 7
+    rpc_error = 8
+    drift = 9
+    missing_component = 10
+    internal = 70
+    interrupted = 130
+
+
+MAX_ERROR: Final = 1000
+PROTOCOLS: Final = ("auto", MODERN_VERSION, *LEGACY_VERSIONS)
+
+
+class CliError(Exception):
+    """A failure the command reports as one ``mcpfsm: error:`` line and exit ``code``."""
+
+    def __init__(self, code: Exit, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, except that a usage error is one line and exit code 2, like every other error."""
+
+    def error(self, message: str) -> NoReturn:
+        """Raise the usage error instead of printing the usage block."""
+        raise CliError(Exit.usage, f"{message} (see '{self.prog} --help')")
+
+
+def formatter(prog: str) -> argparse.HelpFormatter:
+    return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30, width=100)
+
+
+def positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
+    return value
+
+
+def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -> None:
+    parser.add_argument("url", nargs="?", metavar="URL", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
+    if tool:
+        parser.add_argument("tool", metavar="TOOL", help="the tool name")
+    parser.add_argument(
+        "--stdio", metavar='"CMD ARGS"', help="run this command as a stdio MCP server, in place of URL"
+    )
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="K:V",
+        help="extra HTTP header for every request (repeatable; mcp-* names are dropped)",
+    )
+    parser.add_argument(
+        "--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)"
+    )
+    parser.add_argument("--timeout", type=positive, metavar="SECONDS", help="HTTP timeout (default: 30 s, read 300 s)")
+
+
+def add_args_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--args", default="{}", metavar="JSON", help="the arguments: a JSON object, or @FILE to read one (default: {})"
+    )
+
+
+def leaf(exc: BaseException) -> BaseException:
+    # trio wraps errors raised inside a nursery in an ExceptionGroup; one failure is one leaf.
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    if isinstance(exc, BaseExceptionGroup):
+        leaves = [leaf(inner) for inner in exc.exceptions]
+        for leaf in leaves:
+            if isinstance(leaf, KeyboardInterrupt | CliError | McpError):
+                return leaf
+    return exc
+
+
+def classify(exc: BaseException) -> tuple[Exit, str]:
+    if isinstance(exc, CliError):
+        return exc.code, exc.message
+    if isinstance(exc, KeyboardInterrupt):
+        return Exit.interrupted, "interrupted"
+    if isinstance(exc, MirroringError):
+        return Exit.invalid_schema, str(exc)
+    if isinstance(exc, RpcError):
+        return Exit.rpc_error, f"the server answered JSON-RPC error {exc.code}: {exc.message}"
+    if isinstance(exc, TransportError):
+        return Exit.unreachable, str(exc)
+    if isinstance(exc, McpError):  # ProtocolError, HeaderDecodeError
+        return Exit.protocol, f"protocol error: {exc}"
+    return Exit.internal, f"internal error: {type(exc).__name__}: {exc}"
+
+
+def one_line(text: str) -> str:
+    return re.sub(r"\s*[\r\n]+\s*", " ", text).strip()
+
+
+def error_line(message: str) -> None:
+    text = one_line(message)
+    if len(text) > MAX_ERROR:
+        text = text[: MAX_ERROR - 3] + "..."
+    with contextlib.suppress(OSError, ValueError):
+        sys.stderr.write(f"mcpfsm: error: {text}\n")
+        sys.stderr.flush()
+
+
+def configure_logging(verbose: bool) -> None:
+    logger.remove()
+
+    def line(record: Any) -> str:
+        return "mcpfsm: " + str(record["level"].name).lower() + ": {message}\n"
+
+    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format=line, colorize=False, backtrace=False)
+    logger.enable("mcpfsm")
+
+
+def read_text(path: str, what: str) -> str:
+    try:
+        if path == "-":
+            return sys.stdin.read()
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CliError(Exit.usage, f"cannot read {what} {path!r}: {os_reason(exc)}") from exc
+
+
+def os_reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
+def load_json(text: str, source: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(Exit.usage, f"{source} is not valid JSON: {exc}") from exc
+
+
+def parse_arguments(text: str) -> dict[str, Any]:
+    source = "--args"
+    if text.startswith("@"):
+        source = f"--args file {text[1:]!r}"
+        text = read_text(text[1:], "--args file")
+    value = load_json(text, source)
+    if not isinstance(value, dict):
+        raise CliError(Exit.usage, f"{source} must be a JSON object, got a JSON {json_kind(value)}")
+    return value
+
+
+def json_kind(value: object) -> str:
+    kinds = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else kinds.get(type(value), type(value).__name__)
+
+
+def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for pair in pairs:
+        name, colon, value = pair.partition(":")
+        name = name.strip()
+        # The RFC 9110 token rule that x-mcp-header values follow too (SPEC §3).
+        if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
+            raise CliError(Exit.usage, f"--header {pair!r} is not 'Name: value' with a valid header name")
+        headers[name] = value.strip()
+    return headers
+
+
+def target(args: argparse.Namespace) -> str:
+    return str(args.url) if args.stdio is None else f"stdio server {args.stdio!r}"
+
+
+def make_client(
+    args: argparse.Namespace,
+    *,
+    on_event: Callable[[CallEvent], object] | None = None,
+    on_notification: Callable[[str, dict[str, Any]], object] | None = None,
+) -> Client:
+    headers = header_pairs(args.header)
+    if args.stdio is not None:
+        if args.url is not None:
+            raise CliError(Exit.usage, "give either URL or --stdio, not both")
+        if headers:
+            raise CliError(Exit.usage, "--header applies to HTTP servers only, not to --stdio")
+        try:
+            command = shlex.split(args.stdio)
+        except ValueError as exc:
+            raise CliError(Exit.usage, f"--stdio {args.stdio!r}: {exc}") from exc
+        if not command:
+            raise CliError(Exit.usage, "--stdio needs a command")
+        # Client sends a progressToken on tools/call whenever on_notification is set.
+        return Client.stdio(command, protocol=args.protocol, on_event=on_event, on_notification=on_notification)
+    if args.url is None:
+        raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
+    try:
+        return Client.http(
+            args.url,
+            headers=headers,
+            protocol=args.protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            timeout=args.timeout,
+        )
+    except TransportError as exc:
+        raise CliError(Exit.bad_url, str(exc)) from exc
+
+
+@contextlib.contextmanager
+def connection_errors(target: str) -> Iterator[None]:
+    try:
+        yield
+    except TransportError as exc:
+        raise CliError(Exit.unreachable, f"{target}: {exc}") from exc
+
+
+def print_line(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()

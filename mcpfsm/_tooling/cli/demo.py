@@ -1,0 +1,153 @@
+"""``mcpfsm demo``: the -32020 recovery, state by state, against an embedded official-SDK server."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import httpx
+import trio
+
+from ..._client.client import Client
+from ..._core.constants import MODERN_VERSION
+from ..._core.events import CallEvent
+from ..._machines.tool_call import TERMINAL, State
+from ..peer_process import PeerStartError, RunningPeer, missing_modules, run_peer
+from .call import unknown_tool
+from .common import CliError, Exit, T, connection_errors, print_line
+from .tools import render_tools
+
+__all__ = ["DEMO_ARGUMENTS", "NAME", "configure", "event_lines", "run"]
+
+NAME: Final = "demo"
+SUMMARY: Final = "run the -32020 recovery against an embedded MCP server"
+DESCRIPTION: Final = (
+    "Start the official MCP SDK server on 127.0.0.1, list its tools, call execute-sql showing the\n"
+    "headers sent, change the server's schema, and call through the stale tool handle so the\n"
+    "-32020 -> relist -> retry path runs, printing each state as the call enters it.\n"
+    "Needs the demo extra: pip install 'mcpfsm[demo]'."
+)
+
+DEMO_ARGUMENTS: Final[Mapping[str, Any]] = {
+    "query": "select 1",
+    "database": "analytics",
+    "region": "eu",
+    "options": {"readOnly": True},
+}
+"""The arguments ``mcpfsm demo`` calls ``execute-sql`` with."""
+
+
+_DEMO_TOOL: Final = "execute-sql"
+
+
+_DEMO_START_TIMEOUT: Final = 30.0
+
+SENDING: Final = frozenset({State.sending, State.retrying})
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """The demo takes no arguments."""
+
+
+def run(args: argparse.Namespace) -> Exit:
+    """Run the demo."""
+    if missing_modules():
+        raise CliError(Exit.missing_component, "the demo needs the official MCP SDK: pip install 'mcpfsm[demo]'")
+    print_line(f"starting the demo server (official MCP SDK, protocol {MODERN_VERSION}) on 127.0.0.1 ...")
+    with _demo_server() as peer:
+        return trio.run(_demo, peer)
+
+
+@contextlib.contextmanager
+def _demo_server() -> Iterator[RunningPeer]:
+    try:
+        with run_peer("modern", timeout=_DEMO_START_TIMEOUT) as peer:
+            yield peer
+    except PeerStartError as exc:
+        tail = [text for text in exc.stderr.splitlines() if text.strip()]
+        why = tail[-1] if tail else exc.reason
+        raise CliError(Exit.unreachable, f"the demo server did not start: {why}") from exc
+
+
+def event_lines(event: CallEvent) -> list[str]:
+    """One human line for an event (seq, state, trigger, attempt, error), then its headers when it sends."""
+    text = f"  [{event.seq}] {event.state}"
+    if event.trigger is not None:
+        text += f" <- {event.trigger}"
+    if event.state in SENDING:
+        text += f" (attempt {event.attempt})"
+    if event.error is not None:
+        code = event.error.get("code")
+        text += f"  error {code if code is not None else event.error.get('type')}: {event.error.get('message')}"
+    if event.state in TERMINAL:
+        text += f"  after {event.elapsed * 1000:.1f} ms"
+    lines = [re.sub(r"[\r\n]+", " ", text)]
+    if event.state in SENDING and event.headers:
+        lines += [f"        {name}: {value}" for name, value in event.headers.items()]
+    return lines
+
+
+async def _demo(peer: RunningPeer) -> Exit:
+    recorded: list[CallEvent] = []
+
+    def show(event: CallEvent) -> None:
+        recorded.append(event)
+        for line in event_lines(event):
+            print_line(line)
+
+    with connection_errors(f"demo server {peer.url}"):
+        async with Client.http(peer.url, on_event=show) as client:
+            print_line(f"server ready at {peer.url}; protocol {client.protocol_version}")
+            print_line("")
+            print_line("tools/list:")
+            tools = await client.tools()
+            print_line("\n".join("  " + line for line in render_tools(tools).splitlines()))
+            tool = tools.get(_DEMO_TOOL)
+            if tool is None:
+                raise CliError(Exit.unknown_tool, unknown_tool(_DEMO_TOOL, tools))
+            arguments = json.dumps(DEMO_ARGUMENTS)
+            print_line("")
+            print_line(f"1) call {tool.name} {arguments}")
+            result = await tool.call(DEMO_ARGUMENTS)
+            print_line(f"  result: {result.text}")
+            print_line("")
+            print_line("2) the server's schema changes: execute-sql.region gains x-mcp-header: Region")
+            await _control("change the schema", lambda: peer.control({"action": "evolve"}))
+            await _control("clear its request log", peer.clear_log)
+            print_line(f"3) call again through the same, now stale, Tool handle: {tool.name} {arguments}")
+            recorded.clear()
+            result = await tool.call(DEMO_ARGUMENTS)
+            print_line(f"  result: {result.text}")
+            log = await _control("read its request log", peer.log)
+    print_line("")
+    print_line(_summary(recorded, log))
+    return Exit.ok
+
+
+async def _control(what: str, request: Callable[[], T]) -> T:
+    # The peer's control surface is plain sync HTTP: run it off the trio thread.
+    try:
+        return await trio.to_thread.run_sync(request)
+    except (httpx.HTTPError, ValueError) as exc:
+        raise CliError(Exit.unreachable, f"the demo server could not {what}: {exc}") from exc
+
+
+def _summary(events: Sequence[CallEvent], log: Sequence[Mapping[str, Any]]) -> str:
+    steps = []
+    for entry in log:
+        step = str(entry.get("jsonrpc_method"))
+        if entry.get("status") != 200:
+            step += f" (HTTP {entry.get('status')})"
+        steps.append(step)
+    states = " -> ".join(event.state for event in events)
+    sent = [dict(e.headers or {}) for e in events if e.state in SENDING]
+    added = ""
+    if len(sent) == 2:
+        new = [f"{name}: {value}" for name, value in sent[1].items() if sent[0].get(name) != value]
+        added = f"\nthe retry carried what the fresh schema asks for: {', '.join(new) or 'the same headers'}"
+    outcome = "recovered" if events and events[-1].state == "succeeded" else "ended"
+    return f"{outcome} in {len(steps)} requests: {' -> '.join(steps)}\nstates: {states}{added}"

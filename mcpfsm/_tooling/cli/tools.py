@@ -1,0 +1,81 @@
+"""``mcpfsm tools URL``: a server's tools, their mirrored headers, and the excluded tools with reasons."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any, Final
+
+import trio
+
+from ..._client.tools import ToolList
+from ..._core.schema import json_pointer
+from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+
+__all__ = ["NAME", "configure", "render_tools", "run"]
+
+NAME: Final = "tools"
+SUMMARY: Final = "list a server's tools and their mirrored headers"
+DESCRIPTION: Final = (
+    "List the tools of a server: each with its mirrored x-mcp-header arguments (path -> header),\n"
+    "then the tools excluded because of invalid annotations, with the reason."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments."""
+    add_server_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def render_tools(tools: ToolList, *, mirroring: bool = True) -> str:
+    """The human-readable ``mcpfsm tools`` table: name, mirrored headers, then the excluded tools."""
+    width = max([len("TOOL"), *(len(tool.name) for tool in tools)])
+    lines = [f"{'TOOL':<{width}}  MIRRORED HEADERS (argument -> header)"]
+    for tool in tools:
+        mirrored = [f"{json_pointer(path)} -> {header}" for path, header in tool.mirrored.items()] or ["-"]
+        lines.append(f"{tool.name:<{width}}  {mirrored[0]}")
+        lines += [f"{'':<{width}}  {line}" for line in mirrored[1:]]
+    if not mirroring:
+        lines.append("(this connection does not mirror: x-mcp-header annotations are inert on stdio and legacy)")
+    if tools.excluded:
+        lines.append("excluded:")
+        lines += [f"  {exclusion.name}: {exclusion.reason}" for exclusion in tools.excluded]
+    else:
+        lines.append("excluded: none")
+    return "\n".join(lines)
+
+
+def _tools_json(tools: ToolList, protocol: str | None) -> dict[str, Any]:
+    return {
+        "protocol": protocol,
+        "tools": [
+            {
+                "name": tool.name,
+                "description": tool.description,
+                "mirrored": [
+                    {"path": list(path), "pointer": json_pointer(path), "header": header}
+                    for path, header in tool.mirrored.items()
+                ],
+            }
+            for tool in tools
+        ],
+        "excluded": [{"name": e.name, "reason": e.reason} for e in tools.excluded],
+    }
+
+
+def run(args: argparse.Namespace) -> Exit:
+    """List the tools."""
+    client = make_client(args)
+
+    async def list_tools() -> tuple[ToolList, str | None, bool]:
+        with connection_errors(target(args)):
+            async with client:
+                return await client.tools(), client.protocol_version, client.mirrors
+
+    tools, protocol, mirroring = trio.run(list_tools)
+    if args.json:
+        print_line(json.dumps(_tools_json(tools, protocol), indent=2, ensure_ascii=False))
+    else:
+        print_line(render_tools(tools, mirroring=mirroring))
+    return Exit.ok

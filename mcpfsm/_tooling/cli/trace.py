@@ -1,0 +1,46 @@
+"""``mcpfsm trace EVENTS.jsonl``: one recorded call as a Mermaid sequence diagram."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Final
+
+from ..trace import parse_events, select_call, sequence_diagram
+from .common import CliError, Exit, os_reason, read_text
+
+__all__ = ["NAME", "configure", "run"]
+
+NAME: Final = "trace"
+SUMMARY: Final = "draw a recorded call as a Mermaid sequence diagram"
+DESCRIPTION: Final = (
+    "Turn one call's audit events (JSON Lines, as written by 'mcpfsm call --events') into a\n"
+    "Mermaid sequenceDiagram: client and server, the headers on the arrows, the states as notes."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments."""
+    parser.add_argument("events", metavar="EVENTS.jsonl", help="the events file ('-': stdin)")
+    parser.add_argument("--call", metavar="CALL_ID", help="the call to draw (default: the last call in the file)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write the diagram to FILE instead of stdout")
+
+
+def run(args: argparse.Namespace) -> Exit:
+    """Draw the call."""
+    text = read_text(args.events, "events file")
+    try:
+        events = select_call(parse_events(text), args.call)
+    except ValueError as exc:
+        raise CliError(Exit.usage, f"{args.events}: {exc}") from exc
+    diagram = sequence_diagram(events)
+    if args.output is None:
+        sys.stdout.write(diagram)
+        sys.stdout.flush()
+        return Exit.ok
+    try:
+        Path(args.output).write_text(diagram, encoding="utf-8")
+    except OSError as exc:
+        raise CliError(Exit.usage, f"cannot write {args.output!r}: {os_reason(exc)}") from exc
+    return Exit.ok

@@ -1,0 +1,176 @@
+"""Sequence diagrams of recorded tool calls: audit events → Mermaid ``sequenceDiagram`` (SPEC §9).
+
+Pure: no I/O, no clock, no trio, httpx or loguru. :func:`parse_events` reads the JSON Lines audit
+format (one :meth:`CallEvent.to_json` per line), :func:`select_call` picks one call's events, and
+:func:`sequence_diagram` draws that call between two participants, ``Client`` and ``Server``:
+
+- every state the call enters is a ``Note over Client: state (trigger)``;
+- ``sending`` and ``retrying`` put a ``tools/call`` arrow on the wire, labelled with the headers planned;
+- ``relisting`` puts a ``tools/list`` arrow on the wire;
+- the state after a request tells what the server answered: a result, a JSON-RPC error
+  (``-32020`` included), or no answer at all (``--x``: transport or protocol failure).
+
+``mcpfsm trace EVENTS.jsonl`` is the command-line front end.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from .._core.events import CallEvent
+
+__all__ = ["parse_events", "select_call", "sequence_diagram"]
+
+# Mermaid reads `;` as a statement separator and `#…;` as an entity code, and renders message text
+# as HTML, so these characters are written as Mermaid entity codes (`#59;` is `;`). Line breaks
+# would end the statement, so control characters become spaces.
+_ESCAPES: Final[Mapping[int, str]] = {
+    ord("#"): "#35;",
+    ord(";"): "#59;",
+    ord("<"): "#lt;",
+    ord(">"): "#gt;",
+    ord("&"): "#amp;",
+    ord('"'): "#quot;",
+    ord("%"): "#37;",
+    **{code: " " for code in (*range(0x00, 0x20), 0x7F)},
+}
+_BREAK: Final = "<br/>"
+_REQUEST_STATES: Final = frozenset({"sending", "retrying"})
+_REQUIRED: Final = ("call_id", "seq", "tool", "state", "attempt", "at", "elapsed")
+
+
+def _text(value: object) -> str:
+    return str(value).translate(_ESCAPES)
+
+
+def _lines(*parts: str) -> str:
+    return _BREAK.join(_text(part) for part in parts)
+
+
+def _error_text(error: Mapping[str, Any] | None) -> str:
+    if not error:
+        return "error"
+    code = error.get("code")
+    message = error.get("message") or ""
+    kind = error.get("type") or "error"
+    if isinstance(code, int):
+        return f"error {code}: {message}"
+    return f"{kind}: {message}"
+
+
+def _reply(event: CallEvent) -> str | None:
+    """The Server→Client arrow for the request the previous state sent, judged by ``event``."""
+    previous, trigger = event.previous, event.trigger
+    if previous in _REQUEST_STATES:
+        if trigger == "answered":
+            return "    Server-->>Client: result"
+        if trigger in ("mismatched", "errored"):
+            answered = event.error is not None and isinstance(event.error.get("code"), int)
+            arrow = "-->>" if answered else "--x"
+            return f"    Server{arrow}Client: {_lines(_error_text(event.error))}"
+        return None
+    if previous == "relisting":
+        if trigger == "relisted":
+            return f"    Server-->>Client: {_lines(f'tools: {event.tool!r} listed')}"
+        if trigger == "vanished":
+            return f"    Server-->>Client: {_lines(f'tools: {event.tool!r} not listed')}"
+        if trigger == "relist_failed":
+            return "    Server--xClient: tools/list failed"
+    return None
+
+
+def _note(event: CallEvent) -> str:
+    title = event.state if event.trigger is None else f"{event.state} ({event.trigger})"
+    if event.state in ("failed", "cancelled") and event.error is not None:
+        return f"    Note over Client: {_lines(title, _error_text(event.error))}"
+    return f"    Note over Client: {_lines(title)}"
+
+
+def _request(event: CallEvent) -> str | None:
+    if event.state in _REQUEST_STATES:
+        headers = event.headers or {}
+        label = [f"tools/call {event.tool} (attempt {event.attempt})"]
+        label += [f"{name}: {value}" for name, value in headers.items()]
+        return f"    Client->>Server: {_lines(*label)}"
+    if event.state == "relisting":
+        return "    Client->>Server: tools/list"
+    return None
+
+
+def sequence_diagram(events: Iterable[CallEvent]) -> str:
+    """Draw one tool call's events as a Mermaid ``sequenceDiagram`` (SPEC §5, §9).
+
+    Events are ordered by ``seq``; the text is deterministic and ends with a newline. Header
+    values and error messages are escaped with Mermaid entity codes (``;`` → ``#59;``), so any
+    recorded value renders as text.
+
+    Raises:
+        ValueError: ``events`` is empty or holds events of more than one call.
+    """
+    ordered = sorted(events, key=lambda event: event.seq)
+    if not ordered:
+        raise ValueError("no events to draw")
+    call_ids = {event.call_id for event in ordered}
+    if len(call_ids) > 1:
+        raise ValueError(f"events of {len(call_ids)} calls given; draw one call at a time")
+    first = ordered[0]
+    lines = [
+        "sequenceDiagram",
+        f"    %% mcpfsm tool call {_text(first.call_id)} of {_text(first.tool)}, drawn by `mcpfsm trace`",
+        "    participant Client",
+        "    participant Server",
+    ]
+    for event in ordered:
+        reply = _reply(event)
+        if reply is not None:
+            lines.append(reply)
+        lines.append(_note(event))
+        request = _request(event)
+        if request is not None:
+            lines.append(request)
+    return "\n".join(lines) + "\n"
+
+
+def parse_events(text: str) -> list[CallEvent]:
+    """Read JSON Lines audit records (one :meth:`CallEvent.to_json` per line); blank lines are skipped.
+
+    Raises:
+        ValueError: a line is not JSON or not a CallEvent record; the message starts with
+            ``line N:`` (1-based).
+    """
+    events: list[CallEvent] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"line {number}: not JSON ({exc.msg} at column {exc.colno})") from exc
+        if not isinstance(record, dict):
+            raise ValueError(f"line {number}: not a CallEvent record (a JSON {type(record).__name__})")
+        missing = [name for name in _REQUIRED if name not in record]
+        if missing:
+            raise ValueError(f"line {number}: not a CallEvent record (no {', '.join(map(repr, missing))})")
+        try:
+            events.append(CallEvent.from_dict(record))
+        except ValueError as exc:
+            raise ValueError(f"line {number}: {exc}") from exc
+    return events
+
+
+def select_call(events: Sequence[CallEvent], call_id: str | None = None) -> list[CallEvent]:
+    """The events of call ``call_id``, or of the last call recorded when ``call_id`` is ``None``.
+
+    Raises:
+        ValueError: there are no events, or none of call ``call_id``.
+    """
+    if not events:
+        raise ValueError("no events recorded")
+    wanted = events[-1].call_id if call_id is None else call_id
+    chosen = [event for event in events if event.call_id == wanted]
+    if not chosen:
+        known = ", ".join(dict.fromkeys(event.call_id for event in events))
+        raise ValueError(f"no events of call {wanted!r} (calls recorded: {known})")
+    return chosen

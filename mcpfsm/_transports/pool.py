@@ -1,0 +1,444 @@
+"""Keep-alive HTTP/1.1 connections to one server, over trio sockets (SPEC §7).
+
+:class:`ConnectionPool` is the default connection layer of :class:`~mcpfsm.HttpTransport` for
+``http://`` and ``https://`` endpoints. It does what an MCP client needs and nothing more, with
+constant work per request whatever the number of connections:
+
+- idle keep-alive connections wait on a LIFO stack (checkout and return are O(1)); a connection
+  goes back only when the response said it may be reused and its whole body was read;
+- an idle connection the server has closed (readable while idle) or one idle for longer than
+  ``keepalive_expiry`` is discarded at checkout;
+- a request that fails on a *reused* connection before any byte of the response arrived is sent
+  once more on a fresh connection: the server closing an idle connection while the request was
+  on its way is a normal keep-alive race. Nothing else is ever resent, since a request the server
+  may have processed (a tool call) may have side effects;
+- each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`;
+- at most ``max_connections`` connections exist at once; further requests wait for one;
+- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`.
+
+Errors: :class:`WireError` (the pool is closed, or a response was closed before its body was
+read), :class:`WireTimeout`, :class:`~mcpfsm._core.h1.H1Error` (a request that cannot be written, a
+server that closed the connection mid-response or broke HTTP/1.1 framing), and ``OSError`` or
+``trio.BrokenResourceError`` from the socket. ``_http._mapped`` turns them into
+:class:`~mcpfsm.TransportError`. Cancellation is never wrapped; a cancelled request closes its
+connection.
+"""
+
+from __future__ import annotations
+
+import math
+import select
+import ssl
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+import trio
+
+from .._core.h1 import H1Error, ResponseReader, encode_request
+
+__all__ = ["ConnectionPool", "HttpResponse", "Timeouts", "WireError", "WireReply", "WireTimeout"]
+
+_RECEIVE_BYTES: Final = 65536
+# Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
+_DRAIN_SECONDS: Final = 0.001
+
+
+class WireError(Exception):
+    """The pool is closed, or a response was used after it was closed."""
+
+
+class WireTimeout(WireError):
+    """A connect, write, read or pool wait took longer than its timeout.
+
+    Attributes:
+        kind: ``"ConnectTimeout"``, ``"WriteTimeout"``, ``"ReadTimeout"`` or ``"PoolTimeout"``.
+    """
+
+    def __init__(self, kind: str, seconds: float) -> None:
+        super().__init__(f"{kind} after {seconds:g} s")
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Timeouts:
+    """Seconds each wait of a request may take; ``math.inf`` waits forever.
+
+    Attributes:
+        connect: opening a connection (TCP and TLS handshake).
+        write: writing the request.
+        read: each wait for more bytes of the response (not the whole response).
+        pool: waiting for a connection when ``max_connections`` are busy.
+    """
+
+    connect: float = 30.0
+    write: float = 30.0
+    read: float = 300.0
+    pool: float = 30.0
+
+
+class HttpResponse(Protocol):
+    """An HTTP response whose body is read on demand; what ``HttpTransport`` consumes."""
+
+    @property
+    def status(self) -> int:
+        """The status code."""
+        ...
+
+    @property
+    def reason(self) -> str:
+        """The reason phrase (may be empty)."""
+        ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Header fields; lookups by lowercase name."""
+        ...
+
+    async def read(self) -> bytes:
+        """The whole body."""
+        ...
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives, piece by piece."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connection; idempotent. Closing before the body ended closes the connection."""
+        ...
+
+
+def _readable(fd: int) -> bool:
+    # An idle keep-alive connection has nothing to read unless the server closed it (or broke
+    # the protocol): either way it must not carry a request.
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
+
+
+class _Connection:
+    __slots__ = ("idle_since", "socket", "stream", "writable")
+
+    def __init__(self, stream: trio.abc.Stream, socket: trio.socket.SocketType) -> None:
+        self.stream = stream
+        self.socket = socket
+        self.idle_since = 0.0
+        self.writable = True
+
+    def close(self) -> None:
+        # Forceful and synchronous, without a TLS close_notify: a cancelled request must never
+        # block on closing. Only the task that checked the connection out waits on its socket.
+        self.socket.close()
+
+
+class _Stale(Exception):
+    # A reused connection failed before any byte of the response: the request may be resent.
+    pass
+
+
+class WireReply:
+    """A response on a pooled connection; the connection is released when the body has been read.
+
+    Implements :class:`HttpResponse`. Iterate :meth:`chunks` or call :meth:`read` once; always
+    :meth:`aclose` (idempotent).
+    """
+
+    __slots__ = ("_connection", "_pool", "_reader", "headers", "reason", "status")
+
+    def __init__(self, pool: ConnectionPool, connection: _Connection, reader: ResponseReader) -> None:
+        """Wrap the response whose head ``reader`` has read on ``connection``."""
+        head = reader.read_head()
+        assert head is not None
+        self.status = head.status
+        """The status code."""
+        self.reason = head.reason
+        """The reason phrase."""
+        self.headers: Mapping[str, str] = head.headers
+        """Header fields by lowercase name."""
+        self._pool = pool
+        self._connection: _Connection | None = connection
+        self._reader = reader
+
+    async def read(self) -> bytes:
+        """Read the rest of the body.
+
+        Raises:
+            WireError, WireTimeout, H1Error, OSError, trio.BrokenResourceError: as for the request.
+        """
+        pieces = []
+        async for piece in self.chunks():
+            pieces.append(piece)
+        if len(pieces) == 1:
+            return pieces[0]
+        return b"".join(pieces)
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives (each piece non-empty); ends with the body."""
+        return self
+
+    def __aiter__(self) -> WireReply:
+        return self
+
+    async def __anext__(self) -> bytes:
+        reader = self._reader
+        while True:
+            try:
+                piece = reader.read_body()
+            except BaseException:
+                self._discard()
+                raise
+            if piece:
+                return piece
+            if piece is None:
+                self._release()
+                raise StopAsyncIteration
+            connection = self._connection
+            if connection is None:
+                raise WireError("the response was closed before its body was read")
+            try:
+                reader.receive(await self._pool._receive(connection))
+            except BaseException:
+                self._discard()
+                raise
+
+    async def aclose(self) -> None:
+        """Release the connection: back to the pool if the body ended cleanly, else closed.
+
+        A body whose end has already arrived (the final chunk of an event stream whose answer was
+        just read) still counts as read, so the connection is kept; nothing is waited for.
+        """
+        connection = self._connection
+        if connection is None:
+            return
+        reader = self._reader
+        try:
+            while reader.read_body():
+                pass
+            if not reader.done and _readable(connection.socket.fileno()):
+                with trio.CancelScope(deadline=trio.current_time() + _DRAIN_SECONDS):
+                    reader.receive(await connection.stream.receive_some(_RECEIVE_BYTES))
+                while reader.read_body():
+                    pass
+        except (H1Error, OSError, trio.BrokenResourceError):
+            pass
+        except BaseException:
+            self._discard()
+            raise
+        if reader.done:
+            self._release()
+        else:
+            self._discard()
+
+    def _release(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self._pool._release(connection, reusable=self._reader.reusable)
+
+    def _discard(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self._pool._release(connection, reusable=False)
+
+
+class ConnectionPool:
+    """Keep-alive HTTP/1.1 connections to one ``http`` or ``https`` origin; see the module docstring.
+
+    Args:
+        scheme: ``"http"`` or ``"https"``.
+        host: the server's host name or IP address (without brackets).
+        port: the server's port.
+        timeouts: the timeout of each wait.
+        max_connections: connections open at once, busy or idle.
+        keepalive_expiry: seconds an idle connection is kept.
+        ssl_context: for ``https`` (default: ``ssl.create_default_context()``).
+
+    Raises:
+        ValueError: the scheme is neither http nor https, or ``max_connections`` is below 1.
+    """
+
+    def __init__(
+        self,
+        *,
+        scheme: str,
+        host: str,
+        port: int,
+        timeouts: Timeouts = Timeouts(),
+        max_connections: int = 100,
+        keepalive_expiry: float = 30.0,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """Prepare the pool; connections are opened on demand."""
+        if scheme not in ("http", "https"):
+            raise ValueError(f"scheme must be http or https, got {scheme!r}")
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+        self._host = host
+        self._port = port
+        default_port = 443 if scheme == "https" else 80
+        authority = f"[{host}]" if ":" in host else host
+        self._authority = authority if port == default_port else f"{authority}:{port}"
+        self._tls = (ssl_context or ssl.create_default_context()) if scheme == "https" else None
+        self._timeouts = timeouts
+        self._max = max_connections
+        self._expiry = keepalive_expiry
+        self._idle: list[_Connection] = []
+        self._open = 0
+        self._waiters = trio.lowlevel.ParkingLot()
+        self._closed = False
+
+    @property
+    def connections(self) -> int:
+        """Connections open now, busy or idle."""
+        return self._open
+
+    @property
+    def idle(self) -> int:
+        """Idle keep-alive connections now."""
+        return len(self._idle)
+
+    async def request(
+        self, method: str, target: str, headers: Sequence[tuple[str, str]], body: bytes = b""
+    ) -> WireReply:
+        """Send one request and return its response once the head has arrived.
+
+        The caller reads the body from the reply and must ``aclose()`` it.
+
+        Raises:
+            H1Error: the request cannot be written (nothing was sent), the server closed the
+                connection before its response head was complete, or the head is malformed.
+            WireError: the pool is closed.
+            WireTimeout: a wait took longer than its timeout.
+            OSError, trio.BrokenResourceError: connecting or talking to the server failed.
+        """
+        data = encode_request(method, target, self._authority, headers, body)
+        connection, reused = await self._checkout(fresh=False)
+        try:
+            reader = await self._exchange(connection, data, method, retry=reused)
+        except _Stale:
+            self._release(connection, reusable=False)
+            connection, _ = await self._checkout(fresh=True)
+            try:
+                reader = await self._exchange(connection, data, method, retry=False)
+            except BaseException:
+                self._release(connection, reusable=False)
+                raise
+        except BaseException:
+            self._release(connection, reusable=False)
+            raise
+        return WireReply(self, connection, reader)
+
+    async def aclose(self) -> None:
+        """Close every idle connection; busy ones are closed when their response is released."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+            self._open -= 1
+        self._waiters.unpark_all()
+
+    # --- connections -------------------------------------------------------------------------
+
+    async def _checkout(self, *, fresh: bool) -> tuple[_Connection, bool]:
+        deadline: float | None = None
+        while True:
+            if self._closed:
+                raise WireError("the connection pool is closed")
+            if not fresh:
+                idle = self._idle
+                while idle:
+                    connection = idle.pop()
+                    if (
+                        trio.current_time() - connection.idle_since <= self._expiry
+                        and not _readable(connection.socket.fileno())
+                    ):
+                        return connection, True
+                    connection.close()
+                    self._open -= 1
+            if self._open < self._max:
+                self._open += 1
+                try:
+                    return await self._connect(), False
+                except BaseException:
+                    self._open -= 1
+                    self._waiters.unpark()
+                    raise
+            if deadline is None:
+                deadline = trio.current_time() + self._timeouts.pool
+            with trio.CancelScope(deadline=deadline) as scope:
+                await self._waiters.park()
+            if scope.cancelled_caught:
+                raise WireTimeout("PoolTimeout", self._timeouts.pool)
+
+    async def _connect(self) -> _Connection:
+        timeout = self._timeouts.connect
+        with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+            tcp = await trio.open_tcp_stream(self._host, self._port)
+            if self._tls is None:
+                return _Connection(tcp, tcp.socket)
+            try:
+                tls = trio.SSLStream(tcp, self._tls, server_hostname=self._host, https_compatible=True)
+                await tls.do_handshake()
+            except BaseException:
+                tcp.socket.close()
+                raise
+            return _Connection(tls, tcp.socket)
+        assert scope.cancelled_caught
+        raise WireTimeout("ConnectTimeout", timeout)
+
+    def _release(self, connection: _Connection, *, reusable: bool) -> None:
+        if reusable and connection.writable and not self._closed:
+            connection.idle_since = trio.current_time()
+            self._idle.append(connection)
+        else:
+            connection.close()
+            self._open -= 1
+        self._waiters.unpark()
+
+    # --- one exchange ------------------------------------------------------------------------
+
+    async def _exchange(self, connection: _Connection, data: bytes, method: str, *, retry: bool) -> ResponseReader:
+        reader = ResponseReader(method)
+        try:
+            await self._send(connection, data)
+        except (OSError, trio.BrokenResourceError) as exc:
+            if retry:
+                raise _Stale from exc
+            # The server may have answered before it stopped reading (413, 431): read the answer,
+            # but never write on this connection again.
+            connection.writable = False
+            send_error: BaseException | None = exc
+        else:
+            send_error = None
+        try:
+            while True:
+                reader.receive(await self._receive(connection))
+                if reader.read_head() is not None:
+                    return reader
+        except (OSError, trio.BrokenResourceError, H1Error) as exc:
+            if retry and not reader.received:
+                raise _Stale from exc
+            if send_error is not None:
+                raise send_error from None
+            raise
+
+    async def _send(self, connection: _Connection, data: bytes) -> None:
+        timeout = self._timeouts.write
+        if timeout == math.inf:
+            await connection.stream.send_all(data)
+            return
+        with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
+            await connection.stream.send_all(data)
+        if scope.cancelled_caught:
+            raise WireTimeout("WriteTimeout", timeout)
+
+    async def _receive(self, connection: _Connection) -> bytes | bytearray:
+        timeout = self._timeouts.read
+        if timeout == math.inf:
+            return await connection.stream.receive_some(_RECEIVE_BYTES)
+        with trio.CancelScope(deadline=trio.current_time() + timeout):
+            return await connection.stream.receive_some(_RECEIVE_BYTES)
+        # Only the deadline can end the scope without a return: an outer cancellation propagates.
+        raise WireTimeout("ReadTimeout", timeout)

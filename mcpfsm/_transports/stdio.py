@@ -1,0 +1,248 @@
+"""stdio transport: a trio subprocess speaking newline-delimited JSON-RPC (SPEC §7).
+
+The child's stdout is read by one task that routes each response to the request waiting for it;
+notifications and server-to-client requests go to the inbound handler. stderr is drained into
+DEBUG logs so a chatty child never blocks on a full pipe. Headers are accepted and ignored:
+there are none on stdio. Closing (also on cancellation) closes stdin, waits briefly, then
+terminates and finally kills the child.
+
+The two reader tasks are trio *system* tasks with a cancel scope each, not children of a nursery
+held open between :meth:`StdioTransport.open` and :meth:`StdioTransport.aclose`: a nursery must be
+exited in the cancel scope it was entered in, and a client closes its transport inside a shielded
+scope of its own (and may be closed from a different task), which would corrupt trio's cancel-scope
+stack.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Final
+
+import trio
+from loguru import logger
+
+from .._core.errors import McpError, ProtocolError, TransportError
+from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
+from .base import NO_HEADERS, InboundHandler, Reply
+
+__all__ = ["StdioTransport"]
+
+_MAX_LINE: Final = 64 * 1024 * 1024
+_CLOSE_GRACE: Final = 2.0
+
+
+class _Pending:
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.reply: str | BaseException | None = None
+
+
+class StdioTransport:
+    """Runs an MCP server as a child process and talks to it over stdin/stdout (SPEC §7).
+
+    :meth:`open` starts the child (``Client`` does this for you when it is entered).
+
+    Args:
+        command: the program and its arguments.
+        env: extra environment variables for the child (merged over ``os.environ``).
+        cwd: working directory of the child.
+    """
+
+    def __init__(
+        self, command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None
+    ) -> None:
+        """Prepare the transport; the child starts when the transport is entered.
+
+        Raises:
+            TransportError: ``command`` is empty.
+        """
+        if isinstance(command, str) or not command:
+            raise TransportError("stdio command must be a non-empty list of program and arguments")
+        self._command = list(command)
+        self._env = None if env is None else {**os.environ, **env}
+        self._cwd = cwd
+        self._process: trio.Process | None = None
+        self._pid: int | None = None
+        self._readers: list[tuple[trio.CancelScope, trio.Event]] = []
+        self._pending: dict[object, _Pending] = {}
+        self._write_lock = trio.Lock()
+        self._failure: TransportError | None = None
+        self._inbound: InboundHandler | None = None
+
+    @property
+    def carries_headers(self) -> bool:
+        """False: stdio has no HTTP headers, so ``x-mcp-header`` mirroring never applies."""
+        return False
+
+    async def open(self, inbound: InboundHandler) -> None:
+        """Start the child process and the stdout/stderr reader tasks; ``inbound`` gets what the child sends unasked.
+
+        Raises:
+            TransportError: the program cannot be started.
+        """
+        self._inbound = inbound
+        try:
+            self._process = await trio.lowlevel.open_process(
+                self._command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._env,
+                cwd=self._cwd,
+            )
+        except OSError as exc:
+            raise TransportError(f"cannot start MCP server {self._command[0]!r}: {exc}") from exc
+        self._pid = self._process.pid
+        self._spawn(self._read_stdout)
+        self._spawn(self._drain_stderr)
+
+    @property
+    def pid(self) -> int | None:
+        """The child's process id once started (kept after close, for diagnostics)."""
+        return self._pid
+
+    def _spawn(self, reader: Callable[[], Awaitable[None]]) -> None:
+        scope, done = trio.CancelScope(), trio.Event()
+        self._readers.append((scope, done))
+
+        async def run() -> None:
+            try:
+                with scope:
+                    await reader()
+            except Exception as exc:
+                # Nothing may escape a system task: it would crash the whole trio run.
+                self._fail(TransportError(f"the MCP server process reader failed: {exc!r}"))
+            finally:
+                done.set()
+
+        trio.lowlevel.spawn_system_task(run, name=f"mcpfsm stdio {reader.__name__}")
+
+    async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
+        """Write one message; for a request, wait for and return its response.
+
+        ``headers`` is accepted and ignored: stdio has none.
+
+        Raises:
+            TransportError: the child is not running or exited before answering.
+        """
+        process = self._process
+        if process is None or process.stdin is None:
+            raise TransportError("the stdio transport is not started (call open() first)")
+        if self._failure is not None:
+            raise TransportError(str(self._failure)) from self._failure
+        request_id = outgoing_request_id(message)
+        pending: _Pending | None = None
+        if request_id is not None:
+            pending = _Pending()
+            self._pending[request_id] = pending
+        try:
+            await self._write(message)
+            if pending is None:
+                return None
+            await pending.event.wait()
+            if isinstance(pending.reply, BaseException):
+                raise pending.reply
+            assert pending.reply is not None
+            return Reply(pending.reply)
+        finally:
+            if request_id is not None:
+                self._pending.pop(request_id, None)
+
+    async def _write(self, message: str) -> None:
+        process = self._process
+        assert process is not None and process.stdin is not None
+        data = message.encode() + b"\n"
+        async with self._write_lock:
+            try:
+                await process.stdin.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                raise TransportError(f"cannot write to the MCP server process: {exc}") from exc
+
+    async def _read_stdout(self) -> None:
+        process = self._process
+        assert process is not None and process.stdout is not None
+        buffer = b""
+        try:
+            while True:
+                chunk = await process.stdout.receive_some(65536)
+                if not chunk:
+                    break
+                buffer += chunk
+                if len(buffer) > _MAX_LINE and b"\n" not in buffer:
+                    raise ProtocolError(f"MCP server sent a line longer than {_MAX_LINE} bytes")
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        await self._route(line)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+        except McpError as exc:
+            self._fail(TransportError(f"MCP server process stream is unusable: {exc}"))
+            return
+        self._fail(TransportError("the MCP server process closed its stdout before answering"))
+
+    async def _route(self, line: bytes) -> None:
+        try:
+            message = parse_message(decode_message(line))
+        except ProtocolError as exc:
+            logger.warning("ignoring a malformed line from the MCP server process: {}", exc)
+            return
+        if isinstance(message, Response):
+            pending = self._pending.get(message.id)
+            if pending is None:
+                logger.warning("ignoring a response for unknown request id {!r} from the MCP server", message.id)
+                return
+            pending.reply = line.decode()
+            pending.event.set()
+            return
+        if self._inbound is not None:
+            await self._inbound(message)
+
+    def _fail(self, error: TransportError) -> None:
+        self._failure = error
+        for pending in self._pending.values():
+            if not pending.event.is_set():
+                pending.reply = error
+                pending.event.set()
+
+    async def _drain_stderr(self) -> None:
+        process = self._process
+        assert process is not None and process.stderr is not None
+        try:
+            while chunk := await process.stderr.receive_some(65536):
+                logger.debug("MCP server stderr: {}", chunk.decode("utf-8", "replace").rstrip())
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return
+
+    async def end_session(self, headers: Mapping[str, str]) -> None:
+        """Nothing to do: a stdio server's session ends with its process."""
+
+    async def aclose(self) -> None:
+        """Close stdin, give the child a moment to exit, then terminate or kill it. Idempotent."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        with trio.CancelScope(shield=True):
+            try:
+                if process.stdin is not None:
+                    await process.stdin.aclose()
+                with trio.move_on_after(_CLOSE_GRACE):
+                    await process.wait()
+                if process.returncode is None:
+                    process.terminate()
+                    with trio.move_on_after(_CLOSE_GRACE):
+                        await process.wait()
+                if process.returncode is None:
+                    process.kill()
+                    await process.wait()
+            finally:
+                self._fail(TransportError("the stdio transport is closed"))
+                readers, self._readers = self._readers, []
+                for scope, _ in readers:
+                    scope.cancel()
+                for _, done in readers:
+                    await done.wait()
