@@ -1,4 +1,4 @@
-"""Trio cancellation in every non-terminal state of a tool call (SPEC §5): the call ends in
+"""Trio cancellation in every non-terminal state of a tool call (specs/tool-call.md): the call ends in
 ``cancelled``, ``Cancelled`` propagates to the cancel scope, and the client stays usable."""
 
 from __future__ import annotations

@@ -204,7 +204,7 @@ def test_call_by_name_sends_no_param_headers(peer: HttpPeer) -> None:
 
 def test_call_by_name_of_an_annotated_tool_recovers_through_a_relist(peer: HttpPeer) -> None:
     # By name nothing is mirrored; the SDK server wants Mcp-Param-* for execute-sql and answers -32020,
-    # so the call relists, plans against the listed definition and retries once (SPEC §5, §6).
+    # so the call relists, plans against the listed definition and retries once (SEP-2243).
     run = mcpfsm("call", peer.url, "execute-sql", "--by-name", "--args", json.dumps(SQL_ARGS))
     assert (run.code, run.stderr) == (0, "")
     assert json.loads(run.stdout)["structuredContent"] == SQL_ARGS

@@ -1,4 +1,4 @@
-"""The public client API against a scripted MockTransport server (SPEC §1-§4, §7, §8), modern era."""
+"""The public client API against a scripted MockTransport server (README, "Use it from Python"), modern era."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 The peer logs every request it receives with its headers (``GET /control/log``), so these tests
 prove what each era put on the wire: modern requests carry ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``
 and no session; legacy requests carry ``Mcp-Session-Id`` and ``MCP-Protocol-Version`` after
-``initialize`` and none of the modern headers (SPEC §1, §2, §3, §7).
+``initialize`` and none of the modern headers (MCP 2025-11-25 and 2026-07-28).
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ MODERN_WIRE: Final = [
     modern("tools/list"),
     modern("tools/call", 200, {"mcp-name": "execute-sql", **SQL_PARAMS}),
     # By name nothing is mirrored; the SDK insists on its annotated headers (-32020), so the call
-    # relists and retries once with the fresh definition's plan (SPEC §6).
+    # relists and retries once with the fresh definition's plan (SEP-2243).
     modern("tools/call", 400, {"mcp-name": "execute-sql"}),
     modern("tools/list"),
     modern("tools/call", 200, {"mcp-name": "execute-sql", **SQL_PARAMS}),

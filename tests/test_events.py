@@ -1,4 +1,4 @@
-"""Audit events (SPEC §9): what each call publishes, and to whom (on_event, events(), loguru)."""
+"""Audit events: what each call publishes, and to whom (on_event, events(), loguru)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Era negotiation, version retry and legacy sessions over httpx.MockTransport (SPEC §1, §3, §7)."""
+"""Era negotiation, version retry and legacy sessions over httpx.MockTransport (see mcpfsm/_client/negotiation.py)."""
 
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def legacy_version_only(version: str = LEGACY, session: str = SESSION) -> dict[s
     return {"mcp-protocol-version": version, "mcp-session-id": session}
 
 
-# --- auto mode: the probe and its fallbacks (SPEC §1) ------------------------------------------------------
+# --- auto mode: the probe and its fallbacks (mcpfsm/_client/negotiation.py) ----------------------------------------
 
 FALLBACKS = {
     "400-plain-text": raw(400, b"Bad Request", "text/plain"),
@@ -340,7 +340,7 @@ async def test_initialize_may_answer_an_older_legacy_version(version: str) -> No
     assert script.sent[2].mcp == legacy_version_only(version)
 
 
-# --- -32022 on any request (SPEC §1) --------------------------------------------------------------------
+# --- -32022 on any request (MCP 2026-07-28, UnsupportedProtocolVersion) ---------------------------------------------
 
 # A modern tools/list refused with -32022 for a legacy version: initialize, then the same request once more.
 LIST_RETRIED_IN_LEGACY: Final = [
@@ -413,7 +413,7 @@ async def test_minus_32022_without_another_spoken_version_is_raised(data: Any) -
     assert script.calls == [("POST", "tools/list", 1)]
 
 
-# --- legacy sessions (SPEC §7) ------------------------------------------------------------------------------
+# --- legacy sessions (MCP "Transports") ------------------------------------------------------------------------------
 
 
 async def test_session_expiry_initializes_once_and_resends_with_a_new_request_id() -> None:
@@ -511,7 +511,7 @@ async def test_a_session_id_on_an_error_answer_is_not_adopted() -> None:
     assert [s.mcp.get("mcp-session-id") for s in script.sent] == [None, None, SESSION, SESSION]
 
 
-# --- annotations on legacy connections (SPEC §3, §6) -----------------------------------------------------
+# --- annotations on legacy connections (SEP-2243) -----------------------------------------------------
 
 
 async def test_legacy_annotations_are_inert_tools_kept_and_nothing_mirrored(records: list[tuple[str, str]]) -> None:

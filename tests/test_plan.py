@@ -1,4 +1,4 @@
-"""Header plans: whole plans per method and era, the Python value traps, plan equality (SPEC §2, §4, §6)."""
+"""Header plans: whole plans per method and era, the Python value traps, plan equality (SEP-2243)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The -32020 recovery of SPEC §6, path by path, against a scripted MockTransport server (modern era)."""
+"""The -32020 recovery of SEP-2243, path by path, against a scripted MockTransport server (modern era)."""
 
 from __future__ import annotations
 
@@ -339,7 +339,7 @@ async def test_a_fresh_schema_that_cannot_mirror_the_arguments_raises_the_origin
 
 
 # --- calls by plain name ---------------------------------------------------------------------------
-# SPEC §5: resolving picks no definition for a plain name, so the first send carries Mcp-Method and
+# Resolving picks no definition for a plain name, so the first send carries Mcp-Method and
 # Mcp-Name only, even when the client has listed the tool. Comparing plans "the same arguments against
 # the fresh definition" the relist found, so a server that wants Mcp-Param-* headers gets them on the
 # retry; a fresh definition without annotations gives the same plan, and the -32020 is raised.

@@ -1,4 +1,4 @@
-"""x-mcp-header annotations: every SPEC §3 rule, hostile input, and properties over arbitrary JSON."""
+"""x-mcp-header annotations: every SEP-2243 rule, hostile input, and properties over arbitrary JSON."""
 
 from __future__ import annotations
 

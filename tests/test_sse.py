@@ -1,4 +1,4 @@
-"""Tests for the incremental text/event-stream parser (SPEC §7, WHATWG event-stream interpretation)."""
+"""Tests for the incremental text/event-stream parser (MCP Streamable HTTP, WHATWG event-stream interpretation)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Event streams through the HTTP transport, over httpx.MockTransport (SPEC §7).
+"""Event streams through the HTTP transport, over httpx.MockTransport (MCP "Transports").
 
 Every edge of the SSE standard that can reach a client (line endings, chunk boundaries, comments,
 event types, multi-line data), what the transport does with messages that are not the response,

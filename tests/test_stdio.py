@@ -1,4 +1,4 @@
-"""mcpfsm over stdio against the official SDK server (tests/peer, ``--stdio``) (SPEC §3, §7)."""
+"""mcpfsm over stdio against the official SDK server (tests/peer, ``--stdio``) (MCP "Transports", stdio)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tool catalog: one ``tools/list`` listing, checked against SPEC §3 (pure: no I/O).
+"""Tool catalog: one ``tools/list`` listing, checked against the SEP-2243 x-mcp-header rules (pure: no I/O).
 
 :func:`build_catalog` turns the raw tool entries of every page into :class:`ToolDefinition`
 values. On connections that mirror (HTTP, modern era) a tool with an invalid annotation is
@@ -20,7 +20,7 @@ __all__ = ["Exclusion", "PageCursor", "ToolCatalog", "ToolDefinition", "build_ca
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDefinition:
-    """One tool as the server listed it, with its mirrored parameters (SPEC §3).
+    """One tool as the server listed it, with its mirrored parameters (SEP-2243).
 
     Attributes:
         name: the tool name.
@@ -51,9 +51,9 @@ class ToolCatalog:
 
     Attributes:
         tools: the definitions kept.
-        excluded: the tools left out, with the reason (SPEC §3: log each at WARNING).
+        excluded: the tools left out, with the reason (log each at WARNING).
         inert: tools kept although their annotations are invalid, on connections that do not
-            mirror (SPEC §3: log each at DEBUG).
+            mirror (log each at DEBUG).
     """
 
     tools: tuple[ToolDefinition, ...] = ()
@@ -69,7 +69,7 @@ class ToolCatalog:
 
 
 def build_catalog(entries: Iterable[object], *, mirroring: bool) -> ToolCatalog:
-    """Check every listed tool entry (SPEC §3).
+    """Check every listed tool entry (SEP-2243).
 
     ``mirroring`` is true on connections that send ``Mcp-Param-*`` headers (HTTP, modern era).
     Entries that are not tool objects (no string ``name``, a non-object ``inputSchema``) are
@@ -89,7 +89,7 @@ def build_catalog(entries: Iterable[object], *, mirroring: bool) -> ToolCatalog:
             excluded.append(Exclusion(name=name, reason="inputSchema is not a JSON object"))
             continue
         if name in names:
-            # Two definitions of one name make "the tool by exact name" ambiguous (SPEC §6).
+            # Two definitions of one name make "the tool by exact name" ambiguous (SEP-2243).
             excluded.append(Exclusion(name=name, reason="listed more than once; the first definition is kept"))
             continue
         verdict = inspect_input_schema(schema)

@@ -1,4 +1,4 @@
-"""Header value codec for ``Mcp-Param-*`` and ``Mcp-Name`` (SPEC §4, SEP-2243).
+"""Header value codec for ``Mcp-Param-*`` and ``Mcp-Name`` (SEP-2243).
 
 Pure: no I/O. A value goes out as-is only when every character is visible ASCII or an interior
 space, it is non-empty, has no leading or trailing space, and does not look like the Base64
@@ -43,7 +43,7 @@ _CANONICAL_B64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-
 
 
 def is_literal(value: str) -> bool:
-    """Tell whether ``value`` may be sent verbatim as a header value (SPEC §4)."""
+    """Tell whether ``value`` may be sent verbatim as a header value (SEP-2243)."""
     return (
         value != ""
         and value.isascii()
@@ -58,7 +58,7 @@ def is_literal(value: str) -> bool:
 
 
 def encode_header_value(value: str) -> str:
-    r"""Encode ``value`` for an ``Mcp-Param-*`` or ``Mcp-Name`` header (SPEC §4).
+    r"""Encode ``value`` for an ``Mcp-Param-*`` or ``Mcp-Name`` header (SEP-2243).
 
     Returns the value itself when it is safe as a header, else the Base64 sentinel form.
 

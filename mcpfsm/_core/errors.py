@@ -4,12 +4,12 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
 
     McpError
     ├── RpcError                 the server answered a JSON-RPC error (.code, .message, .data)
-    │   └── HeaderMismatchError  code -32020: the server's headers differ from ours (SPEC §6)
-    ├── MirroringError           an argument cannot be mirrored into an Mcp-Param-* header (SPEC §4);
+    │   └── HeaderMismatchError  code -32020: the server's headers differ from ours (SEP-2243)
+    ├── MirroringError           an argument cannot be mirrored into an Mcp-Param-* header (SEP-2243);
     │                            raised before anything is sent
-    ├── HeaderDecodeError        a header value is not what the SPEC §4 encoder produces
+    ├── HeaderDecodeError        a header value is not what the SEP-2243 encoder produces
     ├── TransportError           network failure, timeout, HTTP error without a JSON-RPC body,
-    │   │                        a stream that ended before its response (SPEC §7)
+    │   │                        a stream that ended before its response (MCP "Transports")
     │   └── SessionExpired       HTTP 404 on a request that carried a legacy Mcp-Session-Id
     └── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
 
@@ -58,11 +58,11 @@ class RpcError(McpError):
 
 
 class HeaderMismatchError(RpcError):
-    """The server answered -32020 HeaderMismatch: mirrored headers and body disagree (SPEC §6)."""
+    """The server answered -32020 HeaderMismatch: mirrored headers and body disagree (SEP-2243)."""
 
 
 class MirroringError(McpError, ValueError):
-    """An argument value cannot be mirrored into its header (SPEC §4).
+    """An argument value cannot be mirrored into its header (SEP-2243).
 
     Raised while planning, before any byte is sent; the connection stays usable.
 
@@ -80,7 +80,7 @@ class MirroringError(McpError, ValueError):
 
 
 class HeaderDecodeError(McpError, ValueError):
-    """A header value is not one the SPEC §4 encoder could have produced."""
+    """A header value is not one the SEP-2243 encoder could have produced."""
 
 
 class TransportError(McpError):

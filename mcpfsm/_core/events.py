@@ -1,4 +1,4 @@
-"""Audit events: one :class:`CallEvent` per state a tool call enters (SPEC §9).
+"""Audit events: one :class:`CallEvent` per state a tool call enters (README, "Reading the audit events").
 
 Pure: building and serialising events does no I/O; the driver publishes them.
 """
@@ -15,13 +15,13 @@ __all__ = ["CallEvent", "error_summary"]
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallEvent:
-    """The fact that one tool call entered one state (SPEC §9).
+    """The fact that one tool call entered one state (README, "Reading the audit events").
 
     Attributes:
         call_id: unique per call.
         seq: 0, 1, 2, … within the call.
         tool: the tool's name.
-        state: the state entered (a SPEC §5 state name).
+        state: the state entered (a state of the tool-call machine).
         previous: the state left, ``None`` for the first event (``resolving``).
         trigger: what happened to cause the transition, ``None`` for the first event.
         attempt: 1, then 2 once the call is ``retrying``.

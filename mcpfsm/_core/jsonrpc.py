@@ -65,7 +65,7 @@ Message = Response | Notification | Request
 
 
 def modern_meta(protocol_version: str, client_info: Mapping[str, str]) -> dict[str, Any]:
-    """The ``params._meta`` every modern request carries (SPEC §1)."""
+    """The ``params._meta`` every modern request carries (MCP 2026-07-28, "Request Metadata")."""
     return {
         PROTOCOL_VERSION_KEY: protocol_version,
         CLIENT_CAPABILITIES_KEY: {},

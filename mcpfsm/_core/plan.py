@@ -1,9 +1,9 @@
-"""Header plans: the protocol headers one request carries (SPEC §2, §4).
+"""Header plans: the protocol headers one request carries (SEP-2243).
 
 Pure: no I/O. :func:`plan_request` turns a method, its params, the negotiated protocol version
 and a tool's mirrored parameters into a frozen, hashable :class:`HeaderPlan`. Plans compare as
 sets of (case-insensitive name, value) pairs, so reordering a schema never looks like a change
-(SPEC §6).
+(SEP-2243).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class HeaderPlan:
     """The protocol headers of one request, each at most once, in sending order.
 
     Equality and hashing ignore order and header-name case, so two plans are equal exactly when
-    they would put the same (name, value) pairs on the wire (SPEC §6).
+    they would put the same (name, value) pairs on the wire (SEP-2243).
     """
 
     __slots__ = ("_headers", "_key")
@@ -93,7 +93,7 @@ def plan_request(
     protocol_version: str | None,
     mirrored: Sequence[MirroredParam] = (),
 ) -> HeaderPlan:
-    """Compute the protocol headers for one request (SPEC §2, §4).
+    """Compute the protocol headers for one request (SEP-2243).
 
     Modern era: ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` for the three name-bearing
     methods, and one ``Mcp-Param-*`` per mirrored argument present (tools/call only). Legacy era
@@ -129,7 +129,7 @@ def plan_request(
 
 
 def mirror_value(param: MirroredParam, arguments: object) -> str | None:
-    """The header text for ``param`` taken from ``arguments``, or ``None`` when absent (SPEC §4).
+    """The header text for ``param`` taken from ``arguments``, or ``None`` when absent (SEP-2243).
 
     The value is looked up along ``param.path``; a missing key, a ``null`` on the path or a
     non-object parent means no header.

@@ -1,4 +1,4 @@
-"""``x-mcp-header`` annotations in a tool's ``inputSchema`` (SPEC §3).
+"""``x-mcp-header`` annotations in a tool's ``inputSchema`` (SEP-2243).
 
 Pure: no I/O, no recursion (an explicit stack walks schemas of any depth), never raises on any
 JSON value or Python container. :func:`inspect_input_schema` returns a :class:`SchemaVerdict`:
@@ -30,10 +30,10 @@ ANNOTATION: Final = "x-mcp-header"
 
 MirrorableType = Literal["string", "integer", "boolean"]
 MIRRORABLE_TYPES: Final[frozenset[str]] = frozenset({"string", "integer", "boolean"})
-"""Declared property types that can be mirrored (SPEC §3 rule 2)."""
+"""Declared property types that can be mirrored (SEP-2243: only string, integer and boolean properties)."""
 
 # Keywords whose values are instance data, not schemas: an `x-mcp-header` key inside them is
-# data (SPEC §3), so the walk never enters them.
+# data (SEP-2243), so the walk never enters them.
 _INSTANCE_DATA: Final = frozenset({"default", "examples", "const", "enum"})
 # Keywords whose values map names to schemas: their keys are names, never keywords, so a
 # definition named `default` is still walked and one named `x-mcp-header` is not an annotation.
@@ -44,7 +44,7 @@ _SCHEMA_MAPS: Final = frozenset(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MirroredParam:
-    """One argument a tool asks the client to mirror into a header (SPEC §3).
+    """One argument a tool asks the client to mirror into a header (SEP-2243).
 
     Attributes:
         path: property names from the schema root, e.g. ``("options", "readOnly")``.
@@ -110,7 +110,7 @@ def _clip(pointer: str) -> str:
 
 
 def _describe(value: object) -> str:
-    # Strings in Python quotes as in the SPEC §3 log line; other values as JSON (12, null, true).
+    # Strings in Python quotes as in the exclusion log line; other values as JSON (12, null, true).
     try:
         text = repr(value) if isinstance(value, str) else json.dumps(value)
     except (TypeError, ValueError, RecursionError):
@@ -126,7 +126,10 @@ def _type_text(declared: object) -> str:
 
 
 def inspect_input_schema(schema: object) -> SchemaVerdict:
-    """Find every ``x-mcp-header`` annotation in ``schema`` and check SPEC §3 rules 1-4.
+    """Find every ``x-mcp-header`` annotation in ``schema`` and check the SEP-2243 rules.
+
+    The rules: a header-name token, a string/integer/boolean property, reachable through ``properties``
+    alone, unique case-insensitively.
 
     Returns the mirrored parameters, or the first reason the schema's annotations are invalid
     (walk order is document order, depth first). Instance data under ``default``, ``examples``,

@@ -1,4 +1,4 @@
-"""Incremental ``text/event-stream`` parser (SPEC §7; WHATWG HTML, "Server-sent events", parsing).
+"""Incremental ``text/event-stream`` parser (MCP Streamable HTTP; WHATWG HTML, "Server-sent events", parsing).
 
 Pure: no I/O. Feed it the response body in chunks of any size, split anywhere (inside a UTF-8
 character, between CR and LF), and it returns the events completed by each chunk.
@@ -26,7 +26,7 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 class SseError(ValueError):
-    """The event stream cannot be parsed safely (SPEC §7).
+    """The event stream cannot be parsed safely (MCP "Transports").
 
     Raised when a line or an event's data exceeds ``max_event_bytes``, and when the parser is fed
     after it was closed or after it failed.
@@ -62,7 +62,7 @@ class SseParser:
     dispatches the event (nothing is dispatched when no ``data:`` line was seen, but an ``id:``
     still takes effect); ``id`` values containing NUL and non-digit ``retry`` values are ignored.
 
-    One parser reads one response body. To resume a cut stream (SPEC §7, legacy era), read the
+    One parser reads one response body. To resume a cut stream (MCP 2025-11-25, "Resumability and Redelivery"), read the
     new body with ``SseParser(last_event_id=old.last_event_id, retry=old.retry)``: the event
     source's last event ID and reconnection time carry over, the line and event buffers do not.
 

@@ -1,4 +1,4 @@
-"""Publishing audit events to ``on_event``, ``events()`` subscribers and loguru (SPEC §9).
+"""Publishing audit events to ``on_event``, ``events()`` subscribers and loguru (README, "Reading the audit events").
 
 Delivery never blocks or breaks a call: ``on_event`` exceptions are logged and ignored, and each
 ``events()`` subscriber has a bounded buffer; when it is full the event is dropped for that

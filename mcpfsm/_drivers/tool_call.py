@@ -113,7 +113,7 @@ class ToolCall:
 
     async def _resolving(self) -> Trigger:
         if self.handle is not None:
-            # SPEC §5: the newest definition of that name this client has listed, else the handle's.
+            # The newest definition of that name this client has listed, else the handle's.
             self.definition = self.port.known_definition(self.name) or self.handle
         return Trigger.resolved
 
@@ -132,7 +132,7 @@ class ToolCall:
             self.result = await self.port.call_once(self._params(), self.plan)
         except HeaderMismatchError as exc:
             self.error = exc
-            # SPEC §6: recovery exists only where headers are mirrored (modern era).
+            # SEP-2243: recovery exists only where headers are mirrored (modern era).
             if not is_modern(self.port.protocol_version):
                 return Trigger.errored
             if self.mismatch is None:
@@ -148,7 +148,7 @@ class ToolCall:
         try:
             catalog = await self.port.relist()
         except McpError as exc:
-            # SPEC §6: the original -32020 is raised, with the relist failure as its cause.
+            # The original -32020 is raised, with the relist failure as its cause.
             self.mismatch.__cause__ = exc
             self.error = self.mismatch
             return Trigger.relist_failed
@@ -176,11 +176,11 @@ class ToolCall:
     # --- the driver ---------------------------------------------------------------------------
 
     async def run(self) -> ToolResult:
-        """Drive the call to a terminal state and return its result (SPEC §5).
+        """Drive the call to a terminal state and return its result (specs/tool-call.md).
 
         Raises:
             MirroringError: an argument cannot be mirrored (nothing was sent).
-            HeaderMismatchError: -32020 that the recovery of SPEC §6 could not resolve.
+            HeaderMismatchError: -32020 that the SEP-2243 recovery could not resolve.
             McpError: any other error of the request, unchanged.
             trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
         """
@@ -190,7 +190,7 @@ class ToolCall:
         while state not in TERMINAL:
             effect = _EFFECTS[state]
             try:
-                # SPEC §5: every non-terminal state can be cancelled, also those whose effect never
+                # Every non-terminal state can be cancelled, also those whose effect never
                 # waits (and a transport that answers without blocking); trio's rule: async = checkpoint.
                 await trio.lowlevel.checkpoint_if_cancelled()
                 trigger = await effect(self)
@@ -254,7 +254,7 @@ _EFFECTS: Mapping[str, Callable[[ToolCall], Awaitable[Trigger]]] = {
     State.sending: ToolCall._sending,
     State.relisting: ToolCall._relisting,
     State.comparing: ToolCall._comparing,
-    # SPEC §5: `retrying` is its own state (so the machine stays acyclic) with the effect of `sending`.
+    # `retrying` is its own state (so the machine stays acyclic) with the effect of `sending`.
     State.retrying: ToolCall._sending,
 }
-"""One effect per non-terminal state (SPEC §5)."""
+"""One effect per non-terminal state (specs/tool-call.md)."""

@@ -1,4 +1,4 @@
-"""Sequence diagrams of recorded tool calls: audit events → Mermaid ``sequenceDiagram`` (SPEC §9).
+"""Sequence diagrams of recorded tool calls: audit events → Mermaid ``sequenceDiagram``.
 
 Pure: no I/O, no clock, no trio, httpx or loguru. :func:`parse_events` reads the JSON Lines audit
 format (one :meth:`CallEvent.to_json` per line), :func:`select_call` picks one call's events, and
@@ -100,7 +100,7 @@ def _request(event: CallEvent) -> str | None:
 
 
 def sequence_diagram(events: Iterable[CallEvent]) -> str:
-    """Draw one tool call's events as a Mermaid ``sequenceDiagram`` (SPEC §5, §9).
+    """Draw one tool call's events as a Mermaid ``sequenceDiagram`` (see specs/tool-call.md).
 
     Events are ordered by ``seq``; the text is deterministic and ends with a newline. Header
     values and error messages are escaped with Mermaid entity codes (``;`` → ``#59;``), so any

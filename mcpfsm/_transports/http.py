@@ -1,4 +1,4 @@
-"""Streamable HTTP transport (SPEC §7).
+"""Streamable HTTP transport (MCP "Transports").
 
 One :class:`HttpTransport` per client holds one keep-alive connection pool, mcpfsm's own
 :class:`~mcpfsm._transports.pool.ConnectionPool` (HTTP/1.1 over trio sockets): MCP needs neither redirects,
@@ -129,7 +129,7 @@ class _HttpxResponse:
 
 
 class HttpTransport:
-    """Streamable HTTP transport: POST per message, JSON or SSE replies (SPEC §7).
+    """Streamable HTTP transport: POST per message, JSON or SSE replies (MCP "Transports").
 
     Args:
         url: the MCP endpoint.

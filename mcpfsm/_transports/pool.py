@@ -1,4 +1,4 @@
-"""Keep-alive HTTP/1.1 connections to one server, over trio sockets (SPEC §7).
+"""Keep-alive HTTP/1.1 connections to one server, over trio sockets (MCP "Transports").
 
 :class:`ConnectionPool` is the default connection layer of :class:`~mcpfsm.HttpTransport` for
 ``http://`` and ``https://`` endpoints. It does what an MCP client needs and nothing more, with

@@ -1,4 +1,4 @@
-"""stdio transport: a trio subprocess speaking newline-delimited JSON-RPC (SPEC §7).
+"""stdio transport: a trio subprocess speaking newline-delimited JSON-RPC (MCP "Transports").
 
 The child's stdout is read by one task that routes each response to the request waiting for it;
 notifications and server-to-client requests go to the inbound handler. stderr is drained into
@@ -42,7 +42,7 @@ class _Pending:
 
 
 class StdioTransport:
-    """Runs an MCP server as a child process and talks to it over stdin/stdout (SPEC §7).
+    """Runs an MCP server as a child process and talks to it over stdin/stdout (MCP "Transports").
 
     :meth:`open` starts the child (``Client`` does this for you when it is entered).
 

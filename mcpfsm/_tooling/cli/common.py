@@ -228,7 +228,7 @@ def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
     for pair in pairs:
         name, colon, value = pair.partition(":")
         name = name.strip()
-        # The RFC 9110 token rule that x-mcp-header values follow too (SPEC §3).
+        # The RFC 9110 token rule that x-mcp-header values follow too (SEP-2243).
         if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
             raise CliError(Exit.usage, f"--header {pair!r} is not 'Name: value' with a valid header name")
         headers[name] = value.strip()
