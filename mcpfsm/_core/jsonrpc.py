@@ -27,6 +27,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "modern_meta",
+    "outgoing_request",
     "outgoing_request_id",
     "parse_message",
 ]
@@ -115,15 +116,29 @@ def outgoing_request_id(message: str) -> int | str | None:
 
     Transports use it to match the response on a stream that carries other messages too.
     """
+    return outgoing_request(message)[0]
+
+
+def outgoing_request(message: str) -> tuple[int | str | None, str | None]:
+    """``(id, method)`` of a JSON-RPC message we are about to send.
+
+    A request gives both; a notification ``(None, method)``; a response of ours or non-JSON
+    ``(None, None)``. The HTTP transport reads the method to know whether it may resend the message
+    after a connection failure (RFC 9110 §9.2.2), without widening the transport contract.
+    """
     try:
         payload = json.loads(message)
     except ValueError:
-        return None
-    if isinstance(payload, dict) and "method" in payload:
-        request_id = payload.get("id")
-        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
-            return request_id
-    return None
+        return None, None
+    if not isinstance(payload, dict):
+        return None, None
+    method = payload.get("method")
+    if not isinstance(method, str):
+        return None, None
+    request_id = payload.get("id")
+    if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+        return request_id, method
+    return None, method
 
 
 def decode_message(text: str | bytes) -> Any:
