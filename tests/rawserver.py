@@ -86,7 +86,10 @@ class Server:
                     if name.lower() == b"content-length":
                         length = int(value)
                 while len(buffer) < length:
-                    buffer += await stream.receive_some(65536)
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buffer += data
                 seen = Seen(connection=number, head=head + b"\r\n\r\n", body=buffer[:length])
                 buffer = buffer[length:]
                 self.seen.append(seen)
@@ -197,3 +200,60 @@ def rpc_error(code: int, message: str, data: object = None, *, status: int = 400
         return await ok(body.encode(), status=status)(stream, seen)
 
     return answer
+
+
+@dataclass
+class Tunnel:
+    """A forward proxy that only tunnels (``CONNECT host:port``): records each CONNECT head, then pipes bytes.
+
+    ``refuse`` answers every CONNECT with that status instead (407, say).
+    """
+
+    heads: list[bytes] = field(default_factory=list)
+    refuse: int | None = None
+    port: int = 0
+
+    async def handle(self, stream: trio.SocketStream) -> None:
+        buffer = b""
+        while b"\r\n\r\n" not in buffer:
+            data = await stream.receive_some(65536)
+            if not data:
+                await stream.aclose()
+                return
+            buffer += data
+        head, _, rest = buffer.partition(b"\r\n\r\n")
+        self.heads.append(head + b"\r\n\r\n")
+        if self.refuse is not None:
+            await stream.send_all(b"HTTP/1.1 %d Refused\r\nContent-Length: 0\r\n\r\n" % self.refuse)
+            await stream.aclose()
+            return
+        host, _, port = head.split(b" ")[1].decode().rpartition(":")
+        upstream = await trio.open_tcp_stream(host.strip("[]"), int(port))
+        await stream.send_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        if rest:
+            await upstream.send_all(rest)
+
+        async def pipe(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+            try:
+                while data := await source.receive_some(65536):
+                    await sink.send_all(data)
+                await sink.send_eof()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pipe, stream, upstream)
+            nursery.start_soon(pipe, upstream, stream)
+        await trio.aclose_forcefully(upstream)
+        await trio.aclose_forcefully(stream)
+
+
+@asynccontextmanager
+async def tunneling(proxy: Tunnel) -> AsyncIterator[Tunnel]:
+    """Run ``proxy`` on 127.0.0.1 for the duration of the block."""
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(trio.serve_tcp, proxy.handle, 0, host=HOST)
+        listeners: list[trio.SocketListener] = await nursery.start(serve)
+        proxy.port = listeners[0].socket.getsockname()[1]
+        yield proxy
+        nursery.cancel_scope.cancel()

@@ -45,12 +45,14 @@ class BodyTooLarge(ValueError):
 
 
 class _Inflater:
-    __slots__ = ("_coding", "_obj", "_started")
+    __slots__ = ("_coding", "_head", "_obj", "_started")
 
     def __init__(self, coding: str) -> None:
         self._coding = coding
         self._obj = zlib.decompressobj(zlib.MAX_WBITS | 16 if coding == "gzip" else zlib.MAX_WBITS)
-        self._started = False
+        # deflate: the bytes fed before the zlib header proved valid, to replay as raw DEFLATE.
+        self._head = b""
+        self._started = coding != "deflate"
 
     def decode(self, data: bytes) -> Iterator[bytes]:
         obj = self._obj
@@ -58,13 +60,16 @@ class _Inflater:
             try:
                 piece = obj.decompress(data, PIECE_BYTES)
             except zlib.error as exc:
-                if self._coding == "deflate" and not self._started:
+                if not self._started:
                     # Not zlib-wrapped: raw DEFLATE, as some servers send it.
                     self._obj = obj = zlib.decompressobj(-zlib.MAX_WBITS)
-                    self._started = True
+                    data, self._head, self._started = self._head + data, b"", True
                     continue
                 raise ContentDecodeError(f"malformed {self._coding} body: {exc}") from exc
-            self._started = True
+            if not self._started:
+                # The two-byte zlib header decides; until both arrived, keep them for a replay.
+                self._head += data[: len(data) - len(obj.unconsumed_tail)]
+                self._started = len(self._head) >= 2
             data = obj.unconsumed_tail
             if piece:
                 yield piece
