@@ -209,6 +209,10 @@ class _HttpxResponse:
             await _unwind(chunks)
         await self._response.aclose()
 
+    async def abort(self) -> None:
+        # httpcore closes a connection whose body was not read to its end; one that was is clean.
+        await self.aclose()
+
 
 class HttpTransport:
     """Streamable HTTP transport: POST per message, JSON or SSE replies (MCP "Transports").
@@ -483,6 +487,11 @@ class HttpTransport:
         except ContentDecodeError as exc:
             raise ProtocolError(str(exc)) from exc
 
+    @staticmethod
+    async def _abort(response: HttpResponse) -> None:
+        with _mapped("closing HTTP response"):
+            await response.abort()
+
     def _too_large(self, what: str) -> TransportError:
         return TransportError(
             f"{what} is larger than max_response_bytes ({self._max} bytes); the rest was not read"
@@ -494,6 +503,7 @@ class HttpTransport:
         decoder = self._decoder(response, limit=limit)
         length = response.headers.get("content-length", "")
         if "content-encoding" not in response.headers and length.isdigit() and int(length) > limit:
+            await self._abort(response)
             raise self._too_large(f"the server's answer (Content-Length {length})")
         pieces: list[bytes] = []
         try:
@@ -502,6 +512,7 @@ class HttpTransport:
                     pieces.extend(decoder.decode(chunk))
                 pieces.extend(decoder.finish())
         except BodyTooLarge as exc:
+            await self._abort(response)
             raise self._too_large("the server's answer") from exc
         except ContentDecodeError as exc:
             raise ProtocolError(str(exc)) from exc
@@ -560,6 +571,10 @@ class HttpTransport:
                     answer = await self._feed(parser, piece, request_id)
                     if answer is not None:
                         return answer
+        except SseTooLarge as exc:
+            # The connection goes, with whatever the server still sends on it.
+            await self._abort(response)
+            raise self._too_large("an event of the server's stream") from exc
         except ContentDecodeError as exc:
             raise ProtocolError(str(exc)) from exc
         finally:
@@ -572,8 +587,8 @@ class HttpTransport:
     async def _feed(self, parser: SseParser, piece: bytes, request_id: object) -> str | None:
         try:
             events = parser.feed(piece)
-        except SseTooLarge as exc:
-            raise self._too_large("an event of the server's stream") from exc
+        except SseTooLarge:
+            raise  # _consume closes the connection and says so
         except SseError as exc:
             raise ProtocolError(f"malformed event stream: {exc}") from exc
         for event in events:

@@ -149,6 +149,10 @@ class HttpResponse(Protocol):
         """Release the connection; idempotent. Closing before the body ended closes the connection."""
         ...
 
+    async def abort(self) -> None:
+        """Release the connection without reading further and never reuse it; idempotent."""
+        ...
+
 
 async def _handshake(stream: trio.abc.Stream, context: ssl.SSLContext, host: str) -> trio.SSLStream[trio.abc.Stream]:
     tls = trio.SSLStream(stream, context, server_hostname=host, https_compatible=True)
@@ -279,6 +283,10 @@ class WireReply:
             self._release()
         else:
             self._discard()
+
+    async def abort(self) -> None:
+        """Close the connection at once, whatever is left of the body (a body over a limit)."""
+        self._discard()
 
     def _release(self) -> None:
         connection, self._connection = self._connection, None
