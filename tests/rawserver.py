@@ -8,6 +8,7 @@ real-world HTTP tests (``test_http_*.py``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import socket as pysocket
@@ -213,7 +214,7 @@ class Tunnel:
     refuse: int | None = None
     port: int = 0
 
-    async def handle(self, stream: trio.SocketStream) -> None:
+    async def handle(self, stream: trio.abc.Stream) -> None:
         buffer = b""
         while b"\r\n\r\n" not in buffer:
             data = await stream.receive_some(65536)
@@ -233,26 +234,36 @@ class Tunnel:
         if rest:
             await upstream.send_all(rest)
 
-        async def pipe(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+        async def pipe(source: trio.abc.Stream, sink: trio.abc.Stream) -> None:
             try:
                 while data := await source.receive_some(65536):
                     await sink.send_all(data)
-                await sink.send_eof()
+                if isinstance(sink, trio.abc.HalfCloseableStream):
+                    await sink.send_eof()
+                else:
+                    await sink.aclose()
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 pass
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(pipe, stream, upstream)
-            nursery.start_soon(pipe, upstream, stream)
-        await trio.aclose_forcefully(upstream)
-        await trio.aclose_forcefully(stream)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pipe, stream, upstream)
+                nursery.start_soon(pipe, upstream, stream)
+        finally:
+            await trio.aclose_forcefully(upstream)
+            await trio.aclose_forcefully(stream)
 
 
 @asynccontextmanager
-async def tunneling(proxy: Tunnel) -> AsyncIterator[Tunnel]:
-    """Run ``proxy`` on 127.0.0.1 for the duration of the block."""
+async def tunneling(proxy: Tunnel, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[Tunnel]:
+    """Run ``proxy`` on 127.0.0.1 (behind TLS, for an ``https://`` proxy) for the duration of the block."""
+
+    async def handler(stream: trio.SocketStream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError):  # a client that gave up on the handshake
+            await proxy.handle(stream if tls is None else trio.SSLStream(stream, tls, server_side=True))
+
     async with trio.open_nursery() as nursery:
-        serve = functools.partial(trio.serve_tcp, proxy.handle, 0, host=HOST)
+        serve = functools.partial(trio.serve_tcp, handler, 0, host=HOST)
         listeners: list[trio.SocketListener] = await nursery.start(serve)
         proxy.port = listeners[0].socket.getsockname()[1]
         yield proxy
