@@ -444,3 +444,35 @@ def test_max_response_bytes_must_be_positive() -> None:
         mcpfsm.Client.http("http://127.0.0.1:8000/mcp", max_response_bytes=0)
     with pytest.raises(ValueError, match=r"^max_response_bytes must be at least 1, got -1$"):
         mcpfsm.Client.stdio(["server"], max_response_bytes=-1)
+
+
+# --- -32022 naming the version just sent (the conformance scenario request-metadata) -----------------------------
+
+
+def unsupported_version() -> Answer:
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        error = {"code": -32022, "message": "Unsupported protocol version"}
+        error["data"] = {"supported": [MODERN], "requested": seen.headers.get("mcp-protocol-version", "")}
+        body = json.dumps({"jsonrpc": "2.0", "id": json.loads(seen.body)["id"], "error": error}).encode()
+        return await ok(body, status=400)(stream, seen)
+
+    return answer
+
+
+@pytest.mark.parametrize("protocol", ["auto", MODERN])
+async def test_a_first_request_refused_with_minus_32022_for_the_version_it_sent_is_retried_once(protocol: str) -> None:
+    # request-metadata refuses the very first request with supported == [the version sent], then
+    # expects every later request to carry 2026-07-28 in the header and in _meta.
+    async with serving(Server(default=rpc({"supportedVersions": [MODERN], "tools": []}))) as server:
+        server.queue(unsupported_version())
+        async with connect(url_of(server), "pool", protocol=protocol) as client:
+            await client.tools()
+            assert client.protocol_version == MODERN
+
+    first = "server/discover" if protocol == "auto" else "tools/list"
+    sent = [json.loads(seen.body) for seen in server.seen]
+    assert [body["method"] for body in sent] == [first, first] + (["tools/list"] if protocol == "auto" else [])
+    assert {
+        (seen.headers["mcp-protocol-version"], body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"])
+        for seen, body in zip(server.seen, sent, strict=True)
+    } == {(MODERN, MODERN)}
