@@ -127,7 +127,13 @@ class ContentDecoder:
             BodyTooLarge: the decoded body would exceed ``limit`` (nothing beyond it is produced).
             ContentDecodeError: the data is corrupt.
         """
-        yield from self._bounded(self._through(0, data))
+        if not self._stages and len(data) <= PIECE_BYTES:
+            # Not encoded, and a piece as the wire gives it: the common case, without generators.
+            self._produced += len(data)
+            if self._limit is not None and self._produced > self._limit:
+                raise BodyTooLarge(self._limit)
+            return iter((data,) if data else ())
+        return self._bounded(self._through(0, data))
 
     def finish(self) -> Iterator[bytes]:
         """The last decoded pieces, once the body has ended.
