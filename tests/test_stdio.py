@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from typing import Any, Final
 
 import pytest
 import trio
+import trio.testing
 
 import mcpfsm
 from mcpfsm import StdioTransport
@@ -166,7 +168,7 @@ async def test_a_child_that_writes_much_to_stderr_is_not_blocked(records: list[t
 
 
 async def test_a_child_that_ignores_eof_and_sigterm_is_killed(
-    autojump_clock: trio.abc.Clock, records: list[tuple[str, str]]
+    autojump_clock: trio.testing.MockClock, records: list[tuple[str, str]]
 ) -> None:
     stubborn = [
         sys.executable,
@@ -183,10 +185,14 @@ async def test_a_child_that_ignores_eof_and_sigterm_is_killed(
     try:
         pid = transport.pid
         assert pid is not None
-        # Its "ready" line (not JSON-RPC: logged and ignored) says SIGTERM is ignored from now on.
-        with trio.fail_after(60):
+        # Its "ready" line (not JSON-RPC: logged and ignored) says SIGTERM is ignored from now on. The
+        # child starts in real time, however long a busy machine takes: the clock runs at real speed
+        # (and never jumps) until then, so the guard is 120 real seconds, not 12,000 instant polls.
+        autojump_clock.autojump_threshold, autojump_clock.rate = math.inf, 1.0
+        with trio.fail_after(120):
             while not any(m.startswith("ignoring a malformed line from the MCP server") for _, m in records):
                 await trio.sleep(0.01)
+        autojump_clock.autojump_threshold, autojump_clock.rate = 0.0, 0.0
         closing = trio.current_time()
     finally:
         await transport.aclose()
