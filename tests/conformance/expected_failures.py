@@ -3,13 +3,14 @@
 
 The suite silently ignores an entry that names a scenario it does not run (a typo, a renamed scenario),
 so such an entry would excuse nothing and never be reported as stale. This script closes that gap
-without Node: ``scenarios.txt`` lists, per requirement set, the client scenarios of the pinned suite,
-and ``.ci/run`` regenerates that list from the installed suite and fails when it differs.
+without Node: ``scenarios.txt`` lists, per requirement set, the client scenarios of the pinned suite.
+``tests/conformance/run`` (which ``.ci/run`` runs) rebuilds that list from the installed suite with
+``snapshot``, fails when it differs from the checked-in one (after a change of the pin: copy the rebuilt
+file it names), then runs ``check``:
 
-    python tests/conformance/expected_failures.py            # check the file (exit 1 on a problem)
-    conformance list --client --requirements 2025-11-25 > listing.txt
-    conformance list --client --requirements 2026-07-28 >> listing.txt
-    python tests/conformance/expected_failures.py snapshot < listing.txt > tests/conformance/scenarios.txt
+    python tests/conformance/expected_failures.py [check]   # exit 1 and one line per problem
+    python tests/conformance/expected_failures.py snapshot < LISTING > scenarios.txt
+        # LISTING: `conformance list --client --requirements R` for R = 2025-11-25, then 2026-07-28
 
 The file's format is the suite's (a ``client:`` list of ``scenario`` or ``scenario:check-id``), held to
 a stricter shape that keeps a reason on every line: ``  - NAME  # reason``.
@@ -33,8 +34,8 @@ _ENTRY = re.compile(rf"^  - (?P<scenario>{_NAME})(?::(?P<check>[A-Za-z0-9][A-Za-
 _SNAPSHOT_HEADER = (
     "# Client scenarios of the pinned MCP conformance suite, per requirement set: REVISION STATUS NAME.\n"
     "# STATUS is `scored`, or why the suite runs the scenario without scoring it. Generated, do not edit:\n"
-    "# .ci/run rebuilds it from `conformance list --client --requirements REVISION` and fails on a\n"
-    "# difference; after changing the pin, regenerate it (see tests/conformance/expected_failures.py).\n"
+    "# tests/conformance/run rebuilds it from `conformance list --client --requirements REVISION` and\n"
+    "# fails on a difference; after changing the pin, copy the rebuilt file it names over this one.\n"
 )
 
 
