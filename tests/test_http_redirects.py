@@ -23,6 +23,7 @@ from tests.rawserver import HOST, Seen, Server, ok, rpc, serving
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
 LAYERS: Final = ["pool", "httpx"]
+INITIALIZE: Final = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "raw", "version": "1"}}
 """mcpfsm's own connection pool, and httpx's AsyncHTTPTransport given as http_transport=."""
 
 
@@ -188,8 +189,7 @@ async def test_nothing_that_authenticates_crosses_to_another_origin(layer: str) 
     # Authorization from the URL, nor the caller's Cookie, nor the legacy Mcp-Session-Id.
     async with serving(Server()) as a, serving(Server()) as b:
         a.queue(
-            rpc({"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "a", "version": "1"}},
-                headers=[("Content-Type", "application/json"), ("Mcp-Session-Id", "s-1")]),
+            rpc(INITIALIZE, headers=[("Content-Type", "application/json"), ("Mcp-Session-Id", "s-1")]),
             ok(b"", status=202),
             redirect(307, f"http://{HOST}:{b.port}/mcp"),
             ok(b"", status=200),  # the DELETE on close
@@ -214,6 +214,32 @@ async def test_nothing_that_authenticates_crosses_to_another_origin(layer: str) 
         "x-tenant": "acme",
     }
     assert (b.seen[0].body, sent_to_b["mcp-protocol-version"]) == (a.seen[2].body, LEGACY)
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+async def test_a_redirect_within_the_origin_keeps_credentials_cookie_and_session(layer: str) -> None:
+    async with serving(Server()) as server:
+        server.queue(
+            rpc(INITIALIZE, headers=[("Content-Type", "application/json"), ("Mcp-Session-Id", "s-1")]),
+            ok(b"", status=202),
+            redirect(307, "/mcp/"),
+            rpc({"content": []}),
+            ok(b""),  # the DELETE on close
+        )
+        url = f"http://alice:pw@{HOST}:{server.port}/mcp"
+        async with connect(url, layer, protocol=LEGACY, headers={"Cookie": "c=1"}) as client:
+            await client.call_tool("echo", {"text": "hi"})
+
+    sent, followed = server.seen[2], server.seen[3]
+    assert followed.request_line == "POST /mcp/ HTTP/1.1"
+    assert {name: value for name, value in followed.headers.items() if name != "content-length"} == {
+        name: value for name, value in sent.headers.items() if name != "content-length"
+    }
+    assert (followed.headers["authorization"], followed.headers["cookie"], followed.headers["mcp-session-id"]) == (
+        basic("alice", "pw"),
+        "c=1",
+        "s-1",
+    )
 
 
 @pytest.mark.parametrize("layer", LAYERS)
