@@ -22,7 +22,20 @@ MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 POST: Final = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-TOOLS: Final = ["execute-sql", "echo", "slow", "fail"]
+TOOLS: Final = [
+    "execute-sql",
+    "echo",
+    "slow",
+    "fail",
+    "ask-name",
+    "ask-model",
+    "list-roots",
+    "interview",
+    "ask-url",
+    "state-only",
+    "echo-state",
+    "elicit-defaults",
+]
 SLOW_PROGRESS: Final = [
     ("notifications/progress", {"progress": step, "total": 4, "message": f"step {step} of 4"}) for step in range(1, 5)
 ]
@@ -98,7 +111,8 @@ def legacy(method: str | None, status: int = 200, http: str = "POST") -> tuple[s
 
 
 # The standalone stream a legacy session opens after notifications/initialized (MCP 2025-11-25).
-STREAM: Final = ("GET", None, 200, {"accept": "text/event-stream", "mcp-protocol-version": LEGACY, "mcp-session-id": "<s>"})
+STREAM_HEADERS: Final = {"accept": "text/event-stream", "mcp-protocol-version": LEGACY}
+STREAM: Final = ("GET", None, 200, {**STREAM_HEADERS, "mcp-session-id": "<s>"})
 
 
 SQL_PARAMS: Final = {"mcp-param-database": "analytics", "mcp-param-read-only": "true"}
@@ -315,7 +329,7 @@ async def test_a_dropped_legacy_stream_is_resumed_with_get_and_last_event_id(
         ("DELETE", None, 200),
     ]
     session = log[4]["headers"]["mcp-session-id"]
-    assert log[3]["headers"] == {"accept": "text/event-stream", "mcp-protocol-version": LEGACY, "mcp-session-id": session}
+    assert log[3]["headers"] == {**STREAM_HEADERS, "mcp-session-id": session}
     get = log[5]
     last_event_id = get["headers"]["last-event-id"]
     assert get["headers"] == {

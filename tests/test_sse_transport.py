@@ -461,7 +461,11 @@ async def test_a_legacy_stream_cut_before_its_response_is_resumed_with_get(retry
         ("GET", None),
         ("DELETE", None),
     ]
-    assert script.sent[2].headers == {"accept": "text/event-stream", "mcp-protocol-version": LEGACY, "mcp-session-id": SESSION}
+    assert script.sent[2].headers == {
+        "accept": "text/event-stream",
+        "mcp-protocol-version": LEGACY,
+        "mcp-session-id": SESSION,
+    }
     assert script.sent[4].headers == {
         "accept": "text/event-stream",
         "mcp-protocol-version": LEGACY,

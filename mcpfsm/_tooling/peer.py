@@ -455,7 +455,17 @@ def _log_entry(
         "header_list": [[k, v] for k, v in selected],
         "status": None,
         "answered_by": "sdk",
+        "input": _input_members(params),
     }
+
+
+def _input_members(params: dict[str, Any]) -> dict[str, Any] | None:
+    """What a multi round-trip resend carried (SEP-2322): ``inputResponses`` keys, ``requestState`` or not."""
+    if "inputResponses" not in params and "requestState" not in params:
+        return None
+    responses = params.get("inputResponses")
+    keys = sorted(cast(dict[str, Any], responses)) if isinstance(responses, dict) else None
+    return {"responses": keys, "state": "requestState" in params}
 
 
 # --- control surface ------------------------------------------------------------------------------

@@ -9,16 +9,20 @@ re-registers its tools). Each tool asks through the protocol of the era it is ca
   requests with ``ctx.session.send_request``: on the stream of the POST that called it (``stream:
   "post"``, the default) or on the standalone GET stream (``stream: "get"``).
 
-| tool | asks for | returns (structured content) |
-|---|---|---|
-| ``ask-name`` | one form elicitation (``name``, default ``"Ada"``) | ``{"action", "content"}`` as answered |
-| ``ask-model`` | one sampling request | ``{"text", "model"}`` of the answer |
-| ``list-roots`` | ``roots/list`` | ``{"roots": [uri, ...]}`` |
-| ``interview`` | round 1: two elicitations (``first``, ``last``); round 2: one sampling (``greeting``) | ``{"first", "last", "greeting"}`` |
-| ``ask-url`` | one URL-mode elicitation | ``{"action"}`` |
-| ``state-only`` | ``rounds`` state-only rounds (modern only) | ``{"rounds"}`` |
-| ``echo-state`` | one elicitation (``confirm``) with ``requestState`` = argument ``state`` verbatim, or none when absent (modern only; answered by an outermost middleware, so the state is not sealed) | ``{"requestState", "inputResponses"}`` exactly as the resend carried them (``"absent"`` when missing) |
-| ``elicit-defaults`` | one form elicitation whose five properties all have defaults, on the GET stream only (legacy; the conformance scenario ``elicitation-sep1034-client-defaults``) | ``{"action", "content"}`` |
+Tools, what they ask for, and their structured content:
+
+- ``ask-name``: one form elicitation (``name``, default ``"Ada"``) → ``{"action", "content"}`` as answered;
+- ``ask-model``: one sampling request → ``{"text", "model"}`` of the answer;
+- ``list-roots``: ``roots/list`` → ``{"roots": [uri, ...]}``;
+- ``interview``: round 1 two elicitations (``first``, ``last``), round 2 one sampling (``greeting``) →
+  ``{"first", "last", "greeting"}``;
+- ``ask-url``: one URL-mode elicitation → ``{"action"}``;
+- ``state-only``: ``rounds`` state-only rounds (modern only) → ``{"rounds"}``;
+- ``echo-state``: one elicitation (``confirm``) with ``requestState`` = argument ``state`` verbatim, or none
+  when absent (modern only; answered by an outermost middleware, so the state is not sealed) →
+  ``{"requestState", "inputResponses"}`` exactly as the resend carried them (``"absent"`` when missing);
+- ``elicit-defaults``: one form elicitation whose five properties all have defaults, on the GET stream only
+  (legacy; the conformance scenario ``elicitation-sep1034-client-defaults``) → ``{"action", "content"}``.
 
 ``tests/peer/README.md`` documents the wire.
 """
