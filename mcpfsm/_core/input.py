@@ -141,7 +141,7 @@ def parse_input_required(method: str, result: Mapping[str, Any]) -> InputRequire
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
-        raise ProtocolError(f"{method} input_required result: \"inputRequests\" is not an object")
+        raise ProtocolError(f'{method} input_required result: "inputRequests" is not an object')
     requests: dict[str, InputRequest] = {}
     for key, entry in raw.items():
         if not isinstance(entry, Mapping):
@@ -160,7 +160,7 @@ def parse_input_required(method: str, result: Mapping[str, Any]) -> InputRequire
         requests[str(key)] = InputRequest(method=str(kind), params=params)
     state = result.get("requestState")
     if state is not None and not isinstance(state, str):
-        raise ProtocolError(f"{method} input_required result: \"requestState\" is not a string")
+        raise ProtocolError(f'{method} input_required result: "requestState" is not a string')
     if not requests and state is None:
         raise ProtocolError(f"{method} input_required result carries neither inputRequests nor requestState")
     return InputRequired(requests=requests, state=state)
@@ -266,14 +266,14 @@ class Offered:
             if mode not in self.elicitation_modes:
                 return Refusal(INVALID_PARAMS, f"elicitation mode {mode!r} was not declared")
             if mode == "form" and not isinstance(params.get("requestedSchema"), Mapping):
-                return Refusal(INVALID_PARAMS, "form elicitation without an object \"requestedSchema\"")
+                return Refusal(INVALID_PARAMS, 'form elicitation without an object "requestedSchema"')
             if mode == "url" and not isinstance(params.get("url"), str):
-                return Refusal(INVALID_PARAMS, "URL elicitation without a string \"url\"")
+                return Refusal(INVALID_PARAMS, 'URL elicitation without a string "url"')
         elif method == SAMPLING:
             if "tools" in params or "toolChoice" in params:
                 return Refusal(INVALID_PARAMS, "sampling with tools was not declared (no sampling.tools capability)")
             if not isinstance(params.get("messages"), list):
-                return Refusal(INVALID_PARAMS, "sampling without a \"messages\" list")
+                return Refusal(INVALID_PARAMS, 'sampling without a "messages" list')
         return None
 
     def checked_answer(self, method: str, params: Mapping[str, Any], answer: Any) -> dict[str, Any]:
@@ -303,5 +303,5 @@ class Offered:
             if action == "accept" and params.get("mode", "form") == "form":
                 result["content"] = fill_defaults(params.get("requestedSchema"), content or {})
         elif method == ROOTS and not isinstance(result.get("roots"), list):
-            raise ValueError(f"{handler} returned no \"roots\" list")
+            raise ValueError(f'{handler} returned no "roots" list')
         return result
