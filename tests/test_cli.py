@@ -99,7 +99,17 @@ def test_console_script_is_installed() -> None:
 
 # --- tools ---------------------------------------------------------------------------------------------
 
-INPUT_TOOLS = ["ask-name", "ask-model", "list-roots", "interview", "ask-url", "state-only", "echo-state", "elicit-defaults"]
+# The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
+INPUT_TOOLS = [
+    "ask-name",
+    "ask-model",
+    "list-roots",
+    "interview",
+    "ask-url",
+    "state-only",
+    "echo-state",
+    "elicit-defaults",
+]
 TOOLS_TABLE = """\
 TOOL             MIRRORED HEADERS (argument -> header)
 execute-sql      /database -> Mcp-Param-Database
