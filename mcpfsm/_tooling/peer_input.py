@@ -115,7 +115,8 @@ def _result(text: str, structured: dict[str, Any]) -> CallToolResult:
 
 
 def _modern(ctx: Context) -> bool:
-    return ctx.protocol_version == MODERN
+    version: str | None = ctx.protocol_version
+    return version == MODERN
 
 
 async def _ask(ctx: Context, request: Any, result_type: type[Any], stream: Stream) -> Any:
