@@ -28,7 +28,8 @@ class CallEvent:
         at: UTC wall-clock time, ISO-8601.
         elapsed: seconds since the call began.
         headers: the header plan in effect, where one exists.
-        error: ``{"type", "code", "message"}`` of the error involved, where one exists.
+        error: ``{"type", "code", "message"}`` of the error involved, where one exists; when an input
+            handler raised, the message names only the exception's type (its text may quote the user).
         round: how many ``input_required`` results the call has received so far (SEP-2322): 0 until the
             first, then the number of the input round in progress.
         input_requests: on ``awaiting_input`` and ``retry_awaiting_input``, the method each input request

@@ -258,6 +258,9 @@ class ToolCall:
             error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
         elif state in (State.failed, State.relisting) and self.error is not None:
             error = error_summary(self.error)
+            if trigger == Trigger.input_failed and not isinstance(self.error, McpError):
+                # A handler's own exception may quote what the user typed: the event names its type only.
+                error = {**error, "message": f"an input handler raised {type(self.error).__name__}"}
         rounds = self.rounds
         requests: Mapping[str, str] | None = None
         responses: Mapping[str, Any] | None = None
