@@ -287,7 +287,7 @@ def _states_table() -> list[str]:
     lines = ["| state | what happens there | leaves by |", "|---|---|---|"]
     for state in STATES:
         leaves = [
-            f"`{e.trigger}` → `{e.dest}` ({e.guard})"
+            f"`{e.trigger}` → `{e.dest}` ({e.guard}{'' if e.bound is None else f'; loop, while {e.bound}'})"
             for e in EDGES
             if e.source is state and e.trigger is not Trigger.cancelled
         ]
