@@ -179,6 +179,11 @@ def tls_for(ca: Any, host: str = HOST) -> ssl.SSLContext:
     return context
 
 
+def no_stream() -> Answer:
+    """405 to a legacy session's standalone ``GET`` stream: this server offers none."""
+    return ok(b"", status=405, headers=[("Allow", "POST, DELETE")])
+
+
 def rpc(result: object = None, *, status: int = 200, headers: list[tuple[str, str]] = JSON_HEADERS) -> Answer:
     """Answer the JSON-RPC request with ``result`` (default ``{}``) under the request's own id."""
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 import mcpfsm
-from tests.rawserver import HOST, Seen, Server, ok, rpc, serving
+from tests.rawserver import HOST, Seen, Server, no_stream, ok, rpc, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -191,6 +191,7 @@ async def test_nothing_that_authenticates_crosses_to_another_origin(layer: str) 
         a.queue(
             rpc(INITIALIZE, headers=[("Content-Type", "application/json"), ("Mcp-Session-Id", "s-1")]),
             ok(b"", status=202),
+            no_stream(),
             redirect(307, f"http://{HOST}:{b.port}/mcp"),
             ok(b"", status=200),  # the DELETE on close
         )
@@ -200,7 +201,7 @@ async def test_nothing_that_authenticates_crosses_to_another_origin(layer: str) 
         async with connect(url, layer, protocol=LEGACY, headers=headers) as client:
             await client.call_tool("echo", {"text": "hi"})
 
-    sent_to_a = a.seen[2].headers
+    sent_to_a = a.seen[3].headers
     sent_to_b = b.seen[0].headers
     assert (sent_to_a["authorization"], sent_to_a["cookie"], sent_to_a["mcp-session-id"]) == (
         basic("alice", "pw"),
@@ -213,7 +214,7 @@ async def test_nothing_that_authenticates_crosses_to_another_origin(layer: str) 
         "mcp-session-id": None,
         "x-tenant": "acme",
     }
-    assert (b.seen[0].body, sent_to_b["mcp-protocol-version"]) == (a.seen[2].body, LEGACY)
+    assert (b.seen[0].body, sent_to_b["mcp-protocol-version"]) == (a.seen[3].body, LEGACY)
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -222,6 +223,7 @@ async def test_a_redirect_within_the_origin_keeps_credentials_cookie_and_session
         server.queue(
             rpc(INITIALIZE, headers=[("Content-Type", "application/json"), ("Mcp-Session-Id", "s-1")]),
             ok(b"", status=202),
+            no_stream(),
             redirect(307, "/mcp/"),
             rpc({"content": []}),
             ok(b""),  # the DELETE on close
@@ -230,7 +232,7 @@ async def test_a_redirect_within_the_origin_keeps_credentials_cookie_and_session
         async with connect(url, layer, protocol=LEGACY, headers={"Cookie": "c=1"}) as client:
             await client.call_tool("echo", {"text": "hi"})
 
-    sent, followed = server.seen[2], server.seen[3]
+    sent, followed = server.seen[3], server.seen[4]
     assert followed.request_line == "POST /mcp/ HTTP/1.1"
     assert {name: value for name, value in followed.headers.items() if name != "content-length"} == {
         name: value for name, value in sent.headers.items() if name != "content-length"

@@ -65,7 +65,20 @@ async def test_the_script_runs_over_stdio_with_annotations_inert(
             version = client.protocol_version
 
     assert version == era
-    assert tools.names == ["execute-sql", "echo", "slow", "fail"]
+    assert tools.names == [
+        "execute-sql",
+        "echo",
+        "slow",
+        "fail",
+        "ask-name",
+        "ask-model",
+        "list-roots",
+        "interview",
+        "ask-url",
+        "state-only",
+        "echo-state",
+        "elicit-defaults",
+    ]
     assert (tools.excluded, sql.mirrored) == ((), {})
     assert (by_tool.text, by_tool.structured_content, by_tool.is_error) == EXECUTED
     assert (by_name.text, by_name.structured_content, by_name.is_error) == EXECUTED

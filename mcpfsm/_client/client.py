@@ -7,7 +7,9 @@
 - :mod:`~mcpfsm._client.negotiation` — which protocol era the connection speaks;
 - :class:`~mcpfsm._client.catalog.Catalog` — known tool definitions and paginated listings;
 - :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine,
-  reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`.
+  reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`;
+- :class:`~mcpfsm._drivers.input.InputHandlers` — the user's input handlers (elicitation, sampling,
+  roots), shared by the machine, :meth:`Client.request` and the session's answers to legacy server requests.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
 from .._core.errors import TransportError
 from .._core.events import CallEvent
+from .._core.input import MRTR_METHODS
 from .._core.plan import HeaderPlan
 from .._core.results import ToolResult
 from .._drivers.audit import AuditBus
+from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandlers, request_with_input
 from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
@@ -53,7 +57,7 @@ class _Lifecycle(Enum):
 
 
 class _Port:
-    # The narrow port a ToolCall driver talks to (CallPort): four operations and the audit bus.
+    # The narrow port a ToolCall driver talks to (CallPort): four operations, the input handlers, the audit bus.
     __slots__ = ("_catalog", "_session", "audit")
 
     def __init__(self, session: Session, catalog: Catalog, audit: AuditBus) -> None:
@@ -62,14 +66,18 @@ class _Port:
         self.audit = audit
 
     @property
+    def inputs(self) -> InputHandlers:
+        return self._session.inputs
+
+    @property
     def protocol_version(self) -> str | None:
         return self._session.version
 
     def known_definition(self, name: str) -> ToolDefinition | None:
         return self._catalog.known(name)
 
-    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> ToolResult:
-        return ToolResult.from_result(await self._session.request("tools/call", params, plan))
+    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
+        return await self._session.request("tools/call", params, plan)
 
     async def relist(self) -> ToolCatalog:
         return await self._catalog.relist()
@@ -91,9 +99,30 @@ class Client:
             With it, each tools/call carries ``_meta.progressToken`` (its request id) so that
             servers send progress. Without it, notifications are logged at DEBUG.
         client_name: the ``clientInfo.name`` sent to the server.
+        on_elicitation: ``async (params) -> ElicitResult`` answering the server's
+            ``elicitation/create`` (a multi round-trip input request in 2026-07-28, a server request in
+            2025-11-25): ``params`` is the request's params, the return value the result object
+            (``{"action": "accept", "content": {...}}``, ``decline`` or ``cancel``). The ``default`` of
+            every ``requestedSchema`` property an accepted form leaves out is filled in (SEP-1034).
+        on_sampling: ``async (params) -> CreateMessageResult`` for ``sampling/createMessage``.
+        on_roots: ``async (params) -> ListRootsResult`` (``{"roots": [{"uri": "file://..."}]}``) for
+            ``roots/list``.
+        elicitation_modes: the modes ``on_elicitation`` handles: ``("form",)`` (default), ``("url",)``
+            or ``("form", "url")``. URL mode: show the full URL and ask for consent; never open it unasked.
+        max_input_rounds: input rounds one request may take (default 10); one more is a ``ProtocolError``.
+        audit_answers: also record the handlers' answers in the audit events
+            (``CallEvent.input_responses``); off by default, so what a user typed never reaches an event.
+
+    The client declares exactly the capabilities of the handlers given: in every modern request's
+    ``_meta`` and in the legacy ``initialize``. A handler raising aborts the request with that error
+    (a modern input round), or answers the server's request with a JSON-RPC error (legacy: an
+    :class:`~mcpfsm.RpcError` raised by the handler gives its code and message, e.g. ``-1`` for a
+    refused sampling request; any other exception gives ``-32603``).
 
     Raises:
-        ValueError: ``protocol`` is not one mcpfsm speaks.
+        ValueError: ``protocol`` is not one mcpfsm speaks, ``elicitation_modes`` names an unknown mode,
+            or ``max_input_rounds`` is less than 1.
+        TypeError: a handler is not callable.
     """
 
     def __init__(
@@ -104,14 +133,31 @@ class Client:
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
         client_name: str = "mcpfsm",
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
     ) -> None:
         """Wrap ``transport``; nothing is sent until the client is entered."""
         if protocol != "auto" and protocol not in SPOKEN_VERSIONS:
             raise ValueError(f"protocol must be 'auto' or one of {list(SPOKEN_VERSIONS)}, got {protocol!r}")
+        inputs = InputHandlers(
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
+        )
         self._transport = transport
         self._requested = protocol
         self._session = Session(
-            transport, client_info={"name": client_name, "version": _VERSION}, on_notification=on_notification
+            transport,
+            client_info={"name": client_name, "version": _VERSION},
+            on_notification=on_notification,
+            inputs=inputs,
         )
         self._catalog = Catalog(self._session)
         self._audit = AuditBus(on_event)
@@ -137,6 +183,12 @@ class Client:
         proxy: str | None = None,
         trust_env: bool = True,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
 
@@ -147,12 +199,13 @@ class Client:
         ``verify`` (``True``, ``False``, a CA bundle path or an ``ssl.SSLContext``), ``cert`` (a client
         certificate), ``proxy`` and ``trust_env`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
         ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that pool. ``max_response_bytes`` bounds a JSON
-        body and one event of a stream.
+        body and one event of a stream. The input handlers and their options are those of :class:`Client`.
 
         Raises:
             TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
                 client certificate cannot be loaded.
             ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``.
+            ValueError, TypeError: as for :class:`Client`.
         """
         transport = HttpTransport(
             url,
@@ -165,7 +218,18 @@ class Client:
             trust_env=trust_env,
             max_response_bytes=max_response_bytes,
         )
-        return cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+        return cls(
+            transport,
+            protocol=protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
+        )
 
     @classmethod
     def stdio(
@@ -178,13 +242,31 @@ class Client:
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
     ) -> Client:
         """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
 
-        ``max_response_bytes`` bounds one line from the server.
+        ``max_response_bytes`` bounds one line from the server. The input handlers and their options
+        are those of :class:`Client`.
         """
         transport = StdioTransport(command, env=env, cwd=cwd, max_response_bytes=max_response_bytes)
-        return cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+        return cls(
+            transport,
+            protocol=protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
+        )
 
     async def __aenter__(self) -> Client:
         """Start the transport and negotiate the protocol era."""
@@ -208,6 +290,7 @@ class Client:
         self._lifecycle = _Lifecycle.closed
         with trio.CancelScope(shield=True):
             try:
+                await self._session.aclose()
                 await self._session.end()
             finally:
                 await self._transport.aclose()
@@ -308,8 +391,20 @@ class Client:
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Send any MCP request and return its result object (modern ``_meta`` added for you).
 
+        ``tools/call``, ``prompts/get`` and ``resources/read`` run their input rounds (SEP-2322) with
+        the client's handlers and return the complete result; a ``tools/call`` sent this way is not a
+        run of the tool-call machine (no events, no mirroring, no -32020 recovery).
+
         Raises:
             RpcError, TransportError, ProtocolError: as for tool calls.
+            Exception: whatever an input handler raised.
         """
         await self.connect()
+        if method in MRTR_METHODS:
+            return await self._input_request(method, params or {})
         return await self._session.request(method, params)
+
+    async def _input_request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        # The input loop for a request that is not a run of the tool-call machine (prompts/get,
+        # resources/read): mcpfsm._drivers.input.request_with_input with this client's handlers.
+        return await request_with_input(self._session.request, self._session.inputs, method, params)

@@ -35,8 +35,10 @@ layer per concern (as httpx's ``send → _send_handling_redirects → _send_sing
 
 Replies: ``application/json`` bodies, ``text/event-stream`` streams (notifications and
 server-to-client requests before the response are handed to the inbound handler), and JSON-RPC
-error bodies on 4xx/5xx. Every connection-layer exception (httpx, trio, OS, HTTP framing)
-becomes a :class:`~mcpfsm.TransportError` in :func:`_mapped`, the one mapping point.
+error bodies on 4xx/5xx. A legacy session also keeps the standalone ``GET`` stream open
+(:meth:`HttpTransport.open_stream`), read by a background task. Every connection-layer exception
+(httpx, trio, OS, HTTP framing) becomes a :class:`~mcpfsm.TransportError` in :func:`_mapped`, the
+one mapping point.
 """
 
 from __future__ import annotations
@@ -56,11 +58,12 @@ from loguru import logger
 
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_modern, is_read_only
 from .._core.content_coding import ACCEPT_ENCODING, BodyTooLarge, ContentDecodeError, ContentDecoder
-from .._core.errors import ProtocolError, TransportError
+from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.h1 import H1Error
 from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_message
 from .._core.proxies import ProxyRules
 from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
+from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, filter_custom_headers
 from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
 from .tls import CertTypes, VerifyTypes, ssl_context
@@ -304,6 +307,8 @@ class HttpTransport:
         self._sleep = sleep
         self._closed = False
         self._inbound: InboundHandler | None = None
+        self._background = BackgroundTasks()
+        self._stream: BackgroundTask | None = None
 
     @property
     def carries_headers(self) -> bool:
@@ -614,8 +619,135 @@ class HttpTransport:
             await handler(message)
         return None
 
+    # --- the standalone stream (MCP 2025-11-25 "Listening for Messages from the Server") ---------------
+
+    async def open_stream(self, headers: Mapping[str, str]) -> bool:
+        """Open the standalone ``GET`` stream with ``headers`` (session id, version) and keep it.
+
+        Returns once the server has accepted the stream (so a request it sends there right after
+        cannot be lost), or with False when it answers 405 (it offers none) or fails (logged at
+        WARNING). A background task routes what arrives to the inbound handler. A stream that breaks
+        (network, read timeout), or that the server ends after giving event ids, is reopened after the
+        server's ``retry`` delay (default 1 s) with ``Last-Event-ID``, until three reopened streams in a
+        row bring nothing or the server refuses one; a stream the server ends without ids stays closed,
+        and so does one that sends an event beyond ``max_response_bytes``. A second call replaces the
+        stream; :meth:`end_session` and :meth:`aclose` close it.
+        """
+        await self._close_stream()
+        if self._closed:
+            return False
+        try:
+            response = await self._open_get(headers, None)
+        except TransportError as exc:
+            logger.warning("could not open the server's event stream: {}", exc)
+            return False
+        if response is None:
+            return False
+
+        def failed(exc: Exception) -> None:
+            logger.warning("the server's event stream failed: {!r}", exc)
+
+        async def listen() -> None:
+            await self._listen(response, headers)
+
+        self._stream = self._background.start(listen, name="mcpfsm standalone event stream", on_error=failed)
+        return True
+
+    async def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.aclose()
+
+    async def _open_get(self, headers: Mapping[str, str], last_event_id: str | None) -> HttpResponse | None:
+        extra = {"Accept": "text/event-stream", **dict(_session_headers(headers))}
+        if last_event_id is not None:
+            extra["Last-Event-ID"] = last_event_id
+        with _mapped("opening the server's event stream"):
+            response = await self._follow("GET", extra, resendable=True)
+        if response.status == 200 and _media_type(response) == "text/event-stream":
+            return response
+        try:
+            body = await self._read_body(response, what="reading HTTP error response")
+        finally:
+            with _mapped("closing HTTP response"):
+                await response.aclose()
+        if response.status == 405:
+            logger.debug("the server offers no standalone event stream (HTTP 405)")
+            return None
+        raise TransportError(_status_message(response, body), status=response.status)
+
+    async def _listen(self, response: HttpResponse, headers: Mapping[str, str]) -> None:
+        # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network, read timeout) is
+        # reopened, and so is one the server ended after giving event ids (it expects a resume with
+        # Last-Event-ID); one it ended without ids was closed on purpose. Three reopened streams in a row
+        # that bring nothing, any refusal, or an event beyond max_response_bytes end the loop: it is bounded.
+        parser = SseParser(max_event_bytes=self._max)
+        idle = 0
+        while True:
+            try:
+                received, broken = await self._listen_once(response, parser)
+            except TransportError as exc:
+                logger.warning("the server's event stream is closed and not reopened: {}", exc)
+                return
+            idle = 0 if received else idle + 1
+            if not broken and parser.last_event_id is None:
+                logger.debug("the server closed its event stream")
+                return
+            if idle >= _MAX_RESUMES:
+                logger.debug("the server's event stream brought nothing {} times in a row; not reopening it", idle)
+                return
+            await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
+            parser = SseParser(max_event_bytes=self._max, last_event_id=parser.last_event_id, retry=parser.retry)
+            try:
+                reopened = await self._open_get(headers, parser.last_event_id)
+            except TransportError as exc:
+                logger.debug("could not reopen the server's event stream: {}", exc)
+                return
+            if reopened is None:
+                return
+            response = reopened
+
+    async def _listen_once(self, response: HttpResponse, parser: SseParser) -> tuple[bool, bool]:
+        # Route every message of one standalone stream until it ends: (any byte arrived, it broke).
+        # An event beyond max_response_bytes raises TransportError (the connection is dropped).
+        received = broken = False
+        try:
+            decoder = self._decoder(response, limit=None)
+            with _mapped("reading the server's event stream"):
+                async for chunk in response.chunks():
+                    received = True
+                    for piece in decoder.decode(chunk):
+                        try:
+                            events = parser.feed(piece)
+                        except SseTooLarge:
+                            raise
+                        except SseError as exc:
+                            raise ProtocolError(f"malformed event stream: {exc}") from exc
+                        for event in events:
+                            await self._dispatch(event, None)
+        except SseTooLarge as exc:
+            await self._abort(response)
+            raise self._too_large("an event of the server's event stream") from exc
+        except ContentDecodeError as exc:
+            logger.debug("the server's event stream broke: {}", exc)
+            broken = True
+        except McpError as exc:
+            logger.debug("the server's event stream broke: {}", exc)
+            broken = True
+        finally:
+            try:
+                with _mapped("closing HTTP response"):
+                    await response.aclose()
+            except TransportError as exc:
+                logger.debug("closing the server's event stream: {}", exc)
+        return received, broken
+
     async def end_session(self, headers: Mapping[str, str]) -> None:
-        """``DELETE`` the legacy session named in ``headers`` (MCP 2025-11-25; a 405 is fine)."""
+        """``DELETE`` the legacy session named in ``headers`` (MCP 2025-11-25; a 405 is fine).
+
+        The standalone stream, if open, is closed first.
+        """
+        await self._close_stream()
         if self._closed or _header(headers, SESSION_HEADER) is None:
             return
         try:
@@ -626,10 +758,11 @@ class HttpTransport:
             logger.debug("could not end the MCP session: {}", exc)
 
     async def aclose(self) -> None:
-        """Release the connection pools; idempotent."""
+        """Close the standalone stream and release the connection pools; idempotent."""
         if self._closed:
             return
         self._closed = True
+        await self._background.aclose()
         pools, self._pools = self._pools, {}
         for pool in pools.values():
             await pool.aclose()
