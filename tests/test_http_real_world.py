@@ -486,3 +486,32 @@ async def test_a_first_request_refused_with_minus_32022_for_the_version_it_sent_
         (seen.headers["mcp-protocol-version"], body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"])
         for seen, body in zip(server.seen, sent, strict=True)
     } == {(MODERN, MODERN)}
+
+
+async def test_an_oversized_event_on_the_standalone_stream_closes_it_for_good(records: list[tuple[str, str]]) -> None:
+    async def big_stream(stream: trio.abc.Stream, seen: Seen) -> bool:
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        event = sse_body(b"y" * (2 * MIB))
+        for start in range(0, len(event), 65536):
+            piece = event[start : start + 65536]
+            await stream.send_all(b"%x\r\n%s\r\n" % (len(piece), piece))
+        await trio.sleep_forever()
+        return False
+
+    warning = (
+        "WARNING",
+        "the server's event stream is closed and not reopened: an event of the server's event stream is larger"
+        " than max_response_bytes (1048576 bytes); the rest was not read and the connection was closed",
+    )
+    async with serving(Server()) as server:
+        server.queue(with_session(b"s-1", INITIALIZE), ok(b"", status=202), big_stream, rpc(), ok(b""))
+        async with connect(url_of(server), "pool", protocol=LEGACY, max_response_bytes=MIB) as client:
+            with trio.fail_after(60):  # a hang guard: the log entry is the readiness signal
+                while warning not in records:
+                    await trio.sleep(0.01)
+            await client.request("ping")
+
+    assert [seen.request_line.split()[0] for seen in server.seen] == ["POST", "POST", "GET", "POST", "DELETE"]
+    assert [r for r in records if r[0] == "WARNING"] == [warning]
