@@ -24,7 +24,7 @@ import httpx
 import trio
 
 from .._core.catalog import ToolCatalog, ToolDefinition
-from .._core.constants import SPOKEN_VERSIONS
+from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
 from .._core.errors import TransportError
 from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
@@ -36,6 +36,7 @@ from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
 from .._transports.stdio import StdioTransport
+from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation
 from .catalog import Catalog
 from .session import NotificationCallback, Session
@@ -46,7 +47,7 @@ __all__ = ["Client", "Protocol"]
 Protocol = Literal["auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
 """What ``protocol=`` accepts: ``"auto"`` probes; a version pins it."""
 
-_VERSION: Final = "0.1.0"
+_VERSION: Final = MCPFSM_VERSION
 
 
 class _Lifecycle(Enum):
@@ -177,6 +178,11 @@ class Client:
         on_notification: NotificationCallback | None = None,
         timeout: httpx.Timeout | float | None = None,
         http_transport: httpx.AsyncBaseTransport | None = None,
+        verify: VerifyTypes = True,
+        cert: CertTypes | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         on_elicitation: InputHandler | None = None,
         on_sampling: InputHandler | None = None,
         on_roots: InputHandler | None = None,
@@ -184,17 +190,34 @@ class Client:
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         audit_answers: bool = False,
     ) -> Client:
-        """A client for a Streamable HTTP server at ``url``.
+        """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
 
-        ``headers`` are sent on every request, except names starting with ``mcp-``.
-        ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``).
-        The input handlers and their options are those of :class:`Client`.
+        ``headers`` are sent on every request, except names starting with ``mcp-``; credentials in
+        ``url`` become ``Authorization: Basic``. ``timeout`` bounds each connect, write and read (as
+        httpx); bound a whole call with the caller's cancel scope (``trio.fail_after``).
+        ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``);
+        ``verify`` (``True``, ``False``, a CA bundle path or an ``ssl.SSLContext``), ``cert`` (a client
+        certificate), ``proxy`` and ``trust_env`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
+        ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that pool. ``max_response_bytes`` bounds a JSON
+        body and one event of a stream. The input handlers and their options are those of :class:`Client`.
 
         Raises:
-            TransportError: ``url`` is not an absolute http(s) URL.
+            TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
+                client certificate cannot be loaded.
+            ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``.
             ValueError, TypeError: as for :class:`Client`.
         """
-        transport = HttpTransport(url, headers=headers, timeout=timeout, transport=http_transport)
+        transport = HttpTransport(
+            url,
+            headers=headers,
+            timeout=timeout,
+            transport=http_transport,
+            verify=verify,
+            cert=cert,
+            proxy=proxy,
+            trust_env=trust_env,
+            max_response_bytes=max_response_bytes,
+        )
         return cls(
             transport,
             protocol=protocol,
@@ -218,6 +241,7 @@ class Client:
         protocol: str = "auto",
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         on_elicitation: InputHandler | None = None,
         on_sampling: InputHandler | None = None,
         on_roots: InputHandler | None = None,
@@ -227,9 +251,10 @@ class Client:
     ) -> Client:
         """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
 
-        The input handlers and their options are those of :class:`Client`.
+        ``max_response_bytes`` bounds one line from the server. The input handlers and their options
+        are those of :class:`Client`.
         """
-        transport = StdioTransport(command, env=env, cwd=cwd)
+        transport = StdioTransport(command, env=env, cwd=cwd, max_response_bytes=max_response_bytes)
         return cls(
             transport,
             protocol=protocol,
