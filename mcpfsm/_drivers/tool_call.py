@@ -44,6 +44,11 @@ class CallPort(Protocol):
         """Where the call's events go."""
         ...
 
+    @property
+    def relist_generation(self) -> int:
+        """How many relists have completed; read before each send (single flight)."""
+        ...
+
     def known_definition(self, name: str) -> ToolDefinition | None:
         """The newest definition of ``name`` the client has listed, or ``None``."""
         ...
@@ -52,8 +57,11 @@ class CallPort(Protocol):
         """Send one ``tools/call`` with ``plan`` and return its result."""
         ...
 
-    async def relist(self) -> ToolCatalog:
-        """A complete, uncached ``tools/list`` that refreshes the known definitions."""
+    async def relist(self, since: int) -> tuple[ToolCatalog, bool]:
+        """A complete, uncached ``tools/list`` that completed after generation ``since``, shared between calls.
+
+        Returns the catalog and True when another call started that relist.
+        """
         ...
 
 
@@ -66,6 +74,7 @@ class ToolCall:
         "call_id",
         "definition",
         "error",
+        "generation",
         "handle",
         "mismatch",
         "name",
@@ -91,6 +100,7 @@ class ToolCall:
         self.call_id = f"{_CALL_PREFIX}-{next(_CALL_COUNTER)}"
         self.seq = 0
         self.attempt = 1
+        self.generation = 0
         self.started = 0.0
         self.definition: ToolDefinition | None = None
         self.plan: HeaderPlan | None = None
@@ -128,6 +138,7 @@ class ToolCall:
     async def _sending(self) -> Trigger:
         # The one effect of both `sending` and `retrying`: the machine tells them apart by its edges.
         assert self.plan is not None
+        self.generation = self.port.relist_generation
         try:
             self.result = await self.port.call_once(self._params(), self.plan)
         except HeaderMismatchError as exc:
@@ -146,7 +157,7 @@ class ToolCall:
     async def _relisting(self) -> Trigger:
         assert self.mismatch is not None
         try:
-            catalog = await self.port.relist()
+            catalog, joined = await self.port.relist(self.generation)
         except McpError as exc:
             # The original -32020 is raised, with the relist failure as its cause.
             self.mismatch.__cause__ = exc
@@ -157,7 +168,7 @@ class ToolCall:
             self.error = self.mismatch
             return Trigger.vanished
         self.definition = fresh
-        return Trigger.relisted
+        return Trigger.joined if joined else Trigger.relisted
 
     async def _comparing(self) -> Trigger:
         assert self.mismatch is not None

@@ -6,9 +6,11 @@ walkthrough ``specs/tool-call.md`` are generated from it.
 
 The -32020 recovery follows SEP-2243 ("HTTP Header Standardization", MCP 2026-07-28): a server that
 finds the ``Mcp-Param-*`` headers inconsistent with the body answers -32020 (HeaderMismatch), and a
-client whose listing was stale re-lists and retries. ``retrying`` is a state of its own with no edge
-back to ``relisting``, so a call makes at most one extra ``tools/list`` and one extra
-``tools/call``: the bound holds by construction and shows in the diagram.
+client whose listing was stale re-lists and retries. Concurrent calls share one relist (``joined``:
+a call whose stale request was sent before a relist completed uses that relist's catalog).
+``retrying`` is a state of its own with no edge back to ``relisting``, so a call makes at most one
+extra ``tools/list`` and one extra ``tools/call``: the bound holds by construction and shows in the
+diagram.
 
 Pure: no I/O; imports neither trio, httpx nor loguru.
 """
@@ -58,6 +60,7 @@ class Trigger(StrEnum):
     mismatched = "mismatched"
     errored = "errored"
     relisted = "relisted"
+    joined = "joined"
     vanished = "vanished"
     relist_failed = "relist_failed"
     changed = "changed"
@@ -87,6 +90,8 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     _edge(Trigger.mismatched, State.sending, State.relisting, "-32020 HeaderMismatch"),
     _edge(Trigger.errored, State.sending, State.failed, "any other error"),
     _edge(Trigger.relisted, State.relisting, State.comparing, "tool found"),
+    # Single flight: concurrent -32020s share one relist; the calls that did not start it say so.
+    _edge(Trigger.joined, State.relisting, State.comparing, "tool found in another call's relist"),
     _edge(Trigger.vanished, State.relisting, State.failed, "tool gone from listing"),
     _edge(Trigger.relist_failed, State.relisting, State.failed, "tools/list failed"),
     _edge(Trigger.changed, State.comparing, State.retrying, "fresh plan differs"),
@@ -116,7 +121,10 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
             "annotated argument present) from the definition and the arguments."
         ),
         State.sending: "POST `tools/call` with the plan.",
-        State.relisting: "Fetch a full, uncached `tools/list` (every page) and find the tool by exact name.",
+        State.relisting: (
+            "Fetch a full, uncached `tools/list` (every page) and find the tool by exact name; a relist that "
+            "another call started, or that completed after this call's request was sent, is joined instead."
+        ),
         State.comparing: "Plan the same arguments against the fresh definition and compare with the plan sent.",
         State.retrying: "POST `tools/call` once more, with the fresh plan (`attempt` becomes 2).",
         State.succeeded: "Terminal: `call()` returns the `ToolResult`.",

@@ -331,6 +331,46 @@ class HttpTransport:
             await handler(message)
         return None
 
+    async def stream(
+        self, headers: Mapping[str, str], *, task_status: trio.TaskStatus[bool] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Open the standalone event stream (``GET``) and dispatch what arrives on it until it ends.
+
+        MCP 2025-11-25 "Listening for Messages from the Server": the server may send notifications and
+        requests there at any time. ``headers`` are those of the session (version, ``Mcp-Session-Id``).
+        ``task_status.started(True)`` once the stream is open; ``started(False)`` and a return when the
+        server offers none (HTTP 405) or already has one open for this session (HTTP 409). Cancellation
+        closes the stream.
+
+        Raises:
+            TransportError: the stream could not be opened, or broke.
+            ProtocolError: an event is not JSON-RPC.
+        """
+        request_headers = [
+            ("Accept", "text/event-stream"),
+            *((n, v) for n, v in self._base if n.lower() not in ("accept", "content-type")),
+            *_session_headers(headers),
+        ]
+        with _mapped("opening the standalone event stream"):
+            response = await self._request("GET", request_headers)
+        try:
+            if response.status != 200 or _media_type(response) != "text/event-stream":
+                with _mapped("reading HTTP error response"):
+                    body = await response.read()
+                if response.status in (405, 409):
+                    task_status.started(False)
+                    return
+                raise TransportError(
+                    "could not open the standalone event stream: " + _status_message(response, body),
+                    status=response.status,
+                )
+            task_status.started(True)
+            # No request is awaited on this stream: a sentinel id no response can carry.
+            await self._consume(response, SseParser(), object())
+        finally:
+            with _mapped("closing HTTP response"):
+                await response.aclose()
+
     async def end_session(self, headers: Mapping[str, str]) -> None:
         """``DELETE`` the legacy session named in ``headers`` (MCP 2025-11-25; a 405 is fine)."""
         if self._closed or _header(headers, SESSION_HEADER) is None:
