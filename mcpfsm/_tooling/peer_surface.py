@@ -17,7 +17,8 @@ and demo server only, never a runtime dependency of the client). What it adds, i
 
 Control actions (`POST /control`; `tests/peer/README.md`): `tools_changed`, `prompts_changed`,
 `resources_changed`, `resource_updated` (`uri`), `close_listens`, `cache_hints` (`hints`:
-`{method: {"ttlMs": N, "cacheScope": S}}`), `output_tools`. A change is announced to every legacy session
+`{method: {"ttlMs": N, "cacheScope": S}}`; `"legacy": true` adds them to 2025-11-25 results too, which a
+conforming server never does), `output_tools`. A change is announced to every legacy session
 (on its standalone GET stream) and to every modern listen stream.
 """
 
@@ -95,11 +96,13 @@ class Surface:
     subscribers: dict[str, set[str]] = field(default_factory=dict)
     log_levels: dict[str, str] = field(default_factory=dict)
     hints: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hints_legacy: bool = False
     output_tools: bool = False
 
     def reset(self) -> None:
         """Forget hints and subscriptions, and remove the output tools."""
         self.hints.clear()
+        self.hints_legacy = False
         self.subscribers.clear()
         self.log_levels.clear()
         if self.output_tools:
@@ -118,6 +121,7 @@ class Surface:
             if not isinstance(hints, dict) or not set(hints) <= _CACHEABLE:
                 return 400, f"cache_hints needs 'hints': {{method: {{ttlMs, cacheScope}}}} for {sorted(_CACHEABLE)}"
             self.hints = {method: dict(value) for method, value in hints.items()}
+            self.hints_legacy = action.get("legacy") is True
         elif kind == "output_tools":
             if not self.output_tools:
                 for tool in _output_tools():
@@ -266,7 +270,8 @@ def install(server: MCPServer[Any]) -> Surface:
             result = {**result, "tools": [t for t in tools if t.get("name") not in _MODERN_ONLY]}
         elif ctx.method == "tools/call" and (ctx.params or {}).get("name") == "raw-null":
             result = {**result, "structuredContent": None}  # the SDK drops a None field; write JSON null
-        if modern and ctx.method in surface.hints and result.get("resultType", "complete") == "complete":
+        hinted = modern or surface.hints_legacy
+        if hinted and ctx.method in surface.hints and result.get("resultType", "complete") == "complete":
             result = {**result, **surface.hints[ctx.method]}
         return result
 
