@@ -24,6 +24,7 @@ conforming server never does), `output_tools`. A change is announced to every le
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -79,6 +80,8 @@ WEATHER_SCHEMA: Final[dict[str, Any]] = {
 _MODERN_ONLY: Final = ("raw-array", "raw-null")
 OUTPUT_TOOLS: Final = ("weather", "bad-weather", "no-structured", "schema-error", *_MODERN_ONLY)
 """The tools the `output_tools` action adds, in listing order."""
+
+_LEGACY_REQUEST: ContextVar[bool] = ContextVar("legacy_request", default=False)
 
 _CACHEABLE: Final = frozenset(
     {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
@@ -256,7 +259,11 @@ def install(server: MCPServer[Any]) -> Surface:
         if not modern and ctx.method != "initialize":
             # The initialize POST carries no Mcp-Session-Id yet: remember the session from the next request on.
             surface.sessions[_key(ctx)] = ctx.session
-        result = await call_next(ctx)
+        token = _LEGACY_REQUEST.set(not modern)
+        try:
+            result = await call_next(ctx)
+        finally:
+            _LEGACY_REQUEST.reset(token)
         if not isinstance(result, dict):
             return result
         if ctx.method == "initialize":
@@ -264,10 +271,6 @@ def install(server: MCPServer[Any]) -> Surface:
             for name in ("tools", "prompts", "resources"):
                 if isinstance(capabilities.get(name), dict):
                     capabilities[name]["listChanged"] = True
-        elif ctx.method == "tools/list" and not modern:
-            # A 2025-11-25 tools/list may list only object output schemas (the SDK would fail it whole).
-            tools = cast(list[dict[str, Any]], result.get("tools", []))
-            result = {**result, "tools": [t for t in tools if t.get("name") not in _MODERN_ONLY]}
         elif ctx.method == "tools/call" and (ctx.params or {}).get("name") == "raw-null":
             result = {**result, "structuredContent": None}  # the SDK drops a None field; write JSON null
         hinted = modern or surface.hints_legacy
@@ -276,4 +279,14 @@ def install(server: MCPServer[Any]) -> Surface:
         return result
 
     server.middleware.append(surface_middleware)
+    # A 2025-11-25 tools/list may list only object output schemas: the SDK checks the listing before any
+    # middleware sees it and fails it whole, so the modern-only tools are left out where it is built.
+    manager = server._tool_manager
+    list_tools = manager.list_tools
+
+    def list_for_era() -> list[Tool]:
+        tools = list_tools()
+        return [t for t in tools if t.name not in _MODERN_ONLY] if _LEGACY_REQUEST.get() else tools
+
+    manager.list_tools = list_for_era  # type: ignore[method-assign]
     return surface
