@@ -32,8 +32,8 @@ from ._core.errors import (
     TransportError,
 )
 from ._core.events import CallEvent
-from ._core.plan import HeaderPlan, plan_request
 from ._core.jsonrpc import Notification
+from ._core.plan import HeaderPlan, plan_request
 from ._core.results import (
     Completion,
     Prompt,
