@@ -84,7 +84,9 @@ async def test_without_hints_every_listing_goes_to_the_server(peer: HttpPeer) ->
     [({}, True, 3), ({"cache": False}, False, 3), ({}, False, 1)],
     ids=["fresh", "cache-off", "cached"],
 )
-async def test_fresh_and_cache_false_opt_out(peer: HttpPeer, options: dict[str, Any], fresh: bool, expected: int) -> None:
+async def test_fresh_and_cache_false_opt_out(
+    peer: HttpPeer, options: dict[str, Any], fresh: bool, expected: int
+) -> None:
     hints(peer, "tools/list")
     async with mcpfsm.Client.http(peer.url, protocol=MODERN, **options) as client:
         for _ in range(3):
@@ -124,24 +126,25 @@ async def test_reads_are_cached_per_uri_and_calls_prompts_and_completions_never(
 
 async def test_a_real_list_changed_invalidates_the_cached_listing(peer: HttpPeer) -> None:
     hints(peer, "tools/list", "prompts/list")
-    async with mcpfsm.Client.http(peer.url, protocol=MODERN) as client:
-        async with client.listen(tools=True) as subscription:
-            await client.tools()
-            await client.prompts()
-            await client.tools()
-            await control(peer, {"action": "tools_changed"})
-            assert (await subscription.receive()).method == "notifications/tools/list_changed"
-            await client.tools()
-            await client.tools()
-            await client.prompts()
+    async with mcpfsm.Client.http(peer.url, protocol=MODERN) as client, client.listen(tools=True) as subscription:
+        await client.tools()
+        await client.prompts()
+        await client.tools()
+        await control(peer, {"action": "tools_changed"})
+        assert (await subscription.receive()).method == "notifications/tools/list_changed"
+        await client.tools()
+        await client.tools()
+        await client.prompts()
 
     assert counted(peer) == Counter({"subscriptions/listen": 1, "tools/list": 2, "prompts/list": 1})
 
 
 async def test_a_resource_update_invalidates_that_uri_only(peer: HttpPeer) -> None:
     hints(peer, "resources/read")
-    async with mcpfsm.Client.http(peer.url, protocol=MODERN) as client:
-        async with client.listen(resource_uris=["res://static/readme"]) as subscription:
+    async with (
+        mcpfsm.Client.http(peer.url, protocol=MODERN) as client,
+        client.listen(resource_uris=["res://static/readme"]) as subscription,
+    ):
             await client.read_resource("res://static/readme")
             await client.read_resource("res://static/logo")
             await control(peer, {"action": "resource_updated", "uri": "res://static/readme"})
@@ -215,11 +218,13 @@ async def test_a_refused_cursor_after_cached_pages_drops_them_and_lists_again(fa
         await client.tools()
         assert client.cache is not None
         client.cache.invalidate("notifications/tools/list_changed")
-        client.cache.put((MODERN, "tools/list", None), {"tools": fake.tools[:2], "nextCursor": "gone", **hint}, trio.current_time())
+        stale_page = {"tools": fake.tools[:2], "nextCursor": "gone", **hint}
+        client.cache.put((MODERN, "tools/list", None), stale_page, trio.current_time())
         names = (await client.tools()).names
 
     assert names == ["t0", "t1", "t2"]
-    assert [s.params.get("cursor") if s.params else None for s in fake.requests if s.rpc_method == "tools/list"] == [
+    listed = [s.params for s in fake.requests if s.rpc_method == "tools/list"]
+    assert [params.get("cursor") if params else None for params in listed] == [
         None,
         "page-2",
         "gone",

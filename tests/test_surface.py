@@ -33,7 +33,9 @@ RESOURCES: Final = [
         mime_type="text/plain",
         raw={},
     ),
-    Resource(uri="res://static/logo", name="logo", description="A static binary resource", mime_type="image/png", raw={}),
+    Resource(
+        uri="res://static/logo", name="logo", description="A static binary resource", mime_type="image/png", raw={}
+    ),
 ]
 TEMPLATES: Final = [
     ResourceTemplate(
@@ -112,13 +114,15 @@ async def test_every_surface_method_returns_typed_results_and_names_its_target(p
         by_wire = await client.complete({"type": "ref/prompt", "name": "greet"}, ("style", "p"), {"name": "Ada"})
 
     assert (resources, templates, prompts) == (RESOURCES, TEMPLATES, PROMPTS)
-    assert [r.raw for r in resources][0] == {
+    assert resources[0].raw == {
         "uri": "res://static/readme",
         "name": "readme",
         "description": "A static text resource",
         "mimeType": "text/plain",
     }
-    assert readme.contents == [{"uri": "res://static/readme", "mimeType": "text/plain", "text": "hello from a static resource"}]
+    assert readme.contents == [
+        {"uri": "res://static/readme", "mimeType": "text/plain", "text": "hello from a static resource"}
+    ]
     assert (readme.text, readme.blobs) == ("hello from a static resource", [])
     assert (logo.text, logo.blobs) == ("", [b"\x89PNG\r\n\x1a\nfake"])
     assert json.loads(item.text) == {"id": "7", "label": "item 7"}
@@ -174,7 +178,7 @@ async def test_bad_arguments_raise_before_anything_is_sent(peer: HttpPeer) -> No
             await client.get_prompt(None)  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"^arguments must map names to string values$"):
             await client.get_prompt("greet", {"name": 1})  # type: ignore[dict-item]
-        with pytest.raises(TypeError, match=r"^argument must be \(name, value\) or \{'name': \.\.\., 'value': \.\.\.\}"):
+        with pytest.raises(TypeError, match=r"^argument must be \(name, value\) or \{'name'"):
             await client.complete({"type": "ref/prompt", "name": "greet"}, ("style",))  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=r"^ref must be a Prompt, a ResourceTemplate"):
             await client.complete({"type": "ref/tool", "name": "x"}, ("a", "b"))
@@ -237,8 +241,10 @@ async def test_listen_delivers_what_was_asked_for_and_nothing_else(peer: HttpPee
 
 async def test_a_graceful_end_of_a_modern_subscription_ends_the_iteration(peer: HttpPeer) -> None:
     received: list[str] = []
-    async with mcpfsm.Client.http(peer.url, protocol=MODERN) as client:
-        async with client.listen(prompts=True, resources=True) as subscription:
+    async with (
+        mcpfsm.Client.http(peer.url, protocol=MODERN) as client,
+        client.listen(prompts=True, resources=True) as subscription,
+    ):
             await control(peer, {"action": "resources_changed"})
             await control(peer, {"action": "close_listens"})
             async for notification in subscription:
@@ -251,8 +257,11 @@ async def test_a_graceful_end_of_a_modern_subscription_ends_the_iteration(peer: 
 
 
 async def test_two_modern_subscriptions_are_told_apart_by_their_ids(peer: HttpPeer) -> None:
-    async with mcpfsm.Client.http(peer.url, protocol=MODERN) as client:
-        async with client.listen(tools=True) as tools, client.listen(prompts=True) as prompts:
+    async with (
+        mcpfsm.Client.http(peer.url, protocol=MODERN) as client,
+        client.listen(tools=True) as tools,
+        client.listen(prompts=True) as prompts,
+    ):
             await control(peer, {"action": "prompts_changed"})
             await control(peer, {"action": "tools_changed"})
             got = [(await tools.receive()).method, (await prompts.receive()).method]
@@ -278,7 +287,8 @@ async def test_log_level_asks_the_server_for_its_log_messages(
         if method == "notifications/message":
             seen.append((params["level"], params["data"]))
 
-    async with mcpfsm.Client.http(peer.url, protocol=era, log_level=level, on_notification=note) as client:  # type: ignore[arg-type]
+    options: Any = {"log_level": level, "on_notification": note}
+    async with mcpfsm.Client.http(peer.url, protocol=era, **options) as client:
         assert (await client.call_tool("slow", {"seconds": 0.01})).text == "done"
 
     assert seen == messages
