@@ -126,7 +126,8 @@ async def test_every_listing_is_paged_and_guarded(fake: FakeServer, method: str,
     )
     async with fake.client(protocol=MODERN) as client:
         listed = await getattr(client, call)()
-        with pytest.raises(mcpfsm.ProtocolError, match=rf"^{method} repeated cursor 'c1': the listing would never end$"):
+        repeated = rf"^{method} repeated cursor 'c1': the listing would never end$"
+        with pytest.raises(mcpfsm.ProtocolError, match=repeated):
             await getattr(client, call)()
 
     assert len(listed) == 3
