@@ -208,21 +208,30 @@ def install(server: MCPServer[Any]) -> Surface:
     surface.listen = ListenHandler(surface.bus)
     lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, surface.listen)
 
-    @server.resource("res://static/readme", name="readme", description="A static text resource", mime_type="text/plain")
+    # The SDK's registration decorators are unannotated (and absent without the demo extra): called, not
+    # used as decorators, so the functions keep their types.
+    sdk = cast(Any, server)
+
     def readme() -> str:
         return "hello from a static resource"
 
-    @server.resource("res://static/logo", name="logo", description="A static binary resource", mime_type="image/png")
     def logo() -> bytes:
         return b"\x89PNG\r\n\x1a\nfake"
 
-    @server.resource("res://items/{item_id}", name="item", description="One item by id", mime_type="application/json")
     def item(item_id: str) -> dict[str, Any]:
         return {"id": item_id, "label": f"item {item_id}"}
 
-    @server.prompt(name="greet", description="Greeting prompt with arguments")
     def greet(name: str, style: str = "plain") -> str:
         return f"Say hello to {name} in a {style} style."
+
+    sdk.resource("res://static/readme", name="readme", description="A static text resource", mime_type="text/plain")(
+        readme
+    )
+    sdk.resource("res://static/logo", name="logo", description="A static binary resource", mime_type="image/png")(logo)
+    sdk.resource("res://items/{item_id}", name="item", description="One item by id", mime_type="application/json")(
+        item
+    )
+    sdk.prompt(name="greet", description="Greeting prompt with arguments")(greet)
 
     async def complete(
         ref: PromptReference | ResourceTemplateReference,
@@ -236,7 +245,7 @@ def install(server: MCPServer[Any]) -> Surface:
             return Completion(values=[v for v in ("1", "2", "3", "42") if v.startswith(argument.value)])
         return None
 
-    cast(Any, server).completion()(complete)  # called, not a decorator: `completion` is unannotated
+    sdk.completion()(complete)
 
     async def subscribe(ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams) -> EmptyResult:
         surface.subscribers.setdefault(str(params.uri), set()).add(_key(ctx))
@@ -288,5 +297,5 @@ def install(server: MCPServer[Any]) -> Surface:
         tools = list_tools()
         return [t for t in tools if t.name not in _MODERN_ONLY] if _LEGACY_REQUEST.get() else tools
 
-    manager.list_tools = list_for_era  # type: ignore[method-assign]
+    cast(Any, manager).list_tools = list_for_era
     return surface
