@@ -11,7 +11,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fakeserver import FRESH_SQL, MODERN, SQL_ARGS, STALE_SQL, FakeServer, Seen, result, rpc_error
+from tests.fakeserver import FRESH_SQL, MODERN, SQL_ARGS, STALE_SQL, FakeServer, Seen, result, rpc_error, sse
 
 
 def gated(gate: trio.Event, answer: Any) -> Any:
@@ -69,6 +69,14 @@ async def test_a_failed_relist_fails_every_call_that_joined_it(fake: FakeServer)
 async def test_a_cancelled_starter_hands_the_relist_to_a_call_that_joined(fake: FakeServer) -> None:
     gate = trio.Event()
     watch = Watch("relisting", 2)
+    starter: list[trio.lowlevel.Task] = []
+
+    def on_event(event: mcpfsm.CallEvent) -> None:
+        # Events are published from the call's own task; the first call to enter `relisting` starts the relist.
+        if event.state == "relisting" and not starter:
+            starter.append(trio.lowlevel.current_task())
+        watch(event)
+
     fake.queue(
         "tools/list",
         result({"tools": [STALE_SQL]}),
@@ -77,26 +85,24 @@ async def test_a_cancelled_starter_hands_the_relist_to_a_call_that_joined(fake: 
     )
     fake.queue("tools/call", rpc_error(-32020, "stale"), rpc_error(-32020, "stale"), result({"content": []}))
     outcome: list[str] = []
-    async with fake.client(protocol=MODERN, on_event=watch) as client:
+    scopes: dict[trio.lowlevel.Task, trio.CancelScope] = {}
+    async with fake.client(protocol=MODERN, on_event=on_event) as client:
         tool = (await client.tools()).get("execute-sql")
         assert tool is not None
 
-        async with trio.open_nursery() as nursery:
-            starter = trio.CancelScope()
-
-            async def first() -> None:
-                with starter:
-                    await tool.call(SQL_ARGS)
-                outcome.append("cancelled" if starter.cancelled_caught else "finished")
-
-            async def second() -> None:
+        async def call() -> None:
+            with trio.CancelScope() as scope:
+                scopes[trio.lowlevel.current_task()] = scope
                 await tool.call(SQL_ARGS)
                 outcome.append("succeeded")
+            if scope.cancelled_caught:
+                outcome.append("cancelled")
 
-            nursery.start_soon(first)
-            nursery.start_soon(second)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(call)
+            nursery.start_soon(call)
             await watch.reached.wait()
-            starter.cancel()
+            scopes[starter[0]].cancel()
 
     assert sorted(outcome) == ["cancelled", "succeeded"]
     # The listing; two -32020 calls and the cancelled relist in whatever order; the joiner's relist and retry.
@@ -160,3 +166,63 @@ async def test_listen_over_stdio_opens_and_ends_cleanly(era: str, acknowledged: 
         async with client.listen(tools=True, resource_uris=["res://static/readme"]) as subscription:
             assert subscription.acknowledged == acknowledged
         assert (await client.read_resource("res://static/readme")).text == "hello from a static resource"
+
+
+ACK = {
+    "jsonrpc": "2.0",
+    "method": "notifications/subscriptions/acknowledged",
+    "params": {"notifications": {"toolsListChanged": True}, "_meta": {"io.modelcontextprotocol/subscriptionId": 1}},
+}
+CHANGED = {
+    "jsonrpc": "2.0",
+    "method": "notifications/tools/list_changed",
+    "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 1}},
+}
+OTHER = {**CHANGED, "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 99}}}
+
+
+async def test_a_refused_listen_raises_the_servers_error(fake: FakeServer) -> None:
+    async with fake.client(protocol=MODERN) as client:
+        with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32601: Method not found: subscriptions/listen$"):
+            async with client.listen(tools=True):
+                raise AssertionError("entered a refused subscription")
+
+
+async def test_an_error_in_the_block_propagates_unwrapped(fake: FakeServer) -> None:
+    fake.queue("subscriptions/listen", sse(result({}), before=[ACK]))
+    async with fake.client(protocol=MODERN) as client:
+        with pytest.raises(ZeroDivisionError):
+            async with client.listen(tools=True):
+                1 / 0  # noqa: B018
+
+
+async def test_a_graceful_end_yields_the_notifications_of_this_subscription_only(fake: FakeServer) -> None:
+    fake.queue(
+        "subscriptions/listen",
+        sse(result({"_meta": {"io.modelcontextprotocol/subscriptionId": 1}}), before=[ACK, OTHER, CHANGED]),
+    )
+    async with fake.client(protocol=MODERN) as client, client.listen(tools=True) as subscription:
+        received = [notification async for notification in subscription]
+
+    assert [(n.method, n.params) for n in received] == [(CHANGED["method"], CHANGED["params"])]
+    assert [s.params["notifications"] for s in fake.requests] == [{"toolsListChanged": True}]
+
+
+async def test_a_broken_stream_raises_and_drops_the_listing_it_covered(fake: FakeServer) -> None:
+    fake.queue("tools/list", result({"tools": [], "ttlMs": 60_000}))
+    fake.queue("subscriptions/listen", sse(before=[ACK]))  # ends without the listen's result
+    async with fake.client(protocol=MODERN) as client:
+        await client.tools()
+        assert client.cache is not None and len(client.cache) == 1
+        with pytest.raises(mcpfsm.TransportError, match=r"^the server closed the event stream before answering"):
+            async with client.listen(tools=True) as subscription:
+                await subscription.receive()
+        assert len(client.cache) == 0
+
+
+async def test_a_stream_that_ends_before_its_acknowledgement_is_a_protocol_error(fake: FakeServer) -> None:
+    fake.queue("subscriptions/listen", sse(result({})))
+    async with fake.client(protocol=MODERN) as client:
+        with pytest.raises(mcpfsm.ProtocolError, match=r"^the server ended subscriptions/listen before acknowledging"):
+            async with client.listen(tools=True):
+                raise AssertionError("entered an unacknowledged subscription")

@@ -118,12 +118,16 @@ async def listen(session: Session, wanted: dict[str, Any], *, buffer: int = 1024
         TransportError: the subscription could not be opened, or its stream broke (modern).
         ProtocolError: the modern stream ended before its acknowledgement.
     """
-    if is_modern(session.version):
-        async with _modern(session, wanted, buffer) as subscription:
+    opened = _modern if is_modern(session.version) else _legacy
+    try:
+        async with opened(session, wanted, buffer) as subscription:
             yield subscription
-    else:
-        async with _legacy(session, wanted, buffer) as subscription:
-            yield subscription
+    except BaseExceptionGroup as group:
+        # The subscription's background task runs in a nursery; a caller expects the one error that ended
+        # it (its own, or the stream's), as documented, not trio's group around it.
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise
 
 
 def _forwarder(send: trio.MemorySendChannel[Notification]) -> Any:
@@ -177,9 +181,10 @@ async def _modern(session: Session, wanted: dict[str, Any], buffer: int) -> Asyn
                 if "resourceSubscriptions" in wanted:
                     session.cache.forget("resources/read")
             raise
-        finally:
-            send.close()
-            ready.set()
+        # A graceful end (the listen's result): the iteration ends. After an error the block is cancelled
+        # instead, so that the error alone propagates.
+        send.close()
+        ready.set()
 
     with session.hub.listening(listener):
         async with trio.open_nursery() as nursery:
@@ -220,7 +225,7 @@ async def _legacy(session: Session, wanted: dict[str, Any], buffer: int) -> Asyn
     transport = session.transport
     with session.hub.listening(listener):
         async with trio.open_nursery() as nursery:
-            if isinstance(transport, _StandaloneStream) and session.session_id is not None:
+            if isinstance(transport, _StandaloneStream):
                 await nursery.start(_standalone, session, transport)
             subscribed: list[str] = []
             try:
