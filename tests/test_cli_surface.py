@@ -36,7 +36,8 @@ def test_resources_table(peer: HttpPeer, protocol: str) -> None:
         "URI                    MIME              NAME    DESCRIPTION\n"
         "res://static/readme    text/plain        readme  A static text resource\n"
         "res://static/logo      image/png         logo    A static binary resource\n"
-        "res://items/{item_id}  application/json  item    One item by id (template)\n",
+        "res://items/{item_id}  application/json  item    One item by id (template)\n"
+        "res://ask/{key}        text/plain        ask     Asks who is asking (an input round) (template)\n",
         "",
     )
 
@@ -53,7 +54,9 @@ def test_resources_json(peer: HttpPeer) -> None:
         ],
         "resourceTemplates": [
             {"uriTemplate": "res://items/{item_id}", "name": "item", "description": "One item by id",
-             "mimeType": "application/json"}
+             "mimeType": "application/json"},
+            {"uriTemplate": "res://ask/{key}", "name": "ask", "description": "Asks who is asking (an input round)",
+             "mimeType": "text/plain"},
         ],
     }
 
@@ -90,7 +93,11 @@ def test_read_an_unknown_resource_exits_8(peer: HttpPeer) -> None:
 
 def test_prompts_and_prompt(peer: HttpPeer) -> None:
     assert mcpfsm("prompts", peer.url) == Run(
-        0, "PROMPT  ARGUMENTS     DESCRIPTION\ngreet   name*, style  Greeting prompt with arguments\n", ""
+        0,
+        "PROMPT     ARGUMENTS     DESCRIPTION\n"
+        "greet      name*, style  Greeting prompt with arguments\n"
+        "ask-greet  -             Asks who is asking (an input round), then greets\n",
+        "",
     )
     assert mcpfsm("prompt", peer.url, "greet", "--args", '{"name": "Ada", "style": "fancy"}') == Run(
         0, "# Greeting prompt with arguments\nuser: Say hello to Ada in a fancy style.\n", ""
@@ -148,3 +155,13 @@ def test_listen_prints_json_lines_until_interrupted(peer: HttpPeer, protocol: st
     else:
         assert line["params"] == {}
     assert (code, rest) == (0, ("", ""))
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+def test_prompt_and_read_answer_the_servers_question_at_the_terminal(peer: HttpPeer, protocol: str) -> None:
+    assert mcpfsm("prompt", peer.url, "ask-greet", "--protocol", protocol, stdin="y\nGrace\n").stdout == (
+        "# Asks who is asking (an input round), then greets\nuser: Say hello to Grace.\n"
+    )
+    assert mcpfsm("read", peer.url, "res://ask/k1", "--protocol", protocol, "--yes") == Run(
+        0, "k1 for Ada\n", "mcpfsm: the server asks: Who is asking?\nmcpfsm: accepted with the defaults (--yes)\n"
+    )

@@ -15,7 +15,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+    """The README's Python blocks: the first example, the input handlers, the rest of the surface."""
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+    assert len(blocks) == 3
+    return blocks
 
 
 def bash_lines() -> list[str]:
@@ -24,7 +27,7 @@ def bash_lines() -> list[str]:
 
 
 def test_the_readme_surface_example_runs_against_the_real_server(tmp_path: Path) -> None:
-    _, example = python_blocks()
+    example = python_blocks()[2]
     script = tmp_path / "surface.py"
     script.write_text(example, encoding="utf-8")
     with start_http_peer(mode="dual") as peer:
@@ -33,7 +36,7 @@ def test_the_readme_surface_example_runs_against_the_real_server(tmp_path: Path)
         )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "resources: ['res://static/readme', 'res://static/logo'] ['res://items/{item_id}']",
+        "resources: ['res://static/readme', 'res://static/logo'] ['res://items/{item_id}', 'res://ask/{key}']",
         "read: hello from a static resource",
         "prompt: Say hello to Ada in a plain style.",
         "completions: ('fancy', 'formal')",
@@ -42,7 +45,7 @@ def test_the_readme_surface_example_runs_against_the_real_server(tmp_path: Path)
 
 
 def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None:
-    example, _ = python_blocks()
+    example = python_blocks()[0]
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
     with start_http_peer(mode="modern") as peer:
@@ -72,6 +75,23 @@ def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None
     assert calls[0]["headers"]["mcp-param-database"] == "analytics"
     assert calls[0]["headers"]["mcp-param-read-only"] == "true"
     assert not any(name.startswith("mcp-param") for name in calls[1]["headers"])
+
+
+def test_the_readme_handler_example_answers_two_input_rounds(tmp_path: Path) -> None:
+    example = python_blocks()[1]
+    script = tmp_path / "handlers.py"
+    script.write_text(example, encoding="utf-8")
+    with start_http_peer(mode="modern") as peer:
+        done = subprocess.run(
+            [sys.executable, str(script), peer.url], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # One round's two questions are answered concurrently, so they print in either order.
+    assert sorted(lines[:2]) == ["server asks: First name?", "server asks: Last name?"]
+    shown = re.search(r"It prints .*?\n```\n(.*?)```", README, flags=re.DOTALL)
+    assert shown is not None
+    assert lines[2:] == shown[1].splitlines()
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -41,7 +41,11 @@ TEMPLATES: Final = [
     ResourceTemplate(
         uri_template="res://items/{item_id}", name="item", description="One item by id", mime_type="application/json",
         raw={},
-    )
+    ),
+    ResourceTemplate(
+        uri_template="res://ask/{key}", name="ask", description="Asks who is asking (an input round)",
+        mime_type="text/plain", raw={},
+    ),
 ]
 PROMPTS: Final = [
     Prompt(
@@ -49,7 +53,8 @@ PROMPTS: Final = [
         description="Greeting prompt with arguments",
         arguments=(PromptArgument(name="name", required=True), PromptArgument(name="style", required=False)),
         raw={},
-    )
+    ),
+    Prompt(name="ask-greet", description="Asks who is asking (an input round), then greets", raw={}),
 ]
 
 
@@ -86,9 +91,14 @@ def sent(era: str, method: str, name: str | None = None, status: int = 200) -> t
 
 
 def opened(era: str) -> list[tuple[Any, ...]]:
+    """The legacy handshake, then the standalone GET stream the session keeps (MCP 2025-11-25)."""
     if era == MODERN:
         return []
-    return [("POST", "initialize", 200, None, None), ("POST", "notifications/initialized", 202, None, None)]
+    return [
+        ("POST", "initialize", 200, None, None),
+        ("POST", "notifications/initialized", 202, None, None),
+        ("GET", None, 200, None, None),
+    ]
 
 
 def closed(era: str) -> list[tuple[Any, ...]]:
@@ -231,7 +241,6 @@ async def test_listen_delivers_what_was_asked_for_and_nothing_else(peer: HttpPee
         )
         assert wire(peer) == [
             *opened(LEGACY),
-            ("GET", None, 200, None, None),
             sent(LEGACY, "resources/subscribe"),
             sent(LEGACY, "resources/unsubscribe"),
             sent(LEGACY, "resources/list"),
@@ -303,3 +312,41 @@ def test_an_unknown_log_level_is_refused() -> None:
     )
     with pytest.raises(ValueError, match="^" + re.escape(message) + "$"):
         mcpfsm.Client.http("http://127.0.0.1:1/mcp", log_level="verbose")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_prompts_and_reads_run_the_input_rounds_of_the_server(peer: HttpPeer, era: str) -> None:
+    asked: list[dict[str, Any]] = []
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        asked.append(params)
+        return {"action": "accept", "content": {"name": "Grace"}}
+
+    peer.control({"action": "cache_hints", "hints": {"resources/read": {"ttlMs": 3_600_000}}})
+    async with mcpfsm.Client.http(peer.url, protocol=era, on_elicitation=elicit) as client:
+        prompt = await client.get_prompt("ask-greet")
+        first = await client.read_resource("res://ask/k1")
+        again = await client.read_resource("res://ask/k1")
+
+    assert (prompt.text, first.text, again.text) == ("Say hello to Grace.", "k1 for Grace", "k1 for Grace")
+    assert [params["message"] for params in asked] == ["Who is asking?"] * 3
+    if era == MODERN:
+        # Each answered by a resend with the answers; the input_required reads and their retries are never
+        # cached (SEP-2549, SEP-2322), so the second read asks again.
+        assert wire(peer) == [
+            sent(MODERN, "prompts/get", "ask-greet"),
+            sent(MODERN, "prompts/get", "ask-greet"),
+            *[sent(MODERN, "resources/read", "res://ask/k1")] * 4,
+        ]
+    else:
+        # Answered by POST while the request waits (the 202s are the answers).
+        assert wire(peer) == [
+            *opened(LEGACY),
+            sent(LEGACY, "prompts/get"),
+            ("POST", None, 202, None, None),
+            sent(LEGACY, "resources/read"),
+            ("POST", None, 202, None, None),
+            sent(LEGACY, "resources/read"),
+            ("POST", None, 202, None, None),
+            *closed(LEGACY),
+        ]

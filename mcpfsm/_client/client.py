@@ -9,6 +9,8 @@
   shared (single-flight) relist;
 - :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine,
   reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`;
+- :class:`~mcpfsm._drivers.input.InputHandlers` — the user's input handlers (elicitation, sampling,
+  roots), shared by the machine, :meth:`Client.request` and the session's answers to legacy server requests;
 - :mod:`~mcpfsm._client.subscriptions` — ``listen()`` in both eras.
 
 The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 "Resources",
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from enum import Enum
+from functools import partial
 from types import TracebackType
 from typing import Any, Final, Literal, get_args
 
@@ -33,6 +36,7 @@ from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import SPOKEN_VERSIONS
 from .._core.errors import OutputValidationError, TransportError
 from .._core.events import CallEvent
+from .._core.input import MRTR_METHODS
 from .._core.output import OutputCheck, ValidateOutput
 from .._core.plan import HeaderPlan
 from .._core.results import (
@@ -45,6 +49,7 @@ from .._core.results import (
     ToolResult,
 )
 from .._drivers.audit import AuditBus
+from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandlers, request_with_input
 from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
@@ -74,17 +79,19 @@ class _Lifecycle(Enum):
 
 
 class _Port:
-    # The narrow port a ToolCall driver talks to (CallPort): its operations and the audit bus.
+    # The narrow port a ToolCall driver talks to (CallPort): its operations, the input handlers, the audit bus.
     __slots__ = ("_catalog", "_output", "_session", "_validate", "audit")
 
-    def __init__(
-        self, session: Session, catalog: Catalog, audit: AuditBus, validate: ValidateOutput
-    ) -> None:
+    def __init__(self, session: Session, catalog: Catalog, audit: AuditBus, validate: ValidateOutput) -> None:
         self._session = session
         self._catalog = catalog
         self._validate = validate
         self._output = OutputCheck()
         self.audit = audit
+
+    @property
+    def inputs(self) -> InputHandlers:
+        return self._session.inputs
 
     @property
     def protocol_version(self) -> str | None:
@@ -97,18 +104,21 @@ class _Port:
     def known_definition(self, name: str) -> ToolDefinition | None:
         return self._catalog.known(name)
 
-    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> ToolResult:
-        result = ToolResult.from_result(await self._session.request("tools/call", params, plan))
-        if self._validate != "off":
-            # MCP 2026-07-28 "Output Schema": checked against the newest listed definition of the tool.
-            name = params["name"]
-            problems = self._output.problems(self._catalog.known(name), result)
-            if problems:
-                if self._validate == "raise":
-                    raise OutputValidationError(name, problems, result)
-                logger.warning("structured content of tool {!r} does not match its outputSchema: {}", name,
-                               "; ".join(problems))
-        return result
+    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
+        return await self._session.request("tools/call", params, plan)
+
+    def check_output(self, name: str, result: ToolResult) -> None:
+        # MCP 2026-07-28 "Output Schema": checked against the newest listed definition of the tool.
+        if self._validate == "off":
+            return
+        problems = self._output.problems(self._catalog.known(name), result)
+        if not problems:
+            return
+        if self._validate == "raise":
+            raise OutputValidationError(name, problems, result)
+        logger.warning(
+            "structured content of tool {!r} does not match its outputSchema: {}", name, "; ".join(problems)
+        )
 
     async def relist(self, since: int) -> tuple[ToolCatalog, bool]:
         return await self._catalog.refresh(since)
@@ -130,6 +140,19 @@ class Client:
             With it, each tools/call carries ``_meta.progressToken`` (its request id) so that
             servers send progress. Without it, notifications are logged at DEBUG.
         client_name: the ``clientInfo.name`` sent to the server.
+        on_elicitation: ``async (params) -> ElicitResult`` answering the server's
+            ``elicitation/create`` (a multi round-trip input request in 2026-07-28, a server request in
+            2025-11-25): ``params`` is the request's params, the return value the result object
+            (``{"action": "accept", "content": {...}}``, ``decline`` or ``cancel``). The ``default`` of
+            every ``requestedSchema`` property an accepted form leaves out is filled in (SEP-1034).
+        on_sampling: ``async (params) -> CreateMessageResult`` for ``sampling/createMessage``.
+        on_roots: ``async (params) -> ListRootsResult`` (``{"roots": [{"uri": "file://..."}]}``) for
+            ``roots/list``.
+        elicitation_modes: the modes ``on_elicitation`` handles: ``("form",)`` (default), ``("url",)``
+            or ``("form", "url")``. URL mode: show the full URL and ask for consent; never open it unasked.
+        max_input_rounds: input rounds one request may take (default 10); one more is a ``ProtocolError``.
+        audit_answers: also record the handlers' answers in the audit events
+            (``CallEvent.input_responses``); off by default, so what a user typed never reaches an event.
         log_level: ask the server for its log messages at this level and above (MCP "Logging"):
             modern requests carry ``_meta["io.modelcontextprotocol/logLevel"]``, a legacy session sends
             ``logging/setLevel`` after ``initialize``; the messages reach ``on_notification``.
@@ -138,8 +161,16 @@ class Client:
         validate_output: check ``structuredContent`` against a listed tool's ``outputSchema``:
             ``"raise"`` (:class:`OutputValidationError`), ``"warn"`` (one WARNING) or ``"off"``.
 
+    The client declares exactly the capabilities of the handlers given: in every modern request's
+    ``_meta`` and in the legacy ``initialize``. A handler raising aborts the request with that error
+    (a modern input round), or answers the server's request with a JSON-RPC error (legacy: an
+    :class:`~mcpfsm.RpcError` raised by the handler gives its code and message, e.g. ``-1`` for a
+    refused sampling request; any other exception gives ``-32603``).
+
     Raises:
-        ValueError: ``protocol``, ``log_level`` or ``validate_output`` is not one mcpfsm knows.
+        ValueError: ``protocol`` is not one mcpfsm speaks, ``elicitation_modes`` names an unknown mode,
+            ``max_input_rounds`` is less than 1, or ``log_level``/``validate_output`` is not one mcpfsm knows.
+        TypeError: a handler is not callable.
     """
 
     def __init__(
@@ -150,6 +181,12 @@ class Client:
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
         client_name: str = "mcpfsm",
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
         log_level: LogLevel | None = None,
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
@@ -161,12 +198,21 @@ class Client:
             raise ValueError(f"log_level must be None or one of {list(get_args(LogLevel))}, got {log_level!r}")
         if validate_output not in _VALIDATE_OUTPUT:
             raise ValueError(f"validate_output must be one of {list(_VALIDATE_OUTPUT)}, got {validate_output!r}")
+        inputs = InputHandlers(
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
+        )
         self._transport = transport
         self._requested = protocol
         self._session = Session(
             transport,
             client_info={"name": client_name, "version": _VERSION},
             on_notification=on_notification,
+            inputs=inputs,
             cache=ResponseCache() if cache else None,
             log_level=log_level,
         )
@@ -189,6 +235,12 @@ class Client:
         on_notification: NotificationCallback | None = None,
         timeout: httpx.Timeout | float | None = None,
         http_transport: httpx.AsyncBaseTransport | None = None,
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
         log_level: LogLevel | None = None,
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
@@ -197,9 +249,11 @@ class Client:
 
         ``headers`` are sent on every request, except names starting with ``mcp-``.
         ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``).
+        The input handlers and their options are those of :class:`Client`.
 
         Raises:
             TransportError: ``url`` is not an absolute http(s) URL.
+            ValueError, TypeError: as for :class:`Client`.
         """
         transport = HttpTransport(url, headers=headers, timeout=timeout, transport=http_transport)
         return cls(
@@ -207,6 +261,12 @@ class Client:
             protocol=protocol,
             on_event=on_event,
             on_notification=on_notification,
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
             log_level=log_level,
             cache=cache,
             validate_output=validate_output,
@@ -222,17 +282,32 @@ class Client:
         protocol: str = "auto",
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
         log_level: LogLevel | None = None,
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
     ) -> Client:
-        """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio."""
+        """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
+
+        The input handlers and their options are those of :class:`Client`.
+        """
         transport = StdioTransport(command, env=env, cwd=cwd)
         return cls(
             transport,
             protocol=protocol,
             on_event=on_event,
             on_notification=on_notification,
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
             log_level=log_level,
             cache=cache,
             validate_output=validate_output,
@@ -260,6 +335,7 @@ class Client:
         self._lifecycle = _Lifecycle.closed
         with trio.CancelScope(shield=True):
             try:
+                await self._session.aclose()
                 await self._session.end()
             finally:
                 await self._transport.aclose()
@@ -483,12 +559,6 @@ class Client:
         await self.connect()
         return await self._catalog.list_all(method, key, fresh=fresh)
 
-    async def _input_request(self, method: str, params: dict[str, Any], *, fresh: bool = False) -> dict[str, Any]:
-        # prompts/get and resources/read: the requests that, like tools/call, may answer
-        # `input_required` (SEP-2322); both take this one path to the multi round-trip input loop.
-        await self.connect()
-        return await self._session.request(method, params, fresh=fresh)
-
     def events(self, buffer: int = 1024) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[CallEvent]]:
         """Subscribe to every :class:`CallEvent` of this client.
 
@@ -501,11 +571,28 @@ class Client:
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Send any MCP request and return its result object (modern ``_meta`` added for you).
 
+        ``tools/call``, ``prompts/get`` and ``resources/read`` run their input rounds (SEP-2322) with
+        the client's handlers and return the complete result; a ``tools/call`` sent this way is not a
+        run of the tool-call machine (no events, no mirroring, no -32020 recovery, no output
+        validation). Results of cacheable methods go through the response cache (SEP-2549).
+
         Raises:
             RpcError, TransportError, ProtocolError: as for tool calls.
+            Exception: whatever an input handler raised.
         """
         await self.connect()
+        if method in MRTR_METHODS:
+            return await self._input_request(method, params or {})
         return await self._session.request(method, params)
+
+    async def _input_request(self, method: str, params: Mapping[str, Any], *, fresh: bool = False) -> dict[str, Any]:
+        # The input loop for a request that is not a run of the tool-call machine (prompts/get,
+        # resources/read): mcpfsm._drivers.input.request_with_input with this client's handlers. Its
+        # first round may come from the response cache; a round carrying inputResponses or requestState
+        # never does (SEP-2549), and an input_required answer is never stored.
+        await self.connect()
+        send = partial(self._session.request, fresh=fresh)
+        return await request_with_input(send, self._session.inputs, method, params)
 
 
 def _strings(what: str, values: Mapping[str, str]) -> dict[str, str]:

@@ -8,10 +8,10 @@
   the server ends it gracefully with the listen result. A stream that breaks instead loses notifications
   that are never replayed, so the cached listings it covered are dropped and the error is raised.
 - **Legacy** (MCP 2025-11-25 "Listening for Messages from the Server", "Resources" § Subscriptions): the
-  ``list_changed`` notifications arrive unasked, usually on the standalone ``GET`` stream, which is opened
-  for the subscription when the transport has one; ``resources/updated`` needs ``resources/subscribe`` per
-  URI (and ``resources/unsubscribe`` at the end). What the server's capabilities do not offer is left out
-  of :attr:`Subscription.acknowledged`, as a modern server would.
+  ``list_changed`` notifications arrive unasked, usually on the standalone ``GET`` stream that the session
+  keeps open from ``initialize`` on; ``resources/updated`` needs ``resources/subscribe`` per URI (and
+  ``resources/unsubscribe`` at the end). What the server's capabilities do not offer is left out of
+  :attr:`Subscription.acknowledged`, as a modern server would.
 
 The subscription is an async iterator of :class:`~mcpfsm._core.jsonrpc.Notification` values; one that falls
 ``buffer`` notifications behind loses the newest with one WARNING instead of stalling the connection.
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final
 
 import trio
 from loguru import logger
@@ -41,18 +41,12 @@ _LIST_CHANGED: Final = {
     "resourcesListChanged": "notifications/resources/list_changed",
 }
 _UPDATED: Final = "notifications/resources/updated"
+_UNSUBSCRIBE_SECONDS: Final = 5.0
 _CACHED_BY_KIND: Final = {
     "toolsListChanged": "notifications/tools/list_changed",
     "promptsListChanged": "notifications/prompts/list_changed",
     "resourcesListChanged": "notifications/resources/list_changed",
 }
-_STREAM_RETRY_SECONDS: Final = 1.0
-
-
-@runtime_checkable
-class _StandaloneStream(Protocol):
-    # Transports with a standalone server-to-client stream (HTTP's GET); stdio needs none.
-    async def stream(self, headers: Any, *, task_status: trio.TaskStatus[bool] = ...) -> None: ...
 
 
 class Subscription:
@@ -222,52 +216,19 @@ async def _legacy(session: Session, wanted: dict[str, Any], buffer: int) -> Asyn
         if message.method in methods or (message.method == _UPDATED and uris):
             forward(message)
 
-    transport = session.transport
     with session.hub.listening(listener):
-        async with trio.open_nursery() as nursery:
-            if isinstance(transport, _StandaloneStream):
-                await nursery.start(_standalone, session, transport)
-            subscribed: list[str] = []
-            try:
-                for uri in uris:
-                    await session.request("resources/subscribe", {"uri": uri})
-                    subscribed.append(uri)
-                yield subscription
-            finally:
-                nursery.cancel_scope.cancel()
-                with trio.CancelScope(shield=True), trio.move_on_after(5):
-                    for uri in subscribed:
-                        try:
-                            await session.request("resources/unsubscribe", {"uri": uri})
-                        except McpError as exc:
-                            logger.debug("could not unsubscribe from {!r}: {}", uri, exc)
-                send.close()
-
-
-async def _standalone(
-    session: Session, transport: _StandaloneStream, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-) -> None:
-    # Keep the standalone stream open while the subscription lasts. The server may close it at any time
-    # (MCP 2025-11-25 "Listening for Messages from the Server"), so it is reopened after a pause; a
-    # failure to open it the first time is raised.
-    first = True
-    while True:
+        subscribed: list[str] = []
         try:
-            async with trio.open_nursery() as nursery:
-                opened: bool = await nursery.start(_stream_task, session, transport)
-                if first:
-                    first = False
-                    task_status.started()
-                if not opened:
-                    return
-        except McpError as exc:
-            if first:
-                raise
-            logger.debug("the standalone event stream ended: {}", exc)
-        await trio.sleep(_STREAM_RETRY_SECONDS)
+            for uri in uris:
+                await session.request("resources/subscribe", {"uri": uri})
+                subscribed.append(uri)
+            yield subscription
+        finally:
+            with trio.CancelScope(shield=True), trio.move_on_after(_UNSUBSCRIBE_SECONDS):
+                for uri in subscribed:
+                    try:
+                        await session.request("resources/unsubscribe", {"uri": uri})
+                    except McpError as exc:
+                        logger.debug("could not unsubscribe from {!r}: {}", uri, exc)
+            send.close()
 
-
-async def _stream_task(
-    session: Session, transport: _StandaloneStream, *, task_status: trio.TaskStatus[bool] = trio.TASK_STATUS_IGNORED
-) -> None:
-    await transport.stream(session.stream_headers(), task_status=task_status)

@@ -28,7 +28,16 @@ class CallEvent:
         at: UTC wall-clock time, ISO-8601.
         elapsed: seconds since the call began.
         headers: the header plan in effect, where one exists.
-        error: ``{"type", "code", "message"}`` of the error involved, where one exists.
+        error: ``{"type", "code", "message"}`` of the error involved, where one exists; when an input
+            handler raised, the message names only the exception's type (its text may quote the user).
+        round: how many ``input_required`` results the call has received so far (SEP-2322): 0 until the
+            first, then the number of the input round in progress.
+        input_requests: on ``awaiting_input`` and ``retry_awaiting_input``, the method each input request
+            asks for, by the server's key (``{}`` for a state-only round); ``None`` elsewhere. The
+            requests' params (messages, schemas) are never recorded.
+        input_responses: on ``resending`` and ``retry_resending``, the answers sent, by key, when the client
+            was created with ``audit_answers=True``; ``None`` otherwise (the default: the user's answers
+            never reach an event).
     """
 
     call_id: str
@@ -42,6 +51,9 @@ class CallEvent:
     elapsed: float
     headers: Mapping[str, str] | None = None
     error: Mapping[str, Any] | None = None
+    round: int = 0
+    input_requests: Mapping[str, str] | None = None
+    input_responses: Mapping[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of every field (one JSON Lines record)."""
@@ -57,6 +69,9 @@ class CallEvent:
             "elapsed": self.elapsed,
             "headers": None if self.headers is None else dict(self.headers),
             "error": None if self.error is None else dict(self.error),
+            "round": self.round,
+            "input_requests": None if self.input_requests is None else dict(self.input_requests),
+            "input_responses": None if self.input_responses is None else dict(self.input_responses),
         }
 
     def to_json(self) -> str:
@@ -66,6 +81,8 @@ class CallEvent:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CallEvent:
         """Rebuild an event from :meth:`to_dict` output (for reading audit logs).
+
+        Records written before the input-round fields existed read as ``round=0`` with no input fields.
 
         Raises:
             ValueError: a field is missing or has the wrong type.
@@ -83,6 +100,9 @@ class CallEvent:
                 elapsed=float(data["elapsed"]),
                 headers=None if data.get("headers") is None else dict(data["headers"]),
                 error=None if data.get("error") is None else dict(data["error"]),
+                round=int(data.get("round", 0)),
+                input_requests=None if data.get("input_requests") is None else dict(data["input_requests"]),
+                input_responses=None if data.get("input_responses") is None else dict(data["input_responses"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a CallEvent record: {exc}") from exc

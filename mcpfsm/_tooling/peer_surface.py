@@ -5,6 +5,9 @@ and demo server only, never a runtime dependency of the client). What it adds, i
 
 - **resources** `res://static/readme` (text), `res://static/logo` (blob), the template
   `res://items/{item_id}` (JSON text), and **prompt** `greet(name, style="plain")`;
+- **input rounds** (SEP-2322) on `prompts/get` and `resources/read`: prompt `ask-greet` and template
+  `res://ask/{key}` each ask for a name (form elicitation, `NAME_SCHEMA`): in 2026-07-28 by answering
+  `input_required`, in 2025-11-25 by a real `elicitation/create` on the calling POST's stream;
 - **completion** for `greet.style` (`plain`, `fancy`, `formal`) and the template's `item_id` (`1`, `2`, `3`, `42`);
 - **legacy** `resources/subscribe`/`unsubscribe` and `logging/setLevel` handlers (MCPServer has none), and
   `listChanged: true` in the `initialize` result (the SDK's HTTP session manager always says false);
@@ -29,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import (
@@ -41,12 +44,17 @@ from mcp.server.subscriptions import (
     ServerEvent,
     ToolsListChanged,
 )
+from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (
     CallToolResult,
     Completion,
     CompletionArgument,
     CompletionContext,
+    ElicitRequest,
+    ElicitRequestFormParams,
+    ElicitResult,
     EmptyResult,
+    InputRequiredResult,
     PromptReference,
     ResourceTemplateReference,
     SetLevelRequestParams,
@@ -56,6 +64,8 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .peer_input import NAME_SCHEMA
 
 __all__ = ["ACTIONS", "OUTPUT_TOOLS", "Surface", "install"]
 
@@ -170,6 +180,23 @@ def _key(ctx: ServerRequestContext[Any, Any]) -> str:
     return session_id or "stdio"
 
 
+async def _asked_name(ctx: Context, state: str) -> str | InputRequiredResult:
+    # SEP-2322 in 2026-07-28 (an input_required answer, then the resend's inputResponses); a real
+    # elicitation/create on the calling request's stream in 2025-11-25.
+    request = ElicitRequest(params=ElicitRequestFormParams(message="Who is asking?", requested_schema=NAME_SCHEMA))
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        answers = dict(ctx.input_responses or {})
+        if "name" not in answers:
+            return InputRequiredResult(input_requests={"name": request}, request_state=state)
+        answer = answers["name"]
+    else:
+        metadata = ServerMessageMetadata(related_request_id=ctx.request_id)
+        answer = await ctx.session.send_request(request, ElicitResult, metadata=metadata)
+    if not isinstance(answer, ElicitResult) or answer.action != "accept" or not answer.content:
+        return "nobody"
+    return str(answer.content.get("name"))
+
+
 def _output_tools() -> list[Tool]:
     def tool(name: str, schema: dict[str, Any], structured: Any, *, error: bool = False) -> Tool:
         def fn() -> CallToolResult:
@@ -232,6 +259,18 @@ def install(server: MCPServer[Any]) -> Surface:
         item
     )
     sdk.prompt(name="greet", description="Greeting prompt with arguments")(greet)
+
+    async def ask_greet(ctx: Context) -> str | InputRequiredResult:
+        name = await _asked_name(ctx, "ask-greet:1")
+        return name if isinstance(name, InputRequiredResult) else f"Say hello to {name}."
+
+    async def ask_item(key: str, ctx: Context) -> str | InputRequiredResult:
+        name = await _asked_name(ctx, f"ask-item:{key}")
+        return name if isinstance(name, InputRequiredResult) else f"{key} for {name}"
+
+    sdk.prompt(name="ask-greet", description="Asks who is asking (an input round), then greets")(ask_greet)
+    asking = "Asks who is asking (an input round)"
+    sdk.resource("res://ask/{key}", name="ask", description=asking, mime_type="text/plain")(ask_item)
 
     async def complete(
         ref: PromptReference | ResourceTemplateReference,

@@ -188,6 +188,26 @@ def no_options(context: Mapping[str, Any]) -> dict[str, Any]:
     return {}
 
 
+async def confirm(params: dict[str, Any]) -> dict[str, Any]:
+    """The user confirms: the ``test_mrtr_*`` tools ask for ``{"confirmed": boolean}``."""
+    return {"action": "accept", "content": {"confirmed": True}}
+
+
+async def accept_as_offered(params: dict[str, Any]) -> dict[str, Any]:
+    """The user accepts the form without typing anything; mcpfsm fills in every default (SEP-1034)."""
+    return {"action": "accept", "content": {}}
+
+
+def confirming(context: Mapping[str, Any]) -> dict[str, Any]:
+    """An elicitation handler that confirms (``sep-2322-client-request-state``)."""
+    return {"on_elicitation": confirm}
+
+
+def accepting_as_offered(context: Mapping[str, Any]) -> dict[str, Any]:
+    """An elicitation handler that accepts the form as offered (``elicitation-sep1034-client-defaults``)."""
+    return {"on_elicitation": accept_as_offered}
+
+
 @dataclass(frozen=True)
 class Scenario:
     """How the adapter runs one scenario.
@@ -212,11 +232,8 @@ SCENARIOS: dict[str, Scenario] = {
     "http-custom-headers": Scenario(calls_from_context),
     "http-standard-headers": Scenario(every_request_type),
     "json-schema-2020-12-preservation": Scenario(echo_listed_schema),
-    "sep-2322-client-request-state": Scenario(input_required_tools),
-    # No elicitation handler yet (issue 10): the server's elicitation/create never reaches mcpfsm, and the
-    # call would wait for the server's own 60 s timeout to fail the same way. Replace this entry (steps,
-    # and options with the handler) and drop the bound when elicitation lands.
-    "elicitation-sep1034-client-defaults": Scenario(generic, bound=10.0),
+    "sep-2322-client-request-state": Scenario(input_required_tools, options=confirming),
+    "elicitation-sep1034-client-defaults": Scenario(generic, options=accepting_as_offered),
     # sse-retry, http-invalid-tool-headers, auth/* and everything else: generic. The auth scenarios get
     # their credentials through `options` once mcpfsm has an OAuth client (issue 12).
 }

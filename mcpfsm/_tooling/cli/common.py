@@ -244,7 +244,9 @@ def make_client(
     *,
     on_event: Callable[[CallEvent], object] | None = None,
     on_notification: Callable[[str, dict[str, Any]], object] | None = None,
+    **inputs: Any,
 ) -> Client:
+    # `inputs`: the input handlers and their options (on_elicitation=, elicitation_modes=, ...).
     headers = header_pairs(args.header)
     if args.stdio is not None:
         if args.url is not None:
@@ -258,7 +260,9 @@ def make_client(
         if not command:
             raise CliError(Exit.usage, "--stdio needs a command")
         # Client sends a progressToken on tools/call whenever on_notification is set.
-        return Client.stdio(command, protocol=args.protocol, on_event=on_event, on_notification=on_notification)
+        return Client.stdio(
+            command, protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs
+        )
     if args.url is None:
         raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
     try:
@@ -269,6 +273,7 @@ def make_client(
             on_event=on_event,
             on_notification=on_notification,
             timeout=args.timeout,
+            **inputs,
         )
     except TransportError as exc:
         raise CliError(Exit.bad_url, str(exc)) from exc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Final
 
 import trio
@@ -21,6 +22,7 @@ from .common import (
     print_line,
     target,
 )
+from .elicit import TerminalElicitation
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
 
@@ -29,7 +31,9 @@ SUMMARY: Final = "get one prompt's messages"
 DESCRIPTION: Final = (
     "Get a prompt (prompts/get; Mcp-Name carries the name in the 2026-07-28 era) with the\n"
     "arguments given (--args: a JSON object of strings) and print its messages, one\n"
-    "'role: text' line each (other content as JSON); --json prints the whole result."
+    "'role: text' line each (other content as JSON); --json prints the whole result.\n"
+    "A prompt that asks the user something (elicitation) is answered at the terminal as in\n"
+    "'mcpfsm call' (--yes: forms with their defaults, URLs declined)."
 )
 
 
@@ -39,6 +43,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="the prompt's name")
     add_args_option(parser)
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    parser.add_argument(
+        "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
+    )
 
 
 def render(result: PromptResult) -> str:
@@ -60,7 +67,8 @@ def run(args: argparse.Namespace) -> Exit:
     if wrong:
         kind = json_kind(arguments[wrong[0]])
         raise CliError(Exit.usage, f"--args: prompt arguments are strings; {wrong[0]!r} is a JSON {kind}")
-    client = make_client(args)
+    elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes)
+    client = make_client(args, on_elicitation=elicitation, elicitation_modes=("form", "url"))
 
     async def get() -> PromptResult:
         with connection_errors(target(args)):

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Final
 
 import trio
 
 from ..._core.results import ResourceResult
 from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+from .elicit import TerminalElicitation
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
 
@@ -18,7 +20,9 @@ SUMMARY: Final = "read one resource"
 DESCRIPTION: Final = (
     "Read a resource (resources/read; Mcp-Name carries the URI in the 2026-07-28 era) and print its\n"
     "text contents as they are; a binary (blob) content is shown as one line naming its size and type.\n"
-    "--json prints the whole result, blobs still base64-encoded."
+    "--json prints the whole result, blobs still base64-encoded. A resource that asks the user\n"
+    "something (elicitation) is answered at the terminal as in 'mcpfsm call' (--yes: forms with\n"
+    "their defaults, URLs declined)."
 )
 
 
@@ -27,6 +31,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_server_options(parser)
     parser.add_argument("uri", metavar="URI", help="the resource's URI")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    parser.add_argument(
+        "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
+    )
 
 
 def render(result: ResourceResult) -> str:
@@ -44,7 +51,8 @@ def render(result: ResourceResult) -> str:
 
 def run(args: argparse.Namespace) -> Exit:
     """Read the resource."""
-    client = make_client(args)
+    elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes)
+    client = make_client(args, on_elicitation=elicitation, elicitation_modes=("form", "url"))
 
     async def read() -> ResourceResult:
         with connection_errors(target(args)):
