@@ -4,7 +4,7 @@ Run from the repository root:  python bench/cache.py [--listings N] [--page-size
 
 One local peer server (the official SDK's MCPServer, tests/peer) serves every client. It logs every request
 it receives, so the counts are the server's, not the client's. The peer is told to give ``tools/list`` a
-one-hour ``ttlMs`` (SEP-2549) and to page the four tools P per page.
+one-hour ``ttlMs`` (SEP-2549) and to page its tools P per page.
 
 - **listing**: N ``client.tools()`` calls with the cache (default) and with ``cache=False``: requests the
   server received per call, and this process's CPU per call (``time.process_time()``, median of R rounds).
