@@ -15,7 +15,9 @@ applications that want its logs call ``logger.enable("mcpfsm")``.
 from loguru import logger
 
 from ._client.client import Client
+from ._client.subscriptions import Subscription
 from ._client.tools import Tool, ToolList
+from ._core.cache import CacheStats, ResponseCache
 from ._core.catalog import Exclusion, ToolDefinition
 from ._core.codec import decode_header_value, encode_header_value
 from ._core.constants import MCPFSM_VERSION
@@ -24,14 +26,25 @@ from ._core.errors import (
     HeaderMismatchError,
     McpError,
     MirroringError,
+    OutputValidationError,
     ProtocolError,
     RpcError,
     SessionExpired,
     TransportError,
 )
 from ._core.events import CallEvent
+from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
-from ._core.results import ToolResult
+from ._core.results import (
+    Completion,
+    Prompt,
+    PromptArgument,
+    PromptResult,
+    Resource,
+    ResourceResult,
+    ResourceTemplate,
+    ToolResult,
+)
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
@@ -45,8 +58,10 @@ __version__ = MCPFSM_VERSION
 logger.disable("mcpfsm")
 
 __all__ = [
+    "CacheStats",
     "CallEvent",
     "Client",
+    "Completion",
     "EDGES",
     "Edge",
     "Exclusion",
@@ -58,13 +73,23 @@ __all__ = [
     "McpError",
     "MirroredParam",
     "MirroringError",
+    "Notification",
+    "OutputValidationError",
+    "Prompt",
+    "PromptArgument",
+    "PromptResult",
     "ProtocolError",
+    "Resource",
+    "ResourceResult",
+    "ResourceTemplate",
+    "ResponseCache",
     "RpcError",
     "STATES",
     "SchemaVerdict",
     "SessionExpired",
     "State",
     "StdioTransport",
+    "Subscription",
     "TERMINAL",
     "TOOL_CALL",
     "Tool",

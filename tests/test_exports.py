@@ -11,6 +11,13 @@ import mcpfsm
 SPEC_API = {
     "CallEvent",
     "Client",
+    "Completion",
+    "OutputValidationError",
+    "Prompt",
+    "PromptResult",
+    "Resource",
+    "ResourceResult",
+    "ResourceTemplate",
     "HeaderMismatchError",
     "McpError",
     "MirroringError",
@@ -51,6 +58,7 @@ def test_error_tree() -> None:
     assert issubclass(mcpfsm.HeaderMismatchError, mcpfsm.RpcError)
     for error in (mcpfsm.RpcError, mcpfsm.MirroringError, mcpfsm.TransportError, mcpfsm.ProtocolError):
         assert issubclass(error, mcpfsm.McpError)
+    assert issubclass(mcpfsm.OutputValidationError, mcpfsm.ProtocolError)
 
 
 def test_library_does_not_configure_logging() -> None:

@@ -99,6 +99,8 @@ def test_modern_discover_answer(peer: HttpPeer) -> None:
         "result": {
             "cacheScope": "private",
             "capabilities": {
+                "completions": {},
+                "logging": {},
                 "prompts": {"listChanged": True},
                 "resources": {"listChanged": True, "subscribe": True},
                 "tools": {"listChanged": True},
@@ -359,9 +361,11 @@ def test_legacy_mode_handshake_and_refused_probe() -> None:
             "id": 1,
             "result": {
                 "capabilities": {
-                    "prompts": {"listChanged": False},
-                    "resources": {"listChanged": False, "subscribe": False},
-                    "tools": {"listChanged": False},
+                    "completions": {},
+                    "logging": {},
+                    "prompts": {"listChanged": True},
+                    "resources": {"listChanged": True, "subscribe": True},
+                    "tools": {"listChanged": True},
                 },
                 "protocolVersion": LEGACY,
                 "serverInfo": {"name": "mcpfsm-test-peer", "version": "1.0.0"},

@@ -15,7 +15,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+    """The README's Python blocks: the first example, the input handlers, the rest of the surface."""
+    blocks = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
+    assert len(blocks) == 3
+    return blocks
 
 
 def bash_lines() -> list[str]:
@@ -23,8 +26,26 @@ def bash_lines() -> list[str]:
     return [line for block in blocks for line in block.splitlines() if line and not line.startswith("#")]
 
 
+def test_the_readme_surface_example_runs_against_the_real_server(tmp_path: Path) -> None:
+    example = python_blocks()[2]
+    script = tmp_path / "surface.py"
+    script.write_text(example, encoding="utf-8")
+    with start_http_peer(mode="dual") as peer:
+        done = subprocess.run(
+            [sys.executable, str(script), peer.url], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "resources: ['res://static/readme', 'res://static/logo'] ['res://items/{item_id}', 'res://ask/{key}']",
+        "read: hello from a static resource",
+        "prompt: Say hello to Ada in a plain style.",
+        "completions: ('fancy', 'formal')",
+        "listening: {'toolsListChanged': True, 'resourceSubscriptions': ['res://static/readme']}",
+    ]
+
+
 def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None:
-    example, _ = python_blocks()
+    example = python_blocks()[0]
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
     with start_http_peer(mode="modern") as peer:
@@ -57,7 +78,7 @@ def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None
 
 
 def test_the_readme_handler_example_answers_two_input_rounds(tmp_path: Path) -> None:
-    _, example = python_blocks()
+    example = python_blocks()[1]
     script = tmp_path / "handlers.py"
     script.write_text(example, encoding="utf-8")
     with start_http_peer(mode="modern") as peer:

@@ -5,31 +5,49 @@
 - :class:`~mcpfsm._client.session.Session` — ids, ``_meta``, the legacy session, inbound messages,
   session renewal and the -32022 switch;
 - :mod:`~mcpfsm._client.negotiation` — which protocol era the connection speaks;
-- :class:`~mcpfsm._client.catalog.Catalog` — known tool definitions and paginated listings;
+- :class:`~mcpfsm._client.catalog.Catalog` — known tool definitions, paginated listings and the
+  shared (single-flight) relist;
 - :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine,
   reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`;
 - :class:`~mcpfsm._drivers.input.InputHandlers` — the user's input handlers (elicitation, sampling,
-  roots), shared by the machine, :meth:`Client.request` and the session's answers to legacy server requests.
+  roots), shared by the machine, :meth:`Client.request` and the session's answers to legacy server requests;
+- :mod:`~mcpfsm._client.subscriptions` — ``listen()`` in both eras.
+
+The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 "Resources",
+"Prompts", "Completion") is a request each, its result checked by a typed value from
+``mcpfsm._core.results``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from enum import Enum
+from functools import partial
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import httpx
 import trio
+from loguru import logger
 
+from .._core.cache import ResponseCache
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
-from .._core.errors import TransportError
+from .._core.errors import OutputValidationError, TransportError
 from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
+from .._core.output import OutputCheck, ValidateOutput
 from .._core.plan import HeaderPlan
-from .._core.results import ToolResult
+from .._core.results import (
+    Completion,
+    Prompt,
+    PromptResult,
+    Resource,
+    ResourceResult,
+    ResourceTemplate,
+    ToolResult,
+)
 from .._drivers.audit import AuditBus
 from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandlers, request_with_input
 from .._drivers.tool_call import ToolCall
@@ -37,17 +55,22 @@ from .._transports.base import Transport
 from .._transports.http import HttpTransport
 from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
-from . import negotiation
+from . import negotiation, subscriptions
 from .catalog import Catalog
 from .session import NotificationCallback, Session
+from .subscriptions import Subscription
 from .tools import Tool, ToolList
 
-__all__ = ["Client", "Protocol"]
+__all__ = ["Client", "LogLevel", "Protocol"]
 
 Protocol = Literal["auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
 """What ``protocol=`` accepts: ``"auto"`` probes; a version pins it."""
 
+LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
+"""What ``log_level=`` accepts: the syslog severities of MCP "Logging", least severe first."""
+
 _VERSION: Final = MCPFSM_VERSION
+_VALIDATE_OUTPUT: Final = get_args(ValidateOutput)
 
 
 class _Lifecycle(Enum):
@@ -57,12 +80,14 @@ class _Lifecycle(Enum):
 
 
 class _Port:
-    # The narrow port a ToolCall driver talks to (CallPort): four operations, the input handlers, the audit bus.
-    __slots__ = ("_catalog", "_session", "audit")
+    # The narrow port a ToolCall driver talks to (CallPort): its operations, the input handlers, the audit bus.
+    __slots__ = ("_catalog", "_output", "_session", "_validate", "audit")
 
-    def __init__(self, session: Session, catalog: Catalog, audit: AuditBus) -> None:
+    def __init__(self, session: Session, catalog: Catalog, audit: AuditBus, validate: ValidateOutput) -> None:
         self._session = session
         self._catalog = catalog
+        self._validate = validate
+        self._output = OutputCheck()
         self.audit = audit
 
     @property
@@ -73,14 +98,31 @@ class _Port:
     def protocol_version(self) -> str | None:
         return self._session.version
 
+    @property
+    def relist_generation(self) -> int:
+        return self._catalog.generation
+
     def known_definition(self, name: str) -> ToolDefinition | None:
         return self._catalog.known(name)
 
     async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
         return await self._session.request("tools/call", params, plan)
 
-    async def relist(self) -> ToolCatalog:
-        return await self._catalog.relist()
+    def check_output(self, name: str, result: ToolResult) -> None:
+        # MCP 2026-07-28 "Output Schema": checked against the newest listed definition of the tool.
+        if self._validate == "off":
+            return
+        problems = self._output.problems(self._catalog.known(name), result)
+        if not problems:
+            return
+        if self._validate == "raise":
+            raise OutputValidationError(name, problems, result)
+        logger.warning(
+            "structured content of tool {!r} does not match its outputSchema: {}", name, "; ".join(problems)
+        )
+
+    async def relist(self, since: int) -> tuple[ToolCatalog, bool]:
+        return await self._catalog.refresh(since)
 
 
 class Client:
@@ -112,6 +154,13 @@ class Client:
         max_input_rounds: input rounds one request may take (default 10); one more is a ``ProtocolError``.
         audit_answers: also record the handlers' answers in the audit events
             (``CallEvent.input_responses``); off by default, so what a user typed never reaches an event.
+        log_level: ask the server for its log messages at this level and above (MCP "Logging"):
+            modern requests carry ``_meta["io.modelcontextprotocol/logLevel"]``, a legacy session sends
+            ``logging/setLevel`` after ``initialize``; the messages reach ``on_notification``.
+        cache: keep cacheable modern results for the ``ttlMs`` the server allows (SEP-2549); ``False``
+            sends every request.
+        validate_output: check ``structuredContent`` against a listed tool's ``outputSchema``:
+            ``"raise"`` (:class:`OutputValidationError`), ``"warn"`` (one WARNING) or ``"off"``.
 
     The client declares exactly the capabilities of the handlers given: in every modern request's
     ``_meta`` and in the legacy ``initialize``. A handler raising aborts the request with that error
@@ -121,7 +170,7 @@ class Client:
 
     Raises:
         ValueError: ``protocol`` is not one mcpfsm speaks, ``elicitation_modes`` names an unknown mode,
-            or ``max_input_rounds`` is less than 1.
+            ``max_input_rounds`` is less than 1, or ``log_level``/``validate_output`` is not one mcpfsm knows.
         TypeError: a handler is not callable.
     """
 
@@ -139,10 +188,17 @@ class Client:
         elicitation_modes: Sequence[str] = ("form",),
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         audit_answers: bool = False,
+        log_level: LogLevel | None = None,
+        cache: bool = True,
+        validate_output: ValidateOutput = "raise",
     ) -> None:
         """Wrap ``transport``; nothing is sent until the client is entered."""
         if protocol != "auto" and protocol not in SPOKEN_VERSIONS:
             raise ValueError(f"protocol must be 'auto' or one of {list(SPOKEN_VERSIONS)}, got {protocol!r}")
+        if log_level is not None and log_level not in get_args(LogLevel):
+            raise ValueError(f"log_level must be None or one of {list(get_args(LogLevel))}, got {log_level!r}")
+        if validate_output not in _VALIDATE_OUTPUT:
+            raise ValueError(f"validate_output must be one of {list(_VALIDATE_OUTPUT)}, got {validate_output!r}")
         inputs = InputHandlers(
             on_elicitation=on_elicitation,
             on_sampling=on_sampling,
@@ -158,10 +214,12 @@ class Client:
             client_info={"name": client_name, "version": _VERSION},
             on_notification=on_notification,
             inputs=inputs,
+            cache=ResponseCache() if cache else None,
+            log_level=log_level,
         )
         self._catalog = Catalog(self._session)
         self._audit = AuditBus(on_event)
-        self._port = _Port(self._session, self._catalog, self._audit)
+        self._port = _Port(self._session, self._catalog, self._audit, validate_output)
         self._lifecycle = _Lifecycle.new
         self._opened = False
 
@@ -189,6 +247,9 @@ class Client:
         elicitation_modes: Sequence[str] = ("form",),
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         audit_answers: bool = False,
+        log_level: LogLevel | None = None,
+        cache: bool = True,
+        validate_output: ValidateOutput = "raise",
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
 
@@ -229,6 +290,9 @@ class Client:
             elicitation_modes=elicitation_modes,
             max_input_rounds=max_input_rounds,
             audit_answers=audit_answers,
+            log_level=log_level,
+            cache=cache,
+            validate_output=validate_output,
         )
 
     @classmethod
@@ -248,6 +312,9 @@ class Client:
         elicitation_modes: Sequence[str] = ("form",),
         max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
         audit_answers: bool = False,
+        log_level: LogLevel | None = None,
+        cache: bool = True,
+        validate_output: ValidateOutput = "raise",
     ) -> Client:
         """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
 
@@ -266,6 +333,9 @@ class Client:
             elicitation_modes=elicitation_modes,
             max_input_rounds=max_input_rounds,
             audit_answers=audit_answers,
+            log_level=log_level,
+            cache=cache,
+            validate_output=validate_output,
         )
 
     async def __aenter__(self) -> Client:
@@ -338,11 +408,12 @@ class Client:
 
     # --- public API -----------------------------------------------------------------------------
 
-    async def tools(self) -> ToolList:
-        """Fetch every page of ``tools/list``.
+    async def tools(self, *, fresh: bool = False) -> ToolList:
+        """Every page of ``tools/list``; pages still fresh in the response cache are not requested again.
 
-        Tools with invalid ``x-mcp-header`` annotations are left out with one WARNING each on
-        connections that mirror (HTTP, modern era); elsewhere they are kept (SEP-2243).
+        ``fresh=True`` requests every page (and refreshes the cache). Tools with invalid
+        ``x-mcp-header`` annotations are left out with one WARNING each on connections that mirror
+        (HTTP, modern era); elsewhere they are kept (SEP-2243).
 
         Raises:
             ProtocolError: a cursor repeats, the listing has more than 1000 pages, or a page is
@@ -350,7 +421,7 @@ class Client:
             McpError: the request failed.
         """
         await self.connect()
-        catalog = await self._catalog.relist()
+        catalog = await self._catalog.relist(fresh=fresh)
         tools = [Tool(definition, self._catalog, self.call_tool) for definition in catalog.tools]
         return ToolList(tools, catalog.excluded)
 
@@ -379,6 +450,140 @@ class Client:
         await self.connect()
         return await ToolCall(self._port, name, arguments, handle).run()
 
+    async def resources(self, *, fresh: bool = False) -> list[Resource]:
+        """Every page of ``resources/list`` (MCP "Resources"); cached pages are reused unless ``fresh``.
+
+        Raises:
+            ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
+            McpError: the request failed.
+        """
+        entries = await self._list("resources/list", "resources", fresh)
+        return [Resource.from_entry(entry, index) for index, entry in enumerate(entries)]
+
+    async def resource_templates(self, *, fresh: bool = False) -> list[ResourceTemplate]:
+        """Every page of ``resources/templates/list`` (MCP "Resources"); cached pages are reused unless ``fresh``.
+
+        Raises:
+            ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
+            McpError: the request failed.
+        """
+        entries = await self._list("resources/templates/list", "resourceTemplates", fresh)
+        return [ResourceTemplate.from_entry(entry, index) for index, entry in enumerate(entries)]
+
+    async def prompts(self, *, fresh: bool = False) -> list[Prompt]:
+        """Every page of ``prompts/list`` (MCP "Prompts"); cached pages are reused unless ``fresh``.
+
+        Raises:
+            ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
+            McpError: the request failed.
+        """
+        entries = await self._list("prompts/list", "prompts", fresh)
+        return [Prompt.from_entry(entry, index) for index, entry in enumerate(entries)]
+
+    async def read_resource(self, uri: str | Resource, *, fresh: bool = False) -> ResourceResult:
+        """``resources/read`` of ``uri`` (MCP "Resources"); ``Mcp-Name`` carries the URI (SEP-2243).
+
+        A result still fresh in the response cache is reused unless ``fresh``. A server that does not
+        know the URI answers an :class:`RpcError` (-32602, or -32002 in the legacy era).
+
+        Raises:
+            TypeError: ``uri`` is neither a string nor a :class:`Resource`.
+            MirroringError: the URI cannot go into ``Mcp-Name`` (nothing was sent).
+            ProtocolError: the result is malformed.
+            McpError: the request failed.
+        """
+        if isinstance(uri, Resource):
+            uri = uri.uri
+        if not isinstance(uri, str):
+            raise TypeError(f"uri must be a str or a Resource, got {type(uri).__name__}")
+        return ResourceResult.from_result(await self._input_request("resources/read", {"uri": uri}, fresh=fresh))
+
+    async def get_prompt(self, name: str | Prompt, arguments: Mapping[str, str] | None = None) -> PromptResult:
+        """``prompts/get`` of prompt ``name`` with string ``arguments`` (MCP "Prompts"); ``Mcp-Name`` carries the name.
+
+        Raises:
+            TypeError: ``name`` is neither a string nor a :class:`Prompt`, or an argument is not a string.
+            MirroringError: the name cannot go into ``Mcp-Name`` (nothing was sent).
+            ProtocolError: the result is malformed.
+            McpError: the request failed (a missing required argument is the server's error).
+        """
+        if isinstance(name, Prompt):
+            name = name.name
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str or a Prompt, got {type(name).__name__}")
+        params: dict[str, Any] = {"name": name}
+        if arguments is not None:
+            params["arguments"] = _strings("arguments", arguments)
+        return PromptResult.from_result(await self._input_request("prompts/get", params))
+
+    async def complete(
+        self,
+        ref: Prompt | ResourceTemplate | Mapping[str, Any],
+        argument: tuple[str, str] | Mapping[str, str],
+        context: Mapping[str, str] | None = None,
+    ) -> Completion:
+        """``completion/complete``: suggestions for one argument of a prompt or resource template (MCP "Completion").
+
+        ``ref`` is a :class:`Prompt`, a :class:`ResourceTemplate` or the wire object
+        (``{"type": "ref/prompt", "name": ...}`` or ``{"type": "ref/resource", "uri": ...}``); ``argument``
+        is ``(name, value so far)`` or ``{"name": ..., "value": ...}``; ``context`` holds the values of
+        arguments already chosen. Never cached (SEP-2549).
+
+        Raises:
+            TypeError: ``ref``, ``argument`` or ``context`` has the wrong shape.
+            ProtocolError: the result is malformed.
+            McpError: the request failed.
+        """
+        params: dict[str, Any] = {"ref": _completion_ref(ref), "argument": _completion_argument(argument)}
+        if context is not None:
+            params["context"] = {"arguments": _strings("context", context)}
+        await self.connect()
+        return Completion.from_result(await self._session.request("completion/complete", params))
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+        buffer: int = 1024,
+    ) -> AsyncIterator[Subscription]:
+        """Subscribe to change notifications: ``async with client.listen(tools=True) as sub: async for n in sub``.
+
+        ``tools``/``prompts``/``resources`` ask for the ``notifications/*/list_changed`` of each,
+        ``resource_uris`` for ``notifications/resources/updated`` of those URIs. Modern: one
+        ``subscriptions/listen`` stream, entered once the server acknowledged it
+        (:attr:`Subscription.acknowledged` is the subset it honours). Legacy: the standalone ``GET``
+        stream plus ``resources/subscribe`` per URI (``unsubscribe`` on exit). Either way the
+        notifications also invalidate the response cache and reach ``on_notification``. Leaving the
+        block ends the subscription.
+
+        Raises:
+            TypeError: ``resource_uris`` is not a sequence of strings.
+            RpcError: the server refused the subscription.
+            TransportError: it could not be opened, or its modern stream broke (raised from the block).
+            ProtocolError: the server ended it before acknowledging it.
+        """
+        if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
+            raise TypeError("resource_uris must be a sequence of URI strings")
+        wanted = subscriptions.requested(
+            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris
+        )
+        await self.connect()
+        async with subscriptions.listen(self._session, wanted, buffer=buffer) as subscription:
+            yield subscription
+
+    @property
+    def cache(self) -> ResponseCache | None:
+        """The response cache (SEP-2549), or ``None`` with ``cache=False``; ``cache.stats`` counts hits and misses."""
+        return self._session.cache
+
+    async def _list(self, method: str, key: str, fresh: bool) -> list[object]:
+        await self.connect()
+        return await self._catalog.list_all(method, key, fresh=fresh)
+
     def events(self, buffer: int = 1024) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[CallEvent]]:
         """Subscribe to every :class:`CallEvent` of this client.
 
@@ -393,7 +598,8 @@ class Client:
 
         ``tools/call``, ``prompts/get`` and ``resources/read`` run their input rounds (SEP-2322) with
         the client's handlers and return the complete result; a ``tools/call`` sent this way is not a
-        run of the tool-call machine (no events, no mirroring, no -32020 recovery).
+        run of the tool-call machine (no events, no mirroring, no -32020 recovery, no output
+        validation). Results of cacheable methods go through the response cache (SEP-2549).
 
         Raises:
             RpcError, TransportError, ProtocolError: as for tool calls.
@@ -404,7 +610,46 @@ class Client:
             return await self._input_request(method, params or {})
         return await self._session.request(method, params)
 
-    async def _input_request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    async def _input_request(self, method: str, params: Mapping[str, Any], *, fresh: bool = False) -> dict[str, Any]:
         # The input loop for a request that is not a run of the tool-call machine (prompts/get,
-        # resources/read): mcpfsm._drivers.input.request_with_input with this client's handlers.
-        return await request_with_input(self._session.request, self._session.inputs, method, params)
+        # resources/read): mcpfsm._drivers.input.request_with_input with this client's handlers. Its
+        # first round may come from the response cache; a round carrying inputResponses or requestState
+        # never does (SEP-2549), and an input_required answer is never stored.
+        await self.connect()
+        send = partial(self._session.request, fresh=fresh)
+        return await request_with_input(send, self._session.inputs, method, params)
+
+
+def _strings(what: str, values: Mapping[str, str]) -> dict[str, str]:
+    if not isinstance(values, Mapping) or not all(
+        isinstance(key, str) and isinstance(value, str) for key, value in values.items()
+    ):
+        raise TypeError(f"{what} must map names to string values")
+    return dict(values)
+
+
+def _completion_ref(ref: Prompt | ResourceTemplate | Mapping[str, Any]) -> dict[str, Any]:
+    if isinstance(ref, Prompt):
+        return {"type": "ref/prompt", "name": ref.name}
+    if isinstance(ref, ResourceTemplate):
+        return {"type": "ref/resource", "uri": ref.uri_template}
+    if isinstance(ref, Mapping):
+        kind = ref.get("type")
+        if kind == "ref/prompt" and isinstance(ref.get("name"), str):
+            return dict(ref)
+        if kind == "ref/resource" and isinstance(ref.get("uri"), str):
+            return dict(ref)
+    raise TypeError(
+        "ref must be a Prompt, a ResourceTemplate, {'type': 'ref/prompt', 'name': ...}"
+        " or {'type': 'ref/resource', 'uri': ...}"
+    )
+
+
+def _completion_argument(argument: tuple[str, str] | Mapping[str, str]) -> dict[str, str]:
+    if isinstance(argument, tuple) and len(argument) == 2 and all(isinstance(part, str) for part in argument):
+        return {"name": argument[0], "value": argument[1]}
+    if isinstance(argument, Mapping):
+        name, value = argument.get("name"), argument.get("value")
+        if isinstance(name, str) and isinstance(value, str):
+            return {"name": name, "value": value}
+    raise TypeError("argument must be (name, value) or {'name': ..., 'value': ...} with string name and value")

@@ -7,10 +7,14 @@ sends unasked. A request goes down through one layer per concern, in the manner 
 
 - :meth:`Session.request` — the caller's entry point; renews an expired legacy session and follows
   a ``-32022`` version switch, each at most once, in one bounded loop;
+- the response cache (:func:`~mcpfsm._client.caching.through`, SEP-2549): a fresh entry answers a
+  cacheable modern request without sending it;
 - :meth:`Session.exchange` — one request with one id: ``_meta``, headers, the transport, the reply's
   id checked, a JSON-RPC error raised with the HTTP status it came with.
 
-Authorization, the response cache and telemetry are further layers between the two.
+Authorization and telemetry are further layers between the two. Notifications invalidate the cache
+and reach the open subscriptions (:class:`~mcpfsm._client.notifications.NotificationHub`) before
+``on_notification``.
 
 What the server sends unasked goes to :meth:`Session.inbound`: notifications to ``on_notification``,
 requests (``ping``, and in the 2025-11-25 era ``elicitation/create``, ``sampling/createMessage``,
@@ -34,7 +38,15 @@ from typing import Any, Final
 import trio
 from loguru import logger
 
-from .._core.constants import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION, is_modern
+from .._core.cache import ResponseCache
+from .._core.constants import (
+    INTERNAL_ERROR,
+    LEGACY_VERSIONS,
+    LOG_LEVEL_KEY,
+    MODERN_VERSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    is_modern,
+)
 from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
 from .._core.input import result_type
 from .._core.jsonrpc import (
@@ -53,7 +65,8 @@ from .._core.plan import HeaderPlan, plan_request
 from .._drivers.input import InputHandlers
 from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, Transport
-from . import negotiation
+from . import caching, negotiation
+from .notifications import NotificationHub
 
 __all__ = ["Session"]
 
@@ -73,6 +86,8 @@ class Session:
             server sends (may be async); ``None`` logs them at DEBUG.
         inputs: the handlers that answer the server's requests and input requests; they also decide
             the client capabilities declared. ``None``: none (nothing declared).
+        cache: the response cache, or ``None`` for none.
+        log_level: the minimum level of log messages asked for (``None``: none asked for).
     """
 
     def __init__(
@@ -82,6 +97,8 @@ class Session:
         client_info: Mapping[str, str],
         on_notification: NotificationCallback | None = None,
         inputs: InputHandlers | None = None,
+        cache: ResponseCache | None = None,
+        log_level: str | None = None,
     ) -> None:
         """Wrap ``transport``; nothing is sent until :meth:`request`."""
         self.transport = transport
@@ -89,6 +106,13 @@ class Session:
         self.on_notification = on_notification
         self.inputs = inputs if inputs is not None else InputHandlers()
         """The input handlers (also what the session declares as client capabilities)."""
+        self.cache = cache
+        """The response cache (SEP-2549); a new authorization context calls ``cache.clear()``."""
+        self.log_level = log_level
+        self.hub = NotificationHub()
+        """Where open subscriptions receive the server's notifications."""
+        self.server_capabilities: dict[str, Any] = {}
+        """The ``capabilities`` of the legacy ``initialize`` result (empty in the modern era)."""
         self.version: str | None = None
         """The negotiated protocol version; ``None`` while no era is settled."""
         self.session_id: str | None = None
@@ -122,6 +146,10 @@ class Session:
             headers[SESSION_HEADER] = self.session_id
         return headers
 
+    def stream_headers(self) -> dict[str, str]:
+        """The headers of a message that is no request of a method (a standalone ``GET``): version and session."""
+        return self._session_headers()
+
     async def initialize(self, offer: str) -> None:
         """Run the legacy handshake offering ``offer`` (MCP 2025-11-25 "Lifecycle").
 
@@ -140,8 +168,19 @@ class Session:
         if version not in LEGACY_VERSIONS:
             raise ProtocolError(f"server chose protocol version {version!r}, which mcpfsm does not speak")
         self.set_version(version)
+        capabilities = result.get("capabilities")
+        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
         await self.notify("notifications/initialized")
         await self.transport.open_stream(self._session_headers())
+        if self.log_level is not None:
+            await self._set_log_level(self.log_level)
+
+    async def _set_log_level(self, level: str) -> None:
+        # MCP 2025-11-25 "Logging": a session-wide minimum, offered by servers with the logging capability.
+        if "logging" not in self.server_capabilities:
+            logger.debug("the server offers no logging capability; log level {!r} not set", level)
+            return
+        await self.exchange("logging/setLevel", {"level": level})
 
     async def end(self) -> None:
         """End a legacy session (``DELETE``), best effort; nothing to do otherwise."""
@@ -157,12 +196,36 @@ class Session:
     # --- the request path -------------------------------------------------------------------------
 
     async def request(
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        plan: HeaderPlan | None = None,
+        *,
+        fresh: bool = False,
+    ) -> dict[str, Any]:
+        """Send one request and return its result: the cache, then session renewal and the version switch.
+
+        ``plan=None`` means the protocol headers of the version in effect. ``fresh=True`` skips the
+        cache lookup (the answer still refreshes the cache).
+
+        Raises:
+            RpcError: the server answered an error (after at most one switch on ``-32022``).
+            SessionExpired: the renewed legacy session expired too.
+            TransportError, ProtocolError: the request failed.
+        """
+        if self.cache is None:
+            return await self._renewing(method, params, plan)
+        return await caching.through(
+            self.cache, lambda: self.version, method, params, lambda: self._renewing(method, params, plan), fresh=fresh
+        )
+
+    async def _renewing(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None
     ) -> dict[str, Any]:
-        """Send one request and return its result, renewing the session or switching version once each.
+        """Renew an expired legacy session or switch version on ``-32022``, at most once each.
 
-        ``plan=None`` means the protocol headers of the version in effect. A resend always re-plans:
-        a renewed session or a version switch leaves the era the plan was made for.
+        A resend always re-plans: a renewed session or a version switch leaves the era the plan was
+        made for.
 
         Raises:
             RpcError: the server answered an error (after at most one switch on ``-32022``).
@@ -214,10 +277,20 @@ class Session:
                 await self.initialize(self.version or LEGACY_VERSIONS[0])
             self._lost_session = None
 
+    def reserve_id(self) -> int:
+        """A request id for :meth:`exchange` that no other request of this session will get."""
+        self._next_id += 1
+        return self._next_id
+
     async def exchange(
-        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None
+        self,
+        method: str,
+        params: Mapping[str, Any] | None,
+        plan: HeaderPlan | None = None,
+        *,
+        request_id: int | None = None,
     ) -> dict[str, Any]:
-        """One request, one JSON-RPC id: the innermost layer.
+        """One request, one JSON-RPC id (``request_id`` from :meth:`reserve_id`, or a new one): the innermost layer.
 
         Raises:
             RpcError: the server answered an error (``.status`` is the HTTP status it came with).
@@ -226,8 +299,8 @@ class Session:
         """
         if plan is None:
             plan = plan_request(method, params, protocol_version=self.version)
-        self._next_id += 1
-        request_id = self._next_id
+        if request_id is None:
+            request_id = self.reserve_id()
         if is_modern(self.version):
             params = dict(params or {})
             meta = params.get("_meta")
@@ -298,6 +371,9 @@ class Session:
     def _modern_meta(self) -> dict[str, Any]:
         if self._meta is None:
             self._meta = modern_meta(MODERN_VERSION, self.client_info, self.inputs.capabilities())
+            if self.log_level is not None:
+                # MCP 2026-07-28 "Logging": log messages are sent only for requests that ask for them.
+                self._meta[LOG_LEVEL_KEY] = self.log_level
         return self._meta
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
@@ -370,6 +446,9 @@ class Session:
             logger.warning("could not answer the server's {!r} request: {}", request.method, exc)
 
     async def _notification(self, message: Notification) -> None:
+        if self.cache is not None:
+            self.cache.invalidate(message.method, message.params)
+        self.hub.dispatch(message)
         if self.on_notification is None:
             logger.debug("notification {} from the server: {}", message.method, message.params)
             return

@@ -12,6 +12,7 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │   │                        a stream that ended before its response (MCP "Transports")
     │   └── SessionExpired       HTTP 404 on a request that carried a legacy Mcp-Session-Id
     └── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
+        └── OutputValidationError  a tool's structuredContent does not match its outputSchema
 
 Foreign exceptions (httpx, trio, OS) are mapped to these in one place per transport and
 always chained with ``raise ... from exc``. Cancellation is never wrapped.
@@ -28,6 +29,7 @@ __all__ = [
     "HeaderMismatchError",
     "McpError",
     "MirroringError",
+    "OutputValidationError",
     "ProtocolError",
     "RpcError",
     "SessionExpired",
@@ -113,6 +115,27 @@ class SessionExpired(TransportError):
 
 class ProtocolError(McpError):
     """The peer's reply is not valid JSON-RPC or MCP (malformed JSON, wrong shapes, paging loops)."""
+
+
+class OutputValidationError(ProtocolError):
+    """A tool's ``structuredContent`` does not conform to the ``outputSchema`` it was listed with.
+
+    MCP 2026-07-28 "Tools", "Output Schema": a server MUST return conforming structured results and a
+    client SHOULD validate them. Raised with ``validate_output="raise"`` (the default); the call itself
+    completed, so the result is kept here.
+
+    Attributes:
+        tool: the tool's name.
+        result: the :class:`~mcpfsm.ToolResult` that failed validation.
+        problems: one line per violation (``/path: message``), or why the schema itself is unusable.
+    """
+
+    def __init__(self, tool: str, problems: list[str], result: Any = None) -> None:
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        super().__init__(f"structured content of tool {tool!r} does not match its outputSchema: {shown}")
+        self.tool = tool
+        self.result = result
+        self.problems = problems
 
 
 def rpc_error(code: int, message: str, data: Any = None) -> RpcError:

@@ -55,6 +55,11 @@ class CallPort(Protocol):
         """The handlers that answer input requests, and the round limit."""
         ...
 
+    @property
+    def relist_generation(self) -> int:
+        """How many relists have completed; read before each send (single flight)."""
+        ...
+
     def known_definition(self, name: str) -> ToolDefinition | None:
         """The newest definition of ``name`` the client has listed, or ``None``."""
         ...
@@ -63,8 +68,19 @@ class CallPort(Protocol):
         """Send one ``tools/call`` with ``plan`` (a new JSON-RPC id each time) and return its result object."""
         ...
 
-    async def relist(self) -> ToolCatalog:
-        """A complete, uncached ``tools/list`` that refreshes the known definitions."""
+    def check_output(self, name: str, result: ToolResult) -> None:
+        """Validate a complete result against the tool's listed ``outputSchema``, as the client is configured.
+
+        Raises:
+            OutputValidationError: it does not conform and the client raises on that.
+        """
+        ...
+
+    async def relist(self, since: int) -> tuple[ToolCatalog, bool]:
+        """A complete, uncached ``tools/list`` that completed after generation ``since``, shared between calls.
+
+        Returns the catalog and True when another call started that relist.
+        """
         ...
 
 
@@ -77,6 +93,7 @@ class ToolCall:
         "call_id",
         "definition",
         "error",
+        "generation",
         "handle",
         "mismatch",
         "name",
@@ -103,6 +120,7 @@ class ToolCall:
         self.call_id = f"{_CALL_PREFIX}-{next(_CALL_COUNTER)}"
         self.seq = 0
         self.attempt = 1
+        self.generation = 0
         self.started = 0.0
         self.definition: ToolDefinition | None = None
         self.plan: HeaderPlan | None = None
@@ -141,6 +159,7 @@ class ToolCall:
     async def _sending(self) -> Trigger:
         # The one effect of every state that sends: the machine tells them apart by its edges.
         assert self.plan is not None
+        self.generation = self.port.relist_generation
         try:
             result = await self.port.call_once(self.rounds.params(self._params()), self.plan)
             if not self.rounds.receive(result):
@@ -149,6 +168,7 @@ class ToolCall:
                     return Trigger.rounds_exhausted
                 return Trigger.input_required
             self.result = ToolResult.from_result(result)
+            self.port.check_output(self.name, self.result)
         except HeaderMismatchError as exc:
             self.error = exc
             # SEP-2243: recovery exists only where headers are mirrored (modern era).
@@ -174,7 +194,7 @@ class ToolCall:
     async def _relisting(self) -> Trigger:
         assert self.mismatch is not None
         try:
-            catalog = await self.port.relist()
+            catalog, joined = await self.port.relist(self.generation)
         except McpError as exc:
             # The original -32020 is raised, with the relist failure as its cause.
             self.mismatch.__cause__ = exc
@@ -185,7 +205,7 @@ class ToolCall:
             self.error = self.mismatch
             return Trigger.vanished
         self.definition = fresh
-        return Trigger.relisted
+        return Trigger.joined if joined else Trigger.relisted
 
     async def _comparing(self) -> Trigger:
         assert self.mismatch is not None

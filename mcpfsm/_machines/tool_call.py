@@ -6,9 +6,10 @@ walkthrough ``specs/tool-call.md`` are generated from it.
 
 The -32020 recovery follows SEP-2243 ("HTTP Header Standardization", MCP 2026-07-28): a server that
 finds the ``Mcp-Param-*`` headers inconsistent with the body answers -32020 (HeaderMismatch), and a
-client whose listing was stale re-lists and retries. ``retrying`` is a state of its own with no edge
-back to ``relisting``, so a call makes at most one extra ``tools/list`` and one extra retry: the bound
-holds by construction and shows in the diagram.
+client whose listing was stale re-lists and retries. Concurrent calls share one relist (``joined``:
+a call whose stale request was sent before a relist completed uses that relist's catalog).
+``retrying`` is a state of its own with no edge back to ``relisting``, so a call makes at most one
+extra ``tools/list`` and one extra retry: the bound holds by construction and shows in the diagram.
 
 Input rounds follow SEP-2322 ("Multi Round-Trip Requests"): a result with ``resultType:
 "input_required"`` sends the call to ``awaiting_input`` (the handlers answer the input requests) and
@@ -20,7 +21,6 @@ resend: before the retry it leads to ``relisting`` (the retry then resends that 
 it to ``failed``. With one shared copy the recovery would sit inside the loop and could run again; with
 two, the recovery stays acyclic and every edge but the two loop edges leads down :data:`STATES`. The
 round count is per call, shared by both copies.
-
 Pure: no I/O; imports neither trio, httpx nor loguru.
 """
 
@@ -77,6 +77,7 @@ class Trigger(StrEnum):
     input_failed = "input_failed"
     rounds_exhausted = "rounds_exhausted"
     relisted = "relisted"
+    joined = "joined"
     vanished = "vanished"
     relist_failed = "relist_failed"
     changed = "changed"
@@ -122,6 +123,8 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     _edge(Trigger.mismatched, State.resending, State.relisting, "-32020 HeaderMismatch"),
     _edge(Trigger.errored, State.resending, State.failed, "any other error"),
     _edge(Trigger.relisted, State.relisting, State.comparing, "tool found"),
+    # Single flight: concurrent -32020s share one relist; the calls that did not start it say so.
+    _edge(Trigger.joined, State.relisting, State.comparing, "tool found in another call's relist"),
     _edge(Trigger.vanished, State.relisting, State.failed, "tool gone from listing"),
     _edge(Trigger.relist_failed, State.relisting, State.failed, "tools/list failed"),
     _edge(Trigger.changed, State.comparing, State.retrying, "fresh plan differs"),
@@ -170,7 +173,10 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
             "POST `tools/call` again with a new JSON-RPC id, the answers as `inputResponses` and `requestState` "
             "echoed byte for byte (absent when the server gave none)."
         ),
-        State.relisting: "Fetch a full, uncached `tools/list` (every page) and find the tool by exact name.",
+        State.relisting: (
+            "Fetch a full, uncached `tools/list` (every page) and find the tool by exact name; a relist that "
+            "another call started, or that completed after this call's request was sent, is joined instead."
+        ),
         State.comparing: "Plan the same arguments against the fresh definition and compare with the plan sent.",
         State.retrying: (
             "POST `tools/call` once more, with the fresh plan (`attempt` becomes 2) and the latest round's "

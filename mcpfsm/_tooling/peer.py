@@ -43,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import peer_input
+from . import peer_input, peer_surface
 
 __all__ = [
     "MCP_PATH",
@@ -170,6 +170,7 @@ class PeerState:
     errors: dict[str, _InjectedError] = field(default_factory=dict)
     drop_streams: int = 0
     log: list[dict[str, Any]] = field(default_factory=list)
+    surface: peer_surface.Surface | None = None
 
     def __post_init__(self) -> None:
         self.page_size = self.initial_page_size
@@ -183,6 +184,8 @@ class PeerState:
         self.errors.clear()
         self.drop_streams = 0
         self.log.clear()
+        if self.surface is not None:
+            self.surface.reset()
 
 
 _Armed = TypeVar("_Armed", _Mismatch, _InjectedError)
@@ -264,10 +267,11 @@ def _pagination(state: PeerState) -> ServerMiddleware[Any]:
 
 
 def build_server(state: PeerState) -> MCPServer[Any]:
-    """The MCPServer with the peer's tools (as `state` says) and `tools/list` paging."""
+    """The MCPServer with the peer's tools (as `state` says), `tools/list` paging and `peer_surface`."""
     server: MCPServer[Any] = MCPServer(PEER_NAME, version=PEER_VERSION, log_level="WARNING")
     server.middleware.append(_pagination(state))
     peer_input.install(server)
+    state.surface = peer_surface.install(server)
     _sync_tools(server, state)
     return server
 
@@ -479,7 +483,11 @@ def _install_control_routes(server: MCPServer[Any], state: PeerState) -> None:
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
         if not isinstance(action, dict):
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        problem = _apply(server, state, cast(dict[str, Any], action))
+        action = cast(dict[str, Any], action)
+        if action.get("action") in peer_surface.ACTIONS and state.surface is not None:
+            problem = await state.surface.apply(action)
+        else:
+            problem = _apply(server, state, action)
         if problem is not None:
             status, text = problem
             return JSONResponse({"error": text}, status_code=status)

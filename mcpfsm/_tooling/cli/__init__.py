@@ -21,12 +21,14 @@ from types import ModuleType
 from typing import Final
 
 from ... import __version__
-from . import call, demo, diagram, plan, tools, trace
+from . import call, demo, diagram, listen, plan, prompt, prompts, read, resources, tools, trace
 from .common import Exit, Parser, classify, configure_logging, error_line, formatter, leaf
 
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
-COMMANDS: Final[tuple[ModuleType, ...]] = (demo, tools, call, plan, trace, diagram)
+COMMANDS: Final[tuple[ModuleType, ...]] = (
+    demo, tools, call, resources, read, prompts, prompt, listen, plan, trace, diagram
+)
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
 _EXIT_CODES = f"""\

@@ -1,0 +1,58 @@
+"""``mcpfsm prompts URL``: a server's prompts and their arguments (MCP "Prompts")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Final
+
+import trio
+
+from ..._core.results import Prompt
+from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+
+__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+
+NAME: Final = "prompts"
+SUMMARY: Final = "list a server's prompts and their arguments"
+DESCRIPTION: Final = (
+    "List the prompts of a server (every page of prompts/list): name, arguments (required ones\n"
+    "marked with *) and description. Get one with 'mcpfsm prompt URL NAME --args JSON'."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments."""
+    add_server_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output (the entries as listed)")
+
+
+def render(prompts: list[Prompt]) -> str:
+    """The human-readable table: one prompt per line."""
+    if not prompts:
+        return "no prompts"
+    rows = [
+        (p.name, ", ".join(a.name + ("*" if a.required else "") for a in p.arguments) or "-", p.description or "")
+        for p in prompts
+    ]
+    widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(("PROMPT", "ARGUMENTS"))]
+    lines = [f"{'PROMPT':<{widths[0]}}  {'ARGUMENTS':<{widths[1]}}  DESCRIPTION"]
+    lines += [f"{n:<{widths[0]}}  {a:<{widths[1]}}  {d}".rstrip() for n, a, d in rows]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> Exit:
+    """List the prompts."""
+    client = make_client(args)
+
+    async def listing() -> list[Prompt]:
+        with connection_errors(target(args)):
+            async with client:
+                return await client.prompts()
+
+    prompts = trio.run(listing)
+    if args.json:
+        print_line(json.dumps({"prompts": [dict(p.raw) for p in prompts]}, indent=2, ensure_ascii=False))
+    else:
+        print_line(render(prompts))
+    return Exit.ok
