@@ -15,10 +15,14 @@ applications that want its logs call ``logger.enable("mcpfsm")``.
 from loguru import logger
 
 from ._client.client import Client
+from ._client.loopback import LoopbackAuthorizer
+from ._client.stores import FileTokenStore, MemoryTokenStore
 from ._client.tools import Tool, ToolList
 from ._core.catalog import Exclusion, ToolDefinition
 from ._core.codec import decode_header_value, encode_header_value
+from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
 from ._core.errors import (
+    AuthorizationError,
     HeaderDecodeError,
     HeaderMismatchError,
     McpError,
@@ -28,10 +32,11 @@ from ._core.errors import (
     SessionExpired,
     TransportError,
 )
-from ._core.events import CallEvent
+from ._core.events import AuthEvent, CallEvent
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ToolResult
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
+from ._machines.authorization import AUTHORIZATION
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
@@ -44,19 +49,29 @@ __version__ = "0.1.0"
 logger.disable("mcpfsm")
 
 __all__ = [
+    "AUTHORIZATION",
+    "AuthEvent",
+    "AuthorizationError",
     "CallEvent",
     "Client",
+    "ClientCredentials",
     "EDGES",
     "Edge",
+    "EnterpriseManaged",
     "Exclusion",
+    "FileTokenStore",
     "HeaderDecodeError",
     "HeaderMismatchError",
     "HeaderPlan",
     "HttpTransport",
+    "JwtBearer",
+    "LoopbackAuthorizer",
     "MachineDefinition",
     "McpError",
+    "MemoryTokenStore",
     "MirroredParam",
     "MirroringError",
+    "OAuth",
     "ProtocolError",
     "RpcError",
     "STATES",
@@ -66,6 +81,7 @@ __all__ = [
     "StdioTransport",
     "TERMINAL",
     "TOOL_CALL",
+    "TokenStore",
     "Tool",
     "ToolDefinition",
     "ToolList",

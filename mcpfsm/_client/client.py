@@ -7,7 +7,9 @@
 - :mod:`~mcpfsm._client.negotiation` — which protocol era the connection speaks;
 - :class:`~mcpfsm._client.catalog.Catalog` — known tool definitions and paginated listings;
 - :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine,
-  reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`.
+  reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`;
+- :class:`~mcpfsm._client.authorization.AuthorizationLayer` — with ``auth=``, the token on every request
+  to the MCP endpoint and an authorization flow (the second machine) when the server asks for one.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import trio
 
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import SPOKEN_VERSIONS
+from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
 from .._core.errors import TransportError
 from .._core.events import CallEvent
 from .._core.plan import HeaderPlan
@@ -31,16 +34,21 @@ from .._drivers.audit import AuditBus
 from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
+from .._transports.oauth_http import OAuthHttp
 from .._transports.stdio import StdioTransport
 from . import negotiation
+from .authorization import AuthorizationLayer, StaticToken
 from .catalog import Catalog
 from .session import NotificationCallback, Session
 from .tools import Tool, ToolList
 
-__all__ = ["Client", "Protocol"]
+__all__ = ["Auth", "Client", "Protocol"]
 
 Protocol = Literal["auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
 """What ``protocol=`` accepts: ``"auto"`` probes; a version pins it."""
+
+Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
+"""What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
 
 _VERSION: Final = "0.1.0"
 
@@ -131,17 +139,37 @@ class Client:
         on_notification: NotificationCallback | None = None,
         timeout: httpx.Timeout | float | None = None,
         http_transport: httpx.AsyncBaseTransport | None = None,
+        auth: Auth | None = None,
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``.
 
         ``headers`` are sent on every request, except names starting with ``mcp-``.
         ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``).
+        ``auth`` authorizes the client (README, "Authorization"): :class:`~mcpfsm.OAuth`,
+        :class:`~mcpfsm.ClientCredentials`, :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`,
+        or a static bearer token; the token goes on every request to ``url`` and nowhere else.
 
         Raises:
             TransportError: ``url`` is not an absolute http(s) URL.
+            ValueError: ``auth`` is given together with an ``Authorization`` header, or is malformed.
+            TypeError: ``auth`` is none of the accepted kinds.
         """
-        transport = HttpTransport(url, headers=headers, timeout=timeout, transport=http_transport)
-        return cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+        layer: AuthorizationLayer | StaticToken | None = None
+        if auth is not None:
+            if any(name.lower() == "authorization" for name in headers or {}):
+                raise ValueError("give either auth= or an Authorization header, not both")
+            layer = _authorization(auth, url=url, protocol=protocol, timeout=timeout)
+        transport = HttpTransport(url, headers=headers, timeout=timeout, transport=http_transport, credentials=layer)
+        client = cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+        if layer is not None:
+            client._authorize_with(layer)
+        return client
+
+    def _authorize_with(self, layer: AuthorizationLayer | StaticToken) -> None:
+        # The layer publishes its flows' events on this client's bus and sits in the session path.
+        if isinstance(layer, AuthorizationLayer):
+            layer.audit = self._audit
+        self._session.authorization = layer
 
     @classmethod
     def stdio(
@@ -183,6 +211,8 @@ class Client:
                 await self._session.end()
             finally:
                 await self._transport.aclose()
+                if self._session.authorization is not None:
+                    await self._session.authorization.aclose()
 
     @property
     def protocol_version(self) -> str | None:
@@ -285,3 +315,18 @@ class Client:
         """
         await self.connect()
         return await self._session.request(method, params)
+
+
+def _authorization(
+    auth: Auth, *, url: str, protocol: str, timeout: httpx.Timeout | float | None
+) -> AuthorizationLayer | StaticToken:
+    if isinstance(auth, str):
+        return StaticToken(auth)
+    if not isinstance(auth, OAuth | ClientCredentials | JwtBearer | EnterpriseManaged):
+        raise TypeError(
+            "auth must be mcpfsm.OAuth, ClientCredentials, JwtBearer, EnterpriseManaged or a token string,"
+            f" got {type(auth).__name__}"
+        )
+    return AuthorizationLayer(
+        auth, mcp_url=url, protocol=protocol, http=OAuthHttp(timeout=timeout, user_agent=f"mcpfsm/{_VERSION}")
+    )

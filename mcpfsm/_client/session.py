@@ -8,9 +8,13 @@ sends unasked. A request goes down through one layer per concern, in the manner 
 - :meth:`Session.request` — the caller's entry point; renews an expired legacy session and follows
   a ``-32022`` version switch, each at most once, in one bounded loop;
 - :meth:`Session.exchange` — one request with one id: ``_meta``, headers, the transport, the reply's
-  id checked, a JSON-RPC error raised with the HTTP status it came with.
+  id checked, a JSON-RPC error raised with the HTTP status it came with;
+- :meth:`Session.send` — one message's trip to the server: through the authorization layer
+  (``mcpfsm._client.authorization``: the token on the request, a flow on 401 or 403, the message resent
+  unchanged) when the client has credentials, else straight to the transport. Every message goes this
+  way (requests, notifications, our answers), and so below era negotiation: a 401 is never an era signal.
 
-Authorization, the response cache and telemetry are further layers between the two.
+The response cache and telemetry are further layers between ``request`` and ``exchange``.
 
 Sources: MCP 2026-07-28 "Request Metadata" (``_meta`` on every request), MCP 2025-11-25 "Lifecycle"
 and "Session Management" (``initialize``, ``Mcp-Session-Id``, a 404 ends the session),
@@ -41,8 +45,9 @@ from .._core.jsonrpc import (
     parse_message,
 )
 from .._core.plan import HeaderPlan, plan_request
-from .._transports.base import SESSION_HEADER, Transport
+from .._transports.base import SESSION_HEADER, Reply, Transport
 from . import negotiation
+from .authorization import AuthorizationLayer, StaticToken
 
 __all__ = ["Session"]
 
@@ -76,6 +81,8 @@ class Session:
         """The negotiated protocol version; ``None`` while no era is settled."""
         self.session_id: str | None = None
         """The legacy ``Mcp-Session-Id`` in effect (never set in the modern era)."""
+        self.authorization: AuthorizationLayer | StaticToken | None = None
+        """The authorization layer every message goes through, or ``None`` (no credentials)."""
         self._next_id = 0
         self._meta: dict[str, Any] | None = None
         self._handshake = trio.Lock()
@@ -195,7 +202,8 @@ class Session:
         if session is not None:
             headers[SESSION_HEADER] = session
         try:
-            reply = await self.transport.send(message, headers)
+            tool = params.get("name") if method == "tools/call" and params is not None else None
+            reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
         except TransportError as exc:
             if exc.status == 404 and session is not None:
                 raise self._expired(session) from exc
@@ -247,12 +255,21 @@ class Session:
             self._meta = modern_meta(MODERN_VERSION, self.client_info)
         return self._meta
 
+    async def send(self, message: str, headers: Mapping[str, str], *, tool: str = "") -> Reply | None:
+        """One message's trip: through the authorization layer when there is one, else to the transport.
+
+        ``tool`` names the tool of a ``tools/call`` for the authorization events.
+        """
+        if self.authorization is None:
+            return await self.transport.send(message, headers)
+        return await self.authorization.send(self.transport.send, message, headers, tool=tool)
+
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification with the headers of the version in effect."""
         headers = plan_request(method, params, protocol_version=self.version).as_dict()
         if self.session_id is not None:
             headers[SESSION_HEADER] = self.session_id
-        await self.transport.send(encode_notification(method, params), headers)
+        await self.send(encode_notification(method, params), headers)
 
     # --- cancellation -----------------------------------------------------------------------------
 
@@ -285,7 +302,7 @@ class Session:
             # Sampling, elicitation and roots are not offered: answer instead of hanging the call.
             answer = encode_error(message.id, METHOD_NOT_FOUND, f"mcpfsm does not support {message.method!r}")
         try:
-            await self.transport.send(answer, self._session_headers())
+            await self.send(answer, self._session_headers())
         except McpError as exc:
             # The server may give up on its request; ours is still open and worth waiting for.
             logger.warning("could not answer the server's {!r} request: {}", message.method, exc)

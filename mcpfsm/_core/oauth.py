@@ -66,6 +66,7 @@ __all__ = [
     "TOKEN_TYPE_ID_JAG",
     "TOKEN_TYPE_ID_TOKEN",
     "USE_DPOP_NONCE",
+    "Answer",
     "AuthorizationRequest",
     "AuthorizationServerMetadata",
     "BearerChallenge",
@@ -1284,6 +1285,21 @@ def read_authorization_response(request: AuthorizationRequest, redirect_url: str
 
 # --------------------------------------------------------------------------------------------------
 # Token endpoint (RFC 6749 §2.3.1, §4.1.3, §5, §6; RFC 7523; RFC 8693; RFC 8707)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An authorization server's (or a metadata endpoint's) answer to one request, as the readers here take it.
+
+    Attributes:
+        status: the HTTP status (redirects are never followed, so a 3xx is an answer too).
+        body: the body, whole.
+        dpop_nonce: the ``DPoP-Nonce`` header, if any (RFC 9449 §8).
+    """
+
+    status: int
+    body: bytes = field(repr=False)
+    dpop_nonce: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -30,7 +30,7 @@ from .._core.errors import ProtocolError, TransportError
 from .._core.h1 import H1Error
 from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
 from .._core.sse import SseError, SseEvent, SseParser
-from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, filter_custom_headers
+from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
 from .pool import ConnectionPool, HttpResponse, Timeouts, WireError, WireTimeout
 
 __all__ = ["DEFAULT_TIMEOUT", "HttpTransport"]
@@ -139,6 +139,8 @@ class HttpTransport:
         transport: an ``httpx.AsyncBaseTransport`` to drive instead of mcpfsm's keep-alive pool
             (the caller then owns closing it).
         sleep: the delay function used before resuming a stream (``trio.sleep``).
+        credentials: asked for the ``Authorization`` (and ``DPoP``) headers of every request to the
+            endpoint, and only of those (MCP "Authorization", "Access Token Usage").
 
     Raises:
         TransportError: ``url`` is not an absolute http(s) URL.
@@ -152,6 +154,7 @@ class HttpTransport:
         timeout: httpx.Timeout | float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Any] = trio.sleep,
+        credentials: RequestCredentials | None = None,
     ) -> None:
         """Prepare the transport; no connection is made until the first message."""
         try:
@@ -182,6 +185,7 @@ class HttpTransport:
             *filter_custom_headers(headers).items(),
         ]
         self._sleep = sleep
+        self._credentials = credentials
         self._closed = False
         self._inbound: InboundHandler | None = None
 
@@ -221,6 +225,9 @@ class HttpTransport:
                 await response.aclose()
 
     async def _request(self, method: str, headers: list[tuple[str, str]], body: bytes = b"") -> HttpResponse:
+        # Every request to the endpoint, and nothing else, carries the credentials (MCP "Authorization").
+        if self._credentials is not None:
+            headers = [*headers, *self._credentials.headers(method, str(self._url))]
         if self._pool is not None:
             return await self._pool.request(method, self._target, headers, body)
         assert self._httpx is not None
@@ -229,26 +236,31 @@ class HttpTransport:
 
     async def _answer(self, response: HttpResponse, message: str, sent: Mapping[str, str]) -> Reply | None:
         status = response.status
-        session_id = response.headers.get("mcp-session-id")
+        headers = response.headers
+        session_id = headers.get("mcp-session-id")
+        nonce = headers.get("dpop-nonce")
         media = _media_type(response)
         if 200 <= status < 300:
             if status in (202, 204):
                 return None
             if media == "application/json":
                 with _mapped("reading HTTP response"):
-                    return Reply(await response.read(), status, session_id)
+                    return Reply(await response.read(), status, session_id, dpop_nonce=nonce)
             if media == "text/event-stream":
                 answer = await self._read_stream(response, outgoing_request_id(message), sent)
-                return Reply(answer, status, session_id)
+                return Reply(answer, status, session_id, dpop_nonce=nonce)
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r};"
                 " expected application/json or text/event-stream"
             )
         with _mapped("reading HTTP error response"):
             body = await response.read()
+        challenges = _field_values(headers, "www-authenticate")
         if media == "application/json" and _is_jsonrpc_error(body):
-            return Reply(body, status, session_id)
-        raise TransportError(_status_message(response, body), status=status)
+            return Reply(body, status, session_id, challenges, nonce)
+        raise TransportError(
+            _status_message(response, body), status=status, www_authenticate=challenges, dpop_nonce=nonce
+        )
 
     async def _read_stream(self, response: HttpResponse, request_id: object, sent: Mapping[str, str]) -> str:
         parser = SseParser()
@@ -367,6 +379,15 @@ async def _unwind(chunks: AsyncGenerator[bytes, None]) -> None:
 def _header(headers: Mapping[str, str], name: str) -> str | None:
     lowered = name.lower()
     return next((value for key, value in headers.items() if key.lower() == lowered), None)
+
+
+def _field_values(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
+    # Every value of a header field that may repeat: httpx keeps them apart, the pool joins them with ", "
+    # (RFC 9110 §5.3: the same field either way).
+    if isinstance(headers, httpx.Headers):
+        return tuple(headers.get_list(name))
+    value = headers.get(name)
+    return () if value is None else (value,)
 
 
 def _session_headers(sent: Mapping[str, str]) -> list[tuple[str, str]]:
