@@ -234,9 +234,7 @@ class AuthorizationLayer:
             self.binding.tokens = tokens
             self.binding.generation += 1
 
-    async def _run(
-        self, entry: Entry, challenges: Sequence[str], *, again: bool, tool: str, attempt: int
-    ) -> None:
+    async def _run(self, entry: Entry, challenges: Sequence[str], *, again: bool, tool: str, attempt: int) -> None:
         flow = AuthorizationFlow(
             self, self.binding, entry, www_authenticate=challenges, again=again, tool=tool, attempt=attempt
         )

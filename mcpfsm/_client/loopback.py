@@ -123,9 +123,7 @@ class LoopbackAuthorizer:
         if not opened:
             self._announce("mcpfsm: no browser could be opened; open the URL above yourself")
 
-    async def _serve(
-        self, listener: trio.SocketListener, received: list[str], done: trio.CancelScope
-    ) -> None:
+    async def _serve(self, listener: trio.SocketListener, received: list[str], done: trio.CancelScope) -> None:
         while True:
             stream = await listener.accept()
             async with stream:

@@ -19,6 +19,8 @@ It serves, on one origin:
   ``/register`` (RFC 7591); a second server under ``/as2`` for migration; an IdP token exchange endpoint at
   ``/idp/token`` (RFC 8693) that issues ID-JAGs;
 - ``GET /_log`` (every request received, in order, with its answer's status) and ``POST /_log/clear``;
+- ``POST /_revoke``: every access token dies, with ``{"refresh_tokens": true}`` every refresh token too
+  (clients stay);
 - ``POST /_config`` with a JSON object of :class:`Scenario` fields: start afresh with that scenario (new
   clients, codes and tokens, an empty log), so one process serves many tests.
 
@@ -109,6 +111,7 @@ class Scenario:
         refresh_tokens: issue refresh tokens.
         rotate_refresh_tokens: a refresh returns a new refresh token and retires the old one.
         expires_in: access token lifetime in seconds (0: expired at once).
+        sessions: answer ``initialize`` with an ``Mcp-Session-Id`` and accept the session ``DELETE`` (legacy).
     """
 
     issuer_path: str = ""
@@ -142,6 +145,7 @@ class Scenario:
     refresh_tokens: bool = False
     rotate_refresh_tokens: bool = True
     expires_in: int = 3600
+    sessions: bool = False
 
     @classmethod
     def from_json(cls, text: str) -> Scenario:
@@ -776,6 +780,8 @@ class World:
             if self.forbidden_requests > s.forbid_limit:
                 return JSONResponse({"error": "gone"}, status_code=410)
             return self.challenge(403, error="insufficient_scope", scope=s.forbid_scope)
+        if request.method == "DELETE" and s.sessions:
+            return Response(status_code=204)
         if request.method != "POST":
             return Response(status_code=405, headers={"Allow": "POST"})
         try:
@@ -796,7 +802,10 @@ class World:
             self.migrated = True
         if "id" not in message:
             return Response(status_code=202)
-        return JSONResponse({"jsonrpc": "2.0", "id": message["id"], **self.answer(method, message.get("params"))})
+        answer = JSONResponse({"jsonrpc": "2.0", "id": message["id"], **self.answer(method, message.get("params"))})
+        if method == "initialize" and s.sessions:
+            answer.headers["Mcp-Session-Id"] = "session-1"
+        return answer
 
     def answer(self, method: object, params: object) -> dict[str, Any]:
         """The JSON-RPC result (or error) of one request."""
@@ -893,6 +902,17 @@ class World:
             return await self.read_log(request)
         if path == "/_log/clear" and request.method == "POST":
             return await self.clear_log(request)
+        if path == "/_revoke" and request.method == "POST":
+            # Every access token dies (with {"refresh_tokens": true} every refresh token too; clients stay).
+            self.access_tokens.clear()
+            try:
+                asked = json.loads(await request.body() or b"{}")
+            except ValueError:
+                asked = {}
+            if isinstance(asked, dict) and asked.get("refresh_tokens") is True:
+                self.main.refresh_tokens.clear()
+                self.second.refresh_tokens.clear()
+            return Response(status_code=204)
         body = await request.body()
         headers: dict[str, str] = {}
         for name, value in request.headers.items():

@@ -137,6 +137,13 @@ class RunningAuthServer:
         """Forget the requests logged so far."""
         httpx.post(f"{self.base_url}/_log/clear").raise_for_status()
 
+    def revoke(self, *, refresh_tokens: bool = False) -> None:
+        """Make every access token invalid (and every refresh token with `refresh_tokens`; clients stay).
+
+        The next MCP request draws a 401.
+        """
+        httpx.post(f"{self.base_url}/_revoke", json={"refresh_tokens": refresh_tokens}).raise_for_status()
+
 
 @contextmanager
 def run_authserver(
