@@ -1477,9 +1477,7 @@ def test_refresh_keeps_what_is_omitted() -> None:
     previous = o.TokenSet(
         access_token="old", refresh_token="rt-old", scopes=("a", "offline_access"), issuer=AS, resource=MCP
     )
-    kept = read(
-        200, {"access_token": "new", "token_type": "Bearer"}, previous=previous, state="refreshing"
-    )
+    kept = read(200, {"access_token": "new", "token_type": "Bearer"}, previous=previous, state="refreshing")
     assert kept == o.TokenSet(
         access_token="new", refresh_token="rt-old", scopes=("a", "offline_access"), issuer=AS, resource=MCP
     )
@@ -1717,3 +1715,59 @@ def test_all_is_sorted_and_complete() -> None:
         and getattr(value, "__module__", o.__name__) == o.__name__
     }
     assert public - {"annotations"} <= set(o.__all__)
+
+
+# ---------------------------------------------------------------------------------------------- store records
+
+
+def test_token_and_registration_records_round_trip() -> None:
+    tokens = o.TokenSet(
+        access_token="a",
+        token_type="DPoP",
+        refresh_token="r",
+        expires_at=12.5,
+        scopes=("x", "y"),
+        issuer=AS,
+        resource=MCP,
+    )
+    assert o.TokenSet.from_dict(json.loads(json.dumps(tokens.to_dict()))) == tokens
+    registration = o.ClientRegistration(
+        issuer=AS, client_id="c", client_secret="s", token_endpoint_auth_method="client_secret_post"
+    )
+    assert o.ClientRegistration.from_dict(json.loads(json.dumps(registration.to_dict()))) == registration
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"access_token": ""},
+        {"access_token": 5},
+        {"token_type": "bearer"},
+        {"issuer": None},
+        {"refresh_token": 3},
+        {"resource": []},
+        {"expires_at": True},
+        {"expires_at": "soon"},
+        {"scopes": "x y"},
+        {"scopes": [1]},
+    ],
+    ids=repr,
+)
+def test_a_malformed_token_record_is_no_tokens(change: dict[str, Any]) -> None:
+    record = o.TokenSet(access_token="a", issuer=AS, resource=MCP).to_dict()
+    assert o.TokenSet.from_dict({**record, **change}) is None
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"client_id": ""},
+        {"issuer": 1},
+        {"token_endpoint_auth_method": "private_key_jwt"},
+        {"client_secret": None, "token_endpoint_auth_method": "client_secret_basic"},
+    ],
+    ids=repr,
+)
+def test_a_malformed_registration_record_is_no_registration(change: dict[str, Any]) -> None:
+    record = o.ClientRegistration(issuer=AS, client_id="c").to_dict()
+    assert o.ClientRegistration.from_dict({**record, **change}) is None

@@ -16,6 +16,7 @@ Every httpx exception becomes a :class:`~mcpfsm.TransportError` in one place, ch
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Final
 
@@ -79,11 +80,12 @@ class OAuthHttp:
             async with self._client.stream(method, url, headers=list(headers), content=body) as response:
                 chunks: list[bytes] = []
                 size = 0
-                async for chunk in response.aiter_bytes():
-                    size += len(chunk)
-                    if size > MAX_BODY:
-                        raise TransportError(f"{method} {url}: the answer is larger than {MAX_BODY} bytes")
-                    chunks.append(chunk)
+                async with contextlib.aclosing(response.aiter_bytes()) as body_chunks:
+                    async for chunk in body_chunks:
+                        size += len(chunk)
+                        if size > MAX_BODY:
+                            raise TransportError(f"{method} {url}: the answer is larger than {MAX_BODY} bytes")
+                        chunks.append(chunk)
                 return Answer(response.status_code, b"".join(chunks), response.headers.get("dpop-nonce"))
         except httpx.TimeoutException as exc:
             raise TransportError(f"{method} {url} timed out ({type(exc).__name__})") from exc
