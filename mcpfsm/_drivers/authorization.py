@@ -548,6 +548,8 @@ class AuthorizationFlow:
             return Trigger.refresh_refused
         self.identity = identity
         metadata = self.metadata
+        # A refresh asks for no scope (OAuth 2.1 §4.3): the token keeps what was requested for it.
+        self.scopes = binding.requested or previous.scopes
 
         def build() -> oauth.TokenRequest:
             client = identity.authentication(now=self.port.now())

@@ -17,8 +17,8 @@ Every httpx exception becomes a :class:`~mcpfsm.TransportError` in one place, ch
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import AsyncGenerator, Sequence
+from typing import Final, cast
 
 import httpx
 
@@ -80,7 +80,9 @@ class OAuthHttp:
             async with self._client.stream(method, url, headers=list(headers), content=body) as response:
                 chunks: list[bytes] = []
                 size = 0
-                async with contextlib.aclosing(response.aiter_bytes()) as body_chunks:
+                # httpx annotates aiter_bytes as an AsyncIterator; it is an async generator, closed when left early.
+                pieces = cast("AsyncGenerator[bytes, None]", response.aiter_bytes())
+                async with contextlib.aclosing(pieces) as body_chunks:
                     async for chunk in body_chunks:
                         size += len(chunk)
                         if size > MAX_BODY:
