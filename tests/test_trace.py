@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpfsm import CallEvent
+from mcpfsm import AuthEvent, CallEvent
 from mcpfsm._tooling.trace import parse_events, select_call, sequence_diagram
 
 BASE = {
@@ -67,8 +67,7 @@ Mcp-Method: tools/call<br/>Mcp-Name: execute-sql<br/>Mcp-Param-Database: analyti
 
 def test_success_diagram() -> None:
     assert sequence_diagram(SUCCESS) == HEAD + (
-        "    Server-->>Client: result\n"
-        "    Note over Client: succeeded (answered)\n"
+        "    Server-->>Client: result\n    Note over Client: succeeded (answered)\n"
     )
 
 
@@ -199,10 +198,18 @@ def test_parse_events_round_trip() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("{}\n", r"line 1: not a CallEvent record \(no 'call_id', 'seq', 'tool', 'state', "
-                     r"'attempt', 'at', 'elapsed'\)", id="empty-object"),
-        pytest.param(SUCCESS[0].to_json() + "\n{oops\n", r"line 2: not JSON \(Expecting property name enclosed "
-                     r"in double quotes at column 2\)", id="not-json"),
+        pytest.param(
+            "{}\n",
+            r"line 1: not a CallEvent record \(no 'call_id', 'seq', 'tool', 'state', "
+            r"'attempt', 'at', 'elapsed'\)",
+            id="empty-object",
+        ),
+        pytest.param(
+            SUCCESS[0].to_json() + "\n{oops\n",
+            r"line 2: not JSON \(Expecting property name enclosed "
+            r"in double quotes at column 2\)",
+            id="not-json",
+        ),
         pytest.param("\n[1]\n", r"line 2: not a CallEvent record \(a JSON list\)", id="array"),
         pytest.param(
             json.dumps({**SUCCESS[0].to_dict(), "seq": "x"}),
@@ -214,6 +221,31 @@ def test_parse_events_round_trip() -> None:
 def test_parse_events_names_the_line(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=rf"^{message}$"):
         parse_events(text)
+
+
+def test_select_call_skips_authorization_flows_in_the_log() -> None:
+    flow = [
+        AuthEvent(
+            call_id="a-1", seq=0, tool="", state="starting", previous=None, trigger=None, attempt=1, at="t", elapsed=0.0
+        ),
+        AuthEvent(
+            call_id="a-1",
+            seq=1,
+            tool="",
+            state="failed",
+            previous="starting",
+            trigger="challenged_again",
+            attempt=1,
+            at="t",
+            elapsed=0.0,
+        ),
+    ]
+    records = "\n".join(e.to_json() for e in [*SUCCESS, *flow])
+    parsed = parse_events(records)
+    assert parsed == [*SUCCESS, *flow]
+    assert select_call(parsed) == SUCCESS
+    with pytest.raises(ValueError, match=r"^no events of call 'a-1' \(calls recorded: c-1\)$"):
+        select_call(parsed, "a-1")
 
 
 def test_select_call_defaults_to_the_last_call() -> None:
@@ -232,4 +264,3 @@ def test_select_call_defaults_to_the_last_call() -> None:
 def test_select_call_refuses(events: list[CallEvent], call_id: str | None, message: str) -> None:
     with pytest.raises(ValueError, match=rf"^{message}$"):
         select_call(events, call_id)
-

@@ -119,7 +119,10 @@ class LoopbackAuthorizer:
         return received[0]
 
     async def _open(self, url: str) -> None:
-        opened = await trio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True)
+        try:
+            opened = await trio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True)
+        except Exception:  # webbrowser's own errors (a broken BROWSER setting): the URL is shown anyway
+            opened = False
         if not opened:
             self._announce("mcpfsm: no browser could be opened; open the URL above yourself")
 

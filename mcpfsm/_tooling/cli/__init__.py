@@ -21,12 +21,12 @@ from types import ModuleType
 from typing import Final
 
 from ... import __version__
-from . import call, demo, diagram, plan, tools, trace
+from . import call, demo, diagram, login, logout, plan, tools, trace
 from .common import Exit, Parser, classify, configure_logging, error_line, formatter, leaf
 
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
-COMMANDS: Final[tuple[ModuleType, ...]] = (demo, tools, call, plan, trace, diagram)
+COMMANDS: Final[tuple[ModuleType, ...]] = (demo, tools, call, plan, trace, diagram, login, logout)
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
 _EXIT_CODES = f"""\
@@ -45,6 +45,7 @@ exit codes:
   {Exit.drift:<4} diagram --check: the generated diagrams are out of date
   {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,
        Graphviz for diagram)
+  {Exit.unauthorized:<4} authorization failed (login refused or not completed, tokens refused)
   {Exit.internal:<4} internal error (a bug in mcpfsm; -v prints the traceback)
   {Exit.interrupted:<4} interrupted (Ctrl-C)
 """

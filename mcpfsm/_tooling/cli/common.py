@@ -22,8 +22,9 @@ from loguru import logger
 from ..._client.client import Client
 from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
-from ..._core.errors import McpError, MirroringError, RpcError, TransportError
+from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
+from .credentials import add_auth_options, auth_from
 
 __all__ = [
     "MAX_ERROR",
@@ -69,6 +70,7 @@ class Exit(IntEnum):
     rpc_error = 8
     drift = 9
     missing_component = 10
+    unauthorized = 11
     internal = 70
     interrupted = 130
 
@@ -126,6 +128,7 @@ def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -
         "--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)"
     )
     parser.add_argument("--timeout", type=positive, metavar="SECONDS", help="HTTP timeout (default: 30 s, read 300 s)")
+    add_auth_options(parser)
 
 
 def add_args_option(parser: argparse.ArgumentParser) -> None:
@@ -153,6 +156,8 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         return Exit.interrupted, "interrupted"
     if isinstance(exc, MirroringError):
         return Exit.invalid_schema, str(exc)
+    if isinstance(exc, AuthorizationError):
+        return Exit.unauthorized, f"authorization failed: {exc}"
     if isinstance(exc, RpcError):
         return Exit.rpc_error, f"the server answered JSON-RPC error {exc.code}: {exc.message}"
     if isinstance(exc, TransportError):
@@ -269,7 +274,10 @@ def make_client(
             on_event=on_event,
             on_notification=on_notification,
             timeout=args.timeout,
+            auth=auth_from(args),
         )
+    except ValueError as exc:
+        raise CliError(Exit.usage, str(exc)) from exc
     except TransportError as exc:
         raise CliError(Exit.bad_url, str(exc)) from exc
 
