@@ -67,7 +67,8 @@ Mcp-Method: tools/call<br/>Mcp-Name: execute-sql<br/>Mcp-Param-Database: analyti
 
 def test_success_diagram() -> None:
     assert sequence_diagram(SUCCESS) == HEAD + (
-        "    Server-->>Client: result\n    Note over Client: succeeded (answered)\n"
+        "    Server-->>Client: result\n"
+        "    Note over Client: succeeded (answered)\n"
     )
 
 
@@ -198,18 +199,10 @@ def test_parse_events_round_trip() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param(
-            "{}\n",
-            r"line 1: not a CallEvent record \(no 'call_id', 'seq', 'tool', 'state', "
-            r"'attempt', 'at', 'elapsed'\)",
-            id="empty-object",
-        ),
-        pytest.param(
-            SUCCESS[0].to_json() + "\n{oops\n",
-            r"line 2: not JSON \(Expecting property name enclosed "
-            r"in double quotes at column 2\)",
-            id="not-json",
-        ),
+        pytest.param("{}\n", r"line 1: not a CallEvent record \(no 'call_id', 'seq', 'tool', 'state', "
+                     r"'attempt', 'at', 'elapsed'\)", id="empty-object"),
+        pytest.param(SUCCESS[0].to_json() + "\n{oops\n", r"line 2: not JSON \(Expecting property name enclosed "
+                     r"in double quotes at column 2\)", id="not-json"),
         pytest.param("\n[1]\n", r"line 2: not a CallEvent record \(a JSON list\)", id="array"),
         pytest.param(
             json.dumps({**SUCCESS[0].to_dict(), "seq": "x"}),
@@ -264,3 +257,4 @@ def test_select_call_defaults_to_the_last_call() -> None:
 def test_select_call_refuses(events: list[CallEvent], call_id: str | None, message: str) -> None:
     with pytest.raises(ValueError, match=rf"^{message}$"):
         select_call(events, call_id)
+
