@@ -23,7 +23,7 @@ from loguru import logger
 
 import mcpfsm
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
-from tests.conformance.authorization import headless_authorize
+from tests.conformance.adapter import headless_authorize
 
 REDIRECT: Final = "http://localhost:3000/callback"
 CIMD: Final = "https://conformance-test.local/client-metadata.json"

@@ -31,6 +31,9 @@ class PipeLikeTransport:
     async def open(self, inbound: InboundHandler) -> None:
         pass
 
+    async def open_stream(self, headers: Mapping[str, str]) -> bool:
+        return False
+
     async def end_session(self, headers: Mapping[str, str]) -> None:
         pass
 

@@ -99,13 +99,32 @@ def test_console_script_is_installed() -> None:
 
 # --- tools ---------------------------------------------------------------------------------------------
 
+# The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
+INPUT_TOOLS = [
+    "ask-name",
+    "ask-model",
+    "list-roots",
+    "interview",
+    "ask-url",
+    "state-only",
+    "echo-state",
+    "elicit-defaults",
+]
 TOOLS_TABLE = """\
-TOOL         MIRRORED HEADERS (argument -> header)
-execute-sql  /database -> Mcp-Param-Database
-             /options/readOnly -> Mcp-Param-Read-Only
-echo         -
-slow         -
-fail         -
+TOOL             MIRRORED HEADERS (argument -> header)
+execute-sql      /database -> Mcp-Param-Database
+                 /options/readOnly -> Mcp-Param-Read-Only
+echo             -
+slow             -
+fail             -
+ask-name         -
+ask-model        -
+list-roots       -
+interview        -
+ask-url          -
+state-only       -
+echo-state       -
+elicit-defaults  -
 excluded: none
 """
 
@@ -133,6 +152,7 @@ def test_tools_json(peer: HttpPeer) -> None:
             {"name": "echo", "mirrored": []},
             {"name": "slow", "mirrored": []},
             {"name": "fail", "mirrored": []},
+            *({"name": name, "mirrored": []} for name in INPUT_TOOLS),
         ],
         "excluded": [],
     }
@@ -347,12 +367,9 @@ def test_stdio_tools_keep_annotations_inert() -> None:
     run = mcpfsm("tools", "--stdio", STDIO_SERVER)
     assert run == Run(
         0,
-        "TOOL         MIRRORED HEADERS (argument -> header)\n"
-        "execute-sql  -\n"
-        "echo         -\n"
-        "slow         -\n"
-        "fail         -\n"
-        "(this connection does not mirror: x-mcp-header annotations are inert on stdio and legacy)\n"
+        "TOOL             MIRRORED HEADERS (argument -> header)\n"
+        + "".join(f"{name:<15}  -\n" for name in ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS])
+        + "(this connection does not mirror: x-mcp-header annotations are inert on stdio and legacy)\n"
         "excluded: none\n",
         "",
     )
@@ -529,7 +546,8 @@ def test_usage_errors(peer: HttpPeer, args: list[str], message: str) -> None:
 def test_unknown_tool(peer: HttpPeer) -> None:
     run = mcpfsm("call", peer.url, "nope")
     assert (run.code, run.stdout) == (Exit.unknown_tool, "")
-    assert one_error_line(run) == "mcpfsm: error: unknown tool 'nope'; the server lists: execute-sql, echo, slow, fail"
+    listed = ", ".join(["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS])
+    assert one_error_line(run) == f"mcpfsm: error: unknown tool 'nope'; the server lists: {listed}"
 
 
 def test_mirroring_error_sends_nothing(peer: HttpPeer) -> None:

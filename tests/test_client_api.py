@@ -369,7 +369,7 @@ async def test_an_unmirrorable_argument_raises_before_sending_and_the_client_sta
         pytest.param(
             result({"content": [], "resultType": "incomplete"}),
             mcpfsm.ProtocolError,
-            "tools/call result type 'incomplete' is not supported (only 'complete')",
+            "tools/call answered an unknown resultType 'incomplete' (SEP-2322 knows 'complete' and 'input_required')",
             None,
             id="incomplete-result",
         ),

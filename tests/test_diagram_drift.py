@@ -76,8 +76,11 @@ def test_mermaid_draws_every_edge_in_order() -> None:
     assert lines[0] == f"%% {banner(TOOL_CALL)}"
     assert lines[1:3] == ["stateDiagram-v2", "    [*] --> resolving"]
     assert [line for line in lines if " : " in line] == [
-        f"    {e.source} --> {e.dest} : {e.trigger} [{e.guard}]" for e in EDGES
+        f"    {e.source} --> {e.dest} : {e.trigger} [{e.guard}{'' if e.bound is None else '; ' + e.bound}]"
+        for e in EDGES
     ]
+    loop = "    resending --> awaiting_input : input_required [input_required result; round < max_input_rounds]"
+    assert loop in lines
     assert lines[-3:] == ["    succeeded --> [*]", "    failed --> [*]", "    cancelled --> [*]"]
 
 
@@ -86,9 +89,17 @@ def test_dot_draws_every_edge_and_marks_terminal_states() -> None:
     edge_lines = [line for line in text.splitlines() if "label=" in line and " -> " in line]
     assert len(edge_lines) == len(EDGES)
     for edge, line in zip(EDGES, edge_lines, strict=True):
-        assert line.startswith(f'    {edge.source} -> {edge.dest} [label="{edge.trigger}\\n[{edge.guard}]"')
+        bound = "" if edge.bound is None else f"\\nwhile {edge.bound}"
+        assert line.startswith(f'    {edge.source} -> {edge.dest} [label="{edge.trigger}\\n[{edge.guard}]{bound}"')
+    # The loop edges are bold and do not pull the layout upwards.
+    assert (
+        '    retry_resending -> retry_awaiting_input [label="input_required\\n[input_required result]'
+        '\\nwhile round < max_input_rounds", style=bold, constraint=false];'
+    ) in text.splitlines()
     assert "    succeeded [shape=doublecircle];" in text.splitlines()
     assert "    sending [group=spine];" in text.splitlines()
+    # A name longer than a circle holds gets a wider one.
+    assert "    retry_awaiting_input [group=spine, width=1.95];" in text.splitlines()
     assert text.startswith(f"// {banner(TOOL_CALL)}\ndigraph tool_call {{\n")
     assert text.endswith("}\n")
 

@@ -22,7 +22,20 @@ MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 POST: Final = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-TOOLS: Final = ["execute-sql", "echo", "slow", "fail"]
+TOOLS: Final = [
+    "execute-sql",
+    "echo",
+    "slow",
+    "fail",
+    "ask-name",
+    "ask-model",
+    "list-roots",
+    "interview",
+    "ask-url",
+    "state-only",
+    "echo-state",
+    "elicit-defaults",
+]
 SLOW_PROGRESS: Final = [
     ("notifications/progress", {"progress": step, "total": 4, "message": f"step {step} of 4"}) for step in range(1, 5)
 ]
@@ -97,6 +110,11 @@ def legacy(method: str | None, status: int = 200, http: str = "POST") -> tuple[s
     return (http, method, status, {**POST, "mcp-protocol-version": LEGACY, "mcp-session-id": "<s>"})
 
 
+# The standalone stream a legacy session opens after notifications/initialized (MCP 2025-11-25).
+STREAM_HEADERS: Final = {"accept": "text/event-stream", "mcp-protocol-version": LEGACY}
+STREAM: Final = ("GET", None, 200, {**STREAM_HEADERS, "mcp-session-id": "<s>"})
+
+
 SQL_PARAMS: Final = {"mcp-param-database": "analytics", "mcp-param-read-only": "true"}
 MODERN_WIRE: Final = [
     modern("tools/list"),
@@ -110,6 +128,7 @@ MODERN_WIRE: Final = [
 LEGACY_WIRE: Final = [
     ("POST", "initialize", 200, POST),
     legacy("notifications/initialized", 202),
+    STREAM,
     legacy("tools/list"),
     # Annotations are inert on legacy connections: no Mcp-Param-*, and the SDK asks for none.
     legacy("tools/call"),
@@ -171,7 +190,7 @@ async def test_custom_headers_go_everywhere_but_cannot_spoof_protocol_headers(pe
         session = client.session_id
 
     log = peer.log()
-    assert [entry["headers"].get("mcp-method") for entry in log] == [None] * 4
+    assert [entry["headers"].get("mcp-method") for entry in log] == [None] * 5
     assert session is not None
     assert {entry["headers"].get("mcp-session-id") for entry in log[1:]} == {session}
 
@@ -214,12 +233,13 @@ async def test_an_expired_session_is_replaced_and_the_request_resent_with_a_new_
         ("POST", "tools/call", 404),
         ("POST", "initialize", 200),
         ("POST", "notifications/initialized", 202),
+        ("GET", None, 200),
         ("POST", "tools/call", 200),
         ("DELETE", None, 200),
     ]
-    assert [e["headers"].get("mcp-session-id") for e in log] == [first, None, second, second, second]
+    assert [e["headers"].get("mcp-session-id") for e in log] == [first, None, second, second, second, second]
     assert first != second
-    assert log[0]["id"] != log[3]["id"]
+    assert log[0]["id"] != log[4]["id"]
 
 
 # --- notifications ------------------------------------------------------------------------------------------
@@ -302,17 +322,20 @@ async def test_a_dropped_legacy_stream_is_resumed_with_get_and_last_event_id(
         ("POST", "server/discover", 400),
         ("POST", "initialize", 200),
         ("POST", "notifications/initialized", 202),
+        ("GET", None, 200),
         ("POST", "tools/call", 200),
         ("GET", None, 200),
         ("POST", "tools/call", 200),
         ("DELETE", None, 200),
     ]
-    get = log[4]
+    session = log[4]["headers"]["mcp-session-id"]
+    assert log[3]["headers"] == {**STREAM_HEADERS, "mcp-session-id": session}
+    get = log[5]
     last_event_id = get["headers"]["last-event-id"]
     assert get["headers"] == {
         "accept": "text/event-stream",
         "mcp-protocol-version": LEGACY,
-        "mcp-session-id": log[3]["headers"]["mcp-session-id"],
+        "mcp-session-id": session,
         "last-event-id": last_event_id,
     }
     # Ids count up across the peer's life; that each notification arrived exactly once, in order, shows

@@ -36,6 +36,9 @@ def event(
     attempt: int = 1,
     headers: dict[str, str] | None = None,
     error: dict[str, Any] | None = None,
+    round: int = 0,
+    input_requests: dict[str, str] | None = None,
+    input_responses: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An expected event without its call_id, at and elapsed (checked separately)."""
     return {
@@ -48,6 +51,9 @@ def event(
         "attempt": attempt,
         "headers": headers,
         "error": error,
+        "round": round,
+        "input_requests": input_requests,
+        "input_responses": input_responses,
     }
 
 

@@ -52,13 +52,15 @@ class Sent:
 class Script:
     """An ``httpx.MockTransport`` handler that answers each POST with the next scripted answer.
 
-    DELETE is answered ``delete_status`` without using the script; running out of answers fails.
+    DELETE is answered ``delete_status`` and GET (the standalone stream a legacy session opens after
+    ``notifications/initialized``) ``get_status`` without using the script; running out of answers fails.
     """
 
-    def __init__(self, *answers: Answer, delete_status: int = 200) -> None:
+    def __init__(self, *answers: Answer, delete_status: int = 200, get_status: int = 405) -> None:
         self.answers = list(answers)
         self.sent: list[Sent] = []
         self.delete_status = delete_status
+        self.get_status = get_status
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else None
@@ -74,6 +76,8 @@ class Script:
         )
         if request.method == "DELETE":
             return httpx.Response(self.delete_status)
+        if request.method == "GET":
+            return httpx.Response(self.get_status)
         assert self.answers, f"unscripted request {request.method} {message.get('method')}"
         return self.answers.pop(0)(message)
 
@@ -160,6 +164,7 @@ async def test_a_legacy_answer_to_the_probe_falls_back_to_initialize_at_the_cost
         ("POST", "server/discover", 1),
         ("POST", "initialize", 2),
         ("POST", "notifications/initialized", None),
+        ("GET", None, None),
         ("POST", "tools/list", 3),
         ("DELETE", None, None),
     ]
@@ -171,6 +176,7 @@ async def test_a_legacy_answer_to_the_probe_falls_back_to_initialize_at_the_cost
     assert [s.mcp for s in script.sent] == [
         {"mcp-protocol-version": MODERN, "mcp-method": "server/discover"},
         {},
+        legacy_version_only(),
         legacy_version_only(),
         legacy_version_only(),
         legacy_version_only(),
@@ -242,10 +248,11 @@ async def test_a_discover_result_without_2026_07_28_runs_initialize(versions: An
     async with client(script) as c:
         assert c.protocol_version == offer
 
-    assert script.calls[:3] == [
+    assert script.calls[:4] == [
         ("POST", "server/discover", 1),
         ("POST", "initialize", 2),
         ("POST", "notifications/initialized", None),
+        ("GET", None, None),
     ]
     assert script.sent[1].body["params"]["protocolVersion"] == offer
 
@@ -260,6 +267,7 @@ async def test_minus_32022_on_the_probe_initializes_with_the_newest_spoken_versi
         ("POST", "server/discover", 1),
         ("POST", "initialize", 2),
         ("POST", "notifications/initialized", None),
+        ("GET", None, None),
         ("DELETE", None, None),
     ]
 
@@ -287,6 +295,7 @@ async def test_a_pinned_legacy_version_sends_no_probe() -> None:
     assert script.calls == [
         ("POST", "initialize", 1),
         ("POST", "notifications/initialized", None),
+        ("GET", None, None),
         ("POST", "tools/list", 2),
         ("DELETE", None, None),
     ]
@@ -347,6 +356,7 @@ LIST_RETRIED_IN_LEGACY: Final = [
     ("POST", "tools/list", 1),
     ("POST", "initialize", 2),
     ("POST", "notifications/initialized", None),
+    ("GET", None, None),
     ("POST", "tools/list", 3),
     ("DELETE", None, None),
 ]
@@ -360,9 +370,9 @@ async def test_minus_32022_on_a_modern_request_initializes_and_retries_it_once()
         assert c.protocol_version == LEGACY
 
     assert script.calls == LIST_RETRIED_IN_LEGACY
-    assert script.sent[3].mcp == legacy_version_only()
+    assert script.sent[4].mcp == legacy_version_only()
     # Legacy requests carry no modern _meta.
-    assert script.sent[3].body == {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
+    assert script.sent[4].body == {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}
 
 
 async def test_minus_32022_on_a_legacy_request_switches_to_modern_and_retries_it_once() -> None:
@@ -375,8 +385,8 @@ async def test_minus_32022_on_a_legacy_request_switches_to_modern_and_retries_it
     assert result_.text == "ok"
     # Modern requests carry no session: the legacy session is dropped (left to expire on the server),
     # so there is nothing to DELETE on close.
-    assert script.calls[2:] == [("POST", "tools/call", 2), ("POST", "tools/call", 3)]
-    assert script.sent[3].mcp == {
+    assert script.calls[3:] == [("POST", "tools/call", 2), ("POST", "tools/call", 3)]
+    assert script.sent[4].mcp == {
         "mcp-protocol-version": MODERN,
         "mcp-method": "tools/call",
         "mcp-name": "echo",
@@ -430,9 +440,11 @@ async def test_session_expiry_initializes_once_and_resends_with_a_new_request_id
     assert script.calls == [
         ("POST", "initialize", 1),
         ("POST", "notifications/initialized", None),
+        ("GET", None, None),
         ("POST", "tools/call", 2),
         ("POST", "initialize", 3),
         ("POST", "notifications/initialized", None),
+        ("GET", None, None),
         ("POST", "tools/call", 4),
         ("DELETE", None, None),
     ]
@@ -440,12 +452,14 @@ async def test_session_expiry_initializes_once_and_resends_with_a_new_request_id
         {},
         legacy_version_only(session="s-1"),
         legacy_version_only(session="s-1"),
+        legacy_version_only(session="s-1"),
         {},
         legacy_version_only(session="s-2"),
         legacy_version_only(session="s-2"),
         legacy_version_only(session="s-2"),
+        legacy_version_only(session="s-2"),
     ]
-    assert script.sent[2].body["params"] == script.sent[5].body["params"]
+    assert script.sent[3].body["params"] == script.sent[7].body["params"]
 
 
 async def test_a_second_session_expiry_is_raised_and_the_client_stays_usable() -> None:
@@ -457,17 +471,20 @@ async def test_a_second_session_expiry_is_raised_and_the_client_stays_usable() -
             await c.call_tool("echo", {"text": "hi"})
         assert len(await c.tools()) == 0
 
-    assert [call[1] for call in script.calls] == [
-        "initialize",
-        "notifications/initialized",
-        "tools/call",
-        "initialize",
-        "notifications/initialized",
-        "tools/call",
-        "initialize",
-        "notifications/initialized",
-        "tools/list",
-        None,
+    assert [call[:2] for call in script.calls] == [
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("GET", None),
+        ("POST", "tools/call"),
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("GET", None),
+        ("POST", "tools/call"),
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("GET", None),
+        ("POST", "tools/list"),
+        ("DELETE", None),
     ]
 
 
@@ -479,8 +496,13 @@ async def test_a_404_without_a_session_id_is_no_session_expiry() -> None:
             await c.tools()
 
     # No session: no re-initialize and nothing to DELETE.
-    assert [call[1] for call in script.calls] == ["initialize", "notifications/initialized", "tools/list"]
-    assert script.sent[2].mcp == {"mcp-protocol-version": LEGACY}
+    assert [call[:2] for call in script.calls] == [
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("GET", None),
+        ("POST", "tools/list"),
+    ]
+    assert script.sent[3].mcp == {"mcp-protocol-version": LEGACY}
 
 
 @pytest.mark.parametrize("status", [200, 204, 405])
@@ -508,7 +530,7 @@ async def test_a_session_id_on_an_error_answer_is_not_adopted() -> None:
     async with client(script):
         pass
 
-    assert [s.mcp.get("mcp-session-id") for s in script.sent] == [None, None, SESSION, SESSION]
+    assert [s.mcp.get("mcp-session-id") for s in script.sent] == [None, None, SESSION, SESSION, SESSION]
 
 
 # --- annotations on legacy connections (SEP-2243) -----------------------------------------------------
@@ -528,8 +550,8 @@ async def test_legacy_annotations_are_inert_tools_kept_and_nothing_mirrored(reco
     assert tools.names == ["execute-sql", "bad"]
     assert tools.excluded == ()
     assert sql.mirrored == {}
-    assert [s.mcp for s in script.sent[2:5]] == [legacy_version_only()] * 3
-    assert script.sent[3].body["params"] == {"name": "execute-sql", "arguments": {"database": 42}}
+    assert [s.mcp for s in script.sent[2:6]] == [legacy_version_only()] * 4
+    assert script.sent[4].body["params"] == {"name": "execute-sql", "arguments": {"database": 42}}
     assert ("DEBUG", "x-mcp-header annotations of MCP tool 'bad' are inert here: "
             "x-mcp-header 'Bad Header' at /region is not a valid header-name token") in records
     assert [r for r in records if r[0] == "WARNING"] == []
@@ -544,12 +566,13 @@ async def test_minus_32020_on_a_legacy_connection_is_raised_without_a_relist() -
         with pytest.raises(mcpfsm.HeaderMismatchError, match=r"^JSON-RPC error -32020: Header mismatch$"):
             await sql.call({"database": "analytics"})
 
-    assert [call[1] for call in script.calls] == [
-        "initialize",
-        "notifications/initialized",
-        "tools/list",
-        "tools/call",
-        None,
+    assert [call[:2] for call in script.calls] == [
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("GET", None),
+        ("POST", "tools/list"),
+        ("POST", "tools/call"),
+        ("DELETE", None),
     ]
 
 
@@ -562,6 +585,8 @@ async def test_concurrent_requests_on_an_expired_session_share_one_new_session()
         body = json.loads(request.content) if request.content else {}
         session = request.headers.get("mcp-session-id")
         sent.append((body.get("method"), session))
+        if request.method == "GET":
+            return httpx.Response(405)
         if request.method == "DELETE" or body.get("method") == "notifications/initialized":
             return httpx.Response(202)
         if body["method"] == "initialize":
@@ -582,10 +607,12 @@ async def test_concurrent_requests_on_an_expired_session_share_one_new_session()
         [
             ("initialize", None),
             ("notifications/initialized", "s-1"),
+            (None, "s-1"),
             ("tools/call", "s-1"),
             ("tools/call", "s-1"),
             ("initialize", None),
             ("notifications/initialized", "s-2"),
+            (None, "s-2"),
             ("tools/call", "s-2"),
             ("tools/call", "s-2"),
             (None, "s-2"),

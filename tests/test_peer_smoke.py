@@ -28,6 +28,18 @@ MISSING_SESSION = {
 }
 SQL_HEADERS = {"Mcp-Param-Database": "analytics", "Mcp-Param-Read-Only": "true"}
 
+# The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
+INPUT_TOOLS = [
+    "ask-name",
+    "ask-model",
+    "list-roots",
+    "interview",
+    "ask-url",
+    "state-only",
+    "echo-state",
+    "elicit-defaults",
+]
+
 
 def modern_post(
     peer: HttpPeer,
@@ -102,7 +114,7 @@ def test_modern_discover_answer(peer: HttpPeer) -> None:
 def test_modern_tools_list_shows_x_mcp_header_annotations(peer: HttpPeer) -> None:
     result = modern_post(peer, "tools/list").json()["result"]
 
-    assert [tool["name"] for tool in result["tools"]] == ["execute-sql", "echo", "slow", "fail"]
+    assert [tool["name"] for tool in result["tools"]] == ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
     assert "nextCursor" not in result
     assert result["tools"][0]["inputSchema"] == {
         "type": "object",
@@ -155,6 +167,7 @@ def test_tools_call_with_mirrored_headers_succeeds(peer: HttpPeer) -> None:
         "header_list": entry["header_list"],
         "status": 200,
         "answered_by": "sdk",
+        "input": None,
     }
     assert sorted(map(tuple, entry["header_list"])) == sorted(entry["headers"].items())
 
@@ -263,12 +276,12 @@ def test_remove_drops_the_tool_from_the_listing_and_reset_restores_it(peer: Http
     names_after_reset = [t["name"] for t in modern_post(peer, "tools/list").json()["result"]["tools"]]
 
     assert removed["tools"] == ["execute-sql", "slow", "fail"]
-    assert names_after_remove == ["execute-sql", "slow", "fail"]
+    assert names_after_remove == ["execute-sql", "slow", "fail", *INPUT_TOOLS]
     assert (vanished["isError"], vanished["content"]) == (
         True,
         [{"type": "text", "text": "Unknown tool: echo"}],
     )
-    assert names_after_reset == ["execute-sql", "echo", "slow", "fail"]
+    assert names_after_reset == ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
 
 
 def test_paginate_splits_tools_list(peer: HttpPeer) -> None:
@@ -281,7 +294,7 @@ def test_paginate_splits_tools_list(peer: HttpPeer) -> None:
         ["execute-sql", "echo", "slow"],
         "page:3",
     )
-    assert ([t["name"] for t in second["tools"]], "nextCursor" in second) == (["fail"], False)
+    assert ([t["name"] for t in second["tools"]], second["nextCursor"]) == (["fail", "ask-name", "ask-model"], "page:6")
 
 
 @pytest.mark.parametrize(

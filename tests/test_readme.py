@@ -24,7 +24,7 @@ def bash_lines() -> list[str]:
 
 
 def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None:
-    (example,) = python_blocks()
+    example, _ = python_blocks()
     script = tmp_path / "example.py"
     script.write_text(example, encoding="utf-8")
     with start_http_peer(mode="modern") as peer:
@@ -54,6 +54,23 @@ def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None
     assert calls[0]["headers"]["mcp-param-database"] == "analytics"
     assert calls[0]["headers"]["mcp-param-read-only"] == "true"
     assert not any(name.startswith("mcp-param") for name in calls[1]["headers"])
+
+
+def test_the_readme_handler_example_answers_two_input_rounds(tmp_path: Path) -> None:
+    _, example = python_blocks()
+    script = tmp_path / "handlers.py"
+    script.write_text(example, encoding="utf-8")
+    with start_http_peer(mode="modern") as peer:
+        done = subprocess.run(
+            [sys.executable, str(script), peer.url], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # One round's two questions are answered concurrently, so they print in either order.
+    assert sorted(lines[:2]) == ["server asks: First name?", "server asks: Last name?"]
+    shown = re.search(r"It prints .*?\n```\n(.*?)```", README, flags=re.DOTALL)
+    assert shown is not None
+    assert lines[2:] == shown[1].splitlines()
 
 
 def test_ci_runs_the_readme_test_command() -> None:

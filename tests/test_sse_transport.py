@@ -30,16 +30,22 @@ CALL_RESULT: Final = {"content": [{"type": "text", "text": "right"}]}
 
 
 class Chunks(httpx.AsyncByteStream):
-    """A response body delivered in exactly these network chunks; optionally never ends (like a GET stream)."""
+    """A response body delivered in exactly these network chunks; optionally never ends (like a GET stream).
 
-    def __init__(self, chunks: list[bytes], *, endless: bool = False) -> None:
+    A ``trio.Event`` among the chunks pauses the body until it is set (a server waiting for an answer).
+    """
+
+    def __init__(self, chunks: list[bytes | trio.Event], *, endless: bool = False) -> None:
         self.chunks = chunks
         self.endless = endless
         self.closed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks:
-            yield chunk
+            if isinstance(chunk, trio.Event):
+                await chunk.wait()
+            else:
+                yield chunk
         if self.endless:
             await trio.sleep_forever()
 
@@ -47,7 +53,7 @@ class Chunks(httpx.AsyncByteStream):
         self.closed = True
 
 
-def stream(*chunks: bytes, endless: bool = False) -> tuple[httpx.Response, Chunks]:
+def stream(*chunks: bytes | trio.Event, endless: bool = False) -> tuple[httpx.Response, Chunks]:
     body = Chunks(list(chunks), endless=endless)
     return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, stream=body), body
 
@@ -212,12 +218,15 @@ Answer = Callable[[Any], httpx.Response]
 class Script:
     """An ``httpx.MockTransport`` handler answering each request with the next scripted answer.
 
-    Answers are functions of the decoded JSON body (``None`` for GET/DELETE); DELETE gets 200.
+    Answers are functions of the decoded JSON body (``None`` for GET/DELETE); DELETE gets 200, and the
+    standalone GET a legacy session opens (one without ``Last-Event-ID``) 405. ``answered`` is set when
+    the client POSTs its answer to a server request.
     """
 
     def __init__(self, *answers: Answer) -> None:
         self.answers = list(answers)
         self.sent: list[Sent] = []
+        self.answered = trio.Event()
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else None
@@ -225,6 +234,10 @@ class Script:
         self.sent.append(Sent(http=request.method, body=body, headers=headers))
         if request.method == "DELETE":
             return httpx.Response(200)
+        if request.method == "GET" and "last-event-id" not in headers:
+            return httpx.Response(405)
+        if isinstance(body, dict) and "method" not in body:
+            self.answered.set()
         assert self.answers, f"unscripted {request.method} {body}"
         return self.answers.pop(0)(body)
 
@@ -244,7 +257,9 @@ def json_result(value: dict[str, Any], *, session: str | None = None) -> Answer:
     return reply
 
 
-def sse(*chunks: bytes | Callable[[Any], bytes], keep: list[Chunks] | None = None, endless: bool = False) -> Answer:
+def sse(
+    *chunks: bytes | trio.Event | Callable[[Any], bytes], keep: list[Chunks] | None = None, endless: bool = False
+) -> Answer:
     """A stream answer; a callable chunk is built from the request body (to echo its id)."""
 
     def reply(body: Any) -> httpx.Response:
@@ -288,7 +303,7 @@ def client(
     return mcpfsm.Client(transport, protocol=protocol, on_notification=on_notification)
 
 
-ERAS: Final = {"modern": (MODERN, 0), "legacy": (LEGACY, 2)}
+ERAS: Final = {"modern": (MODERN, 0), "legacy": (LEGACY, 3)}
 
 
 @pytest.mark.parametrize(("protocol", "first"), ERAS.values(), ids=ERAS.keys())
@@ -354,7 +369,9 @@ async def test_without_on_notification_notifications_are_logged_at_debug_and_no_
 async def test_a_ping_on_the_stream_is_answered_with_a_post(protocol: str, first: int) -> None:
     handshake = HANDSHAKE if protocol == LEGACY else ()
     ping = {"jsonrpc": "2.0", "id": "srv-1", "method": "ping"}
-    script = Script(*handshake, sse(event(ping), the_answer), status(202))
+    script = Script(*handshake, status(202))
+    # Like a real server, the stream goes on once the client answered.
+    script.answers.insert(len(handshake), sse(event(ping), script.answered, the_answer))
 
     async with client(script, protocol) as c:
         assert (await c.call_tool("echo", {})).text == "right"
@@ -369,19 +386,22 @@ async def test_a_ping_on_the_stream_is_answered_with_a_post(protocol: str, first
 @pytest.mark.parametrize("method", ["sampling/createMessage", "elicitation/create", "roots/list"])
 async def test_requests_mcpfsm_does_not_serve_are_answered_method_not_found(method: str) -> None:
     request = {"jsonrpc": "2.0", "id": 7, "method": method, "params": {}}
-    script = Script(*HANDSHAKE, sse(event(request), the_answer), status(202))
+    script = Script(*HANDSHAKE, status(202))
+    script.answers.insert(2, sse(event(request), script.answered, the_answer))
 
     async with client(script, LEGACY) as c:
         assert (await c.call_tool("echo", {})).text == "right"
 
-    assert script.sent[3].body == {
+    handler = {"sampling/createMessage": "on_sampling", "elicitation/create": "on_elicitation"}.get(method, "on_roots")
+    assert script.sent[4].body == {
         "jsonrpc": "2.0",
         "id": 7,
-        "error": {"code": -32601, "message": f"mcpfsm does not support {method!r}"},
+        "error": {"code": -32601, "message": f"no {handler} handler: the client did not declare {method!r}"},
     }
     assert script.calls == [
         ("POST", "initialize"),
         ("POST", "notifications/initialized"),
+        ("GET", None),
         ("POST", "tools/call"),
         ("POST", None),
         ("DELETE", None),
@@ -390,7 +410,8 @@ async def test_requests_mcpfsm_does_not_serve_are_answered_method_not_found(meth
 
 async def test_a_failed_answer_to_the_server_is_logged_and_the_call_goes_on(records: list[tuple[str, str]]) -> None:
     ping = {"jsonrpc": "2.0", "id": 5, "method": "ping"}
-    script = Script(sse(event(ping), the_answer), status(500))
+    script = Script(status(500))
+    script.answers.insert(0, sse(event(ping), script.answered, the_answer))
 
     async with client(script, MODERN) as c:
         assert (await c.call_tool("echo", {})).text == "right"
@@ -435,11 +456,17 @@ async def test_a_legacy_stream_cut_before_its_response_is_resumed_with_get(retry
     assert script.calls == [
         ("POST", "initialize"),
         ("POST", "notifications/initialized"),
+        ("GET", None),
         ("POST", "tools/call"),
         ("GET", None),
         ("DELETE", None),
     ]
-    assert script.sent[3].headers == {
+    assert script.sent[2].headers == {
+        "accept": "text/event-stream",
+        "mcp-protocol-version": LEGACY,
+        "mcp-session-id": SESSION,
+    }
+    assert script.sent[4].headers == {
         "accept": "text/event-stream",
         "mcp-protocol-version": LEGACY,
         "last-event-id": "6",
@@ -465,9 +492,9 @@ async def test_a_legacy_stream_is_resumed_at_most_three_times() -> None:
         ):
             await c.call_tool("echo", {})
 
-    assert script.calls[2:] == [("POST", "tools/call"), ("GET", None), ("GET", None), ("GET", None), ("DELETE", None)]
+    assert script.calls[3:] == [("POST", "tools/call"), ("GET", None), ("GET", None), ("GET", None), ("DELETE", None)]
     # An empty stream keeps the last event id it was resumed from.
-    assert [s.headers["last-event-id"] for s in script.sent[3:6]] == ["1", "2", "3"]
+    assert [s.headers["last-event-id"] for s in script.sent[4:7]] == ["1", "2", "3"]
     assert sleeps.delays == [1.0, 1.0, 1.0]
 
 
@@ -481,7 +508,7 @@ async def test_a_legacy_stream_without_event_ids_is_not_resumed() -> None:
         ):
             await c.call_tool("echo", {})
 
-    assert script.calls[2:] == [("POST", "tools/call"), ("DELETE", None)]
+    assert script.calls[3:] == [("POST", "tools/call"), ("DELETE", None)]
     assert sleeps.delays == []
 
 
@@ -495,7 +522,7 @@ async def test_a_refused_resumption_is_a_transport_error_and_the_client_stays_us
             await c.call_tool("echo", {})
         assert len(await c.tools()) == 0
 
-    assert script.calls[2:] == [("POST", "tools/call"), ("GET", None), ("POST", "tools/list"), ("DELETE", None)]
+    assert script.calls[3:] == [("POST", "tools/call"), ("GET", None), ("POST", "tools/list"), ("DELETE", None)]
 
 
 async def test_resumption_waits_the_retry_delay_on_the_trio_clock(autojump_clock: trio.abc.Clock) -> None:

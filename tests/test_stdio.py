@@ -61,7 +61,20 @@ async def test_the_script_runs_over_stdio_with_annotations_inert(
             version = client.protocol_version
 
     assert version == era
-    assert tools.names == ["execute-sql", "echo", "slow", "fail"]
+    assert tools.names == [
+        "execute-sql",
+        "echo",
+        "slow",
+        "fail",
+        "ask-name",
+        "ask-model",
+        "list-roots",
+        "interview",
+        "ask-url",
+        "state-only",
+        "echo-state",
+        "elicit-defaults",
+    ]
     assert (tools.excluded, sql.mirrored) == ((), {})
     assert (by_tool.text, by_tool.structured_content, by_tool.is_error) == EXECUTED
     assert (by_name.text, by_name.structured_content, by_name.is_error) == EXECUTED
@@ -105,8 +118,14 @@ async def test_cancelling_the_caller_mid_call_ends_the_child() -> None:
     pids: list[int] = []
 
     with trio.move_on_after(20) as outer:
-        with trio.move_on_after(1) as scope:
-            async with stdio() as client:
+        with trio.CancelScope() as scope:
+
+            def cancel_once_sent(event: mcpfsm.CallEvent) -> None:
+                # Readiness, not a timer: the child may take seconds to start on a busy machine.
+                if event.state == "sending":
+                    scope.cancel()
+
+            async with stdio(on_event=cancel_once_sent) as client:
                 pids.append(pid_of(client))
                 await client.call_tool("slow", {"seconds": 30})
 

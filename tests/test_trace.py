@@ -258,3 +258,38 @@ def test_select_call_refuses(events: list[CallEvent], call_id: str | None, messa
     with pytest.raises(ValueError, match=rf"^{message}$"):
         select_call(events, call_id)
 
+
+
+def test_an_input_round_diagram_names_what_was_asked_and_answered() -> None:
+    events = [
+        *SUCCESS[:3],
+        event(
+            3,
+            "awaiting_input",
+            "sending",
+            "input_required",
+            headers=BASE,
+            round=1,
+            input_requests={"who": "elicitation/create"},
+        ),
+        event(
+            4,
+            "resending",
+            "awaiting_input",
+            "gathered",
+            headers=BASE,
+            round=1,
+            input_responses={"who": {"action": "accept", "content": {"name": "Ada; Grace"}}},
+        ),
+        event(5, "succeeded", "resending", "answered", headers=BASE, round=1),
+    ]
+    assert sequence_diagram(events) == HEAD + (
+        "    Server-->>Client: input_required\n"
+        "    Note over Client: awaiting_input (input_required), round 1<br/>who: elicitation/create\n"
+        "    Note over Client: resending (gathered)<br/>who = {#quot;action#quot;: #quot;accept#quot;, "
+        "#quot;content#quot;: {#quot;name#quot;: #quot;Ada#59; Grace#quot;}}\n"
+        "    Client->>Server: tools/call execute-sql (attempt 1, round 1 answers)<br/>MCP-Protocol-Version: "
+        "2026-07-28<br/>Mcp-Method: tools/call<br/>Mcp-Name: execute-sql<br/>Mcp-Param-Database: analytics\n"
+        "    Server-->>Client: result\n"
+        "    Note over Client: succeeded (answered)\n"
+    )

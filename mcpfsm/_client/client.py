@@ -9,7 +9,9 @@
 - :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine,
   reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`;
 - :class:`~mcpfsm._client.authorization.AuthorizationLayer` — with ``auth=``, the token on every request
-  to the MCP endpoint and an authorization flow (the second machine) when the server asks for one.
+  to the MCP endpoint and an authorization flow (the second machine) when the server asks for one;
+- :class:`~mcpfsm._drivers.input.InputHandlers` — the user's input handlers (elicitation, sampling,
+  roots), shared by the machine, :meth:`Client.request` and the session's answers to legacy server requests.
 """
 
 from __future__ import annotations
@@ -28,9 +30,11 @@ from .._core.constants import SPOKEN_VERSIONS
 from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
 from .._core.errors import TransportError
 from .._core.events import CallEvent
+from .._core.input import MRTR_METHODS
 from .._core.plan import HeaderPlan
 from .._core.results import ToolResult
 from .._drivers.audit import AuditBus
+from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandlers, request_with_input
 from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
@@ -60,7 +64,7 @@ class _Lifecycle(Enum):
 
 
 class _Port:
-    # The narrow port a ToolCall driver talks to (CallPort): four operations and the audit bus.
+    # The narrow port a ToolCall driver talks to (CallPort): four operations, the input handlers, the audit bus.
     __slots__ = ("_catalog", "_session", "audit")
 
     def __init__(self, session: Session, catalog: Catalog, audit: AuditBus) -> None:
@@ -69,14 +73,18 @@ class _Port:
         self.audit = audit
 
     @property
+    def inputs(self) -> InputHandlers:
+        return self._session.inputs
+
+    @property
     def protocol_version(self) -> str | None:
         return self._session.version
 
     def known_definition(self, name: str) -> ToolDefinition | None:
         return self._catalog.known(name)
 
-    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> ToolResult:
-        return ToolResult.from_result(await self._session.request("tools/call", params, plan))
+    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
+        return await self._session.request("tools/call", params, plan)
 
     async def relist(self) -> ToolCatalog:
         return await self._catalog.relist()
@@ -98,9 +106,30 @@ class Client:
             With it, each tools/call carries ``_meta.progressToken`` (its request id) so that
             servers send progress. Without it, notifications are logged at DEBUG.
         client_name: the ``clientInfo.name`` sent to the server.
+        on_elicitation: ``async (params) -> ElicitResult`` answering the server's
+            ``elicitation/create`` (a multi round-trip input request in 2026-07-28, a server request in
+            2025-11-25): ``params`` is the request's params, the return value the result object
+            (``{"action": "accept", "content": {...}}``, ``decline`` or ``cancel``). The ``default`` of
+            every ``requestedSchema`` property an accepted form leaves out is filled in (SEP-1034).
+        on_sampling: ``async (params) -> CreateMessageResult`` for ``sampling/createMessage``.
+        on_roots: ``async (params) -> ListRootsResult`` (``{"roots": [{"uri": "file://..."}]}``) for
+            ``roots/list``.
+        elicitation_modes: the modes ``on_elicitation`` handles: ``("form",)`` (default), ``("url",)``
+            or ``("form", "url")``. URL mode: show the full URL and ask for consent; never open it unasked.
+        max_input_rounds: input rounds one request may take (default 10); one more is a ``ProtocolError``.
+        audit_answers: also record the handlers' answers in the audit events
+            (``CallEvent.input_responses``); off by default, so what a user typed never reaches an event.
+
+    The client declares exactly the capabilities of the handlers given: in every modern request's
+    ``_meta`` and in the legacy ``initialize``. A handler raising aborts the request with that error
+    (a modern input round), or answers the server's request with a JSON-RPC error (legacy: an
+    :class:`~mcpfsm.RpcError` raised by the handler gives its code and message, e.g. ``-1`` for a
+    refused sampling request; any other exception gives ``-32603``).
 
     Raises:
-        ValueError: ``protocol`` is not one mcpfsm speaks.
+        ValueError: ``protocol`` is not one mcpfsm speaks, ``elicitation_modes`` names an unknown mode,
+            or ``max_input_rounds`` is less than 1.
+        TypeError: a handler is not callable.
     """
 
     def __init__(
@@ -111,14 +140,31 @@ class Client:
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
         client_name: str = "mcpfsm",
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
     ) -> None:
         """Wrap ``transport``; nothing is sent until the client is entered."""
         if protocol != "auto" and protocol not in SPOKEN_VERSIONS:
             raise ValueError(f"protocol must be 'auto' or one of {list(SPOKEN_VERSIONS)}, got {protocol!r}")
+        inputs = InputHandlers(
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
+        )
         self._transport = transport
         self._requested = protocol
         self._session = Session(
-            transport, client_info={"name": client_name, "version": _VERSION}, on_notification=on_notification
+            transport,
+            client_info={"name": client_name, "version": _VERSION},
+            on_notification=on_notification,
+            inputs=inputs,
         )
         self._catalog = Catalog(self._session)
         self._audit = AuditBus(on_event)
@@ -139,20 +185,27 @@ class Client:
         on_notification: NotificationCallback | None = None,
         timeout: httpx.Timeout | float | None = None,
         http_transport: httpx.AsyncBaseTransport | None = None,
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
         auth: Auth | None = None,
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``.
 
         ``headers`` are sent on every request, except names starting with ``mcp-``.
         ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``).
-        ``auth`` authorizes the client (README, "Authorization"): :class:`~mcpfsm.OAuth`,
-        :class:`~mcpfsm.ClientCredentials`, :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`,
-        or a static bearer token; the token goes on every request to ``url`` and nowhere else.
+        The input handlers and their options are those of :class:`Client`. ``auth`` authorizes the client
+        (README, "Authorization"): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
+        :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`, or a static bearer token; the token
+        goes on every request to ``url`` and nowhere else.
 
         Raises:
             TransportError: ``url`` is not an absolute http(s) URL.
-            ValueError: ``auth`` is given together with an ``Authorization`` header, or is malformed.
-            TypeError: ``auth`` is none of the accepted kinds.
+            ValueError, TypeError: as for :class:`Client`; ``auth`` together with an ``Authorization``
+                header, a malformed ``auth``, or one of none of the accepted kinds.
         """
         layer: AuthorizationLayer | StaticToken | None = None
         if auth is not None:
@@ -160,7 +213,18 @@ class Client:
                 raise ValueError("give either auth= or an Authorization header, not both")
             layer = _authorization(auth, url=url, protocol=protocol, timeout=timeout)
         transport = HttpTransport(url, headers=headers, timeout=timeout, transport=http_transport, credentials=layer)
-        client = cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+        client = cls(
+            transport,
+            protocol=protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
+        )
         if layer is not None:
             client._authorize_with(layer)
         return client
@@ -181,10 +245,30 @@ class Client:
         protocol: str = "auto",
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
+        on_elicitation: InputHandler | None = None,
+        on_sampling: InputHandler | None = None,
+        on_roots: InputHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        audit_answers: bool = False,
     ) -> Client:
-        """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio."""
+        """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
+
+        The input handlers and their options are those of :class:`Client`.
+        """
         transport = StdioTransport(command, env=env, cwd=cwd)
-        return cls(transport, protocol=protocol, on_event=on_event, on_notification=on_notification)
+        return cls(
+            transport,
+            protocol=protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            on_elicitation=on_elicitation,
+            on_sampling=on_sampling,
+            on_roots=on_roots,
+            elicitation_modes=elicitation_modes,
+            max_input_rounds=max_input_rounds,
+            audit_answers=audit_answers,
+        )
 
     async def __aenter__(self) -> Client:
         """Start the transport and negotiate the protocol era."""
@@ -208,6 +292,7 @@ class Client:
         self._lifecycle = _Lifecycle.closed
         with trio.CancelScope(shield=True):
             try:
+                await self._session.aclose()
                 await self._session.end()
             finally:
                 await self._transport.aclose()
@@ -310,11 +395,23 @@ class Client:
     async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Send any MCP request and return its result object (modern ``_meta`` added for you).
 
+        ``tools/call``, ``prompts/get`` and ``resources/read`` run their input rounds (SEP-2322) with
+        the client's handlers and return the complete result; a ``tools/call`` sent this way is not a
+        run of the tool-call machine (no events, no mirroring, no -32020 recovery).
+
         Raises:
             RpcError, TransportError, ProtocolError: as for tool calls.
+            Exception: whatever an input handler raised.
         """
         await self.connect()
+        if method in MRTR_METHODS:
+            return await self._input_request(method, params or {})
         return await self._session.request(method, params)
+
+    async def _input_request(self, method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+        # The input loop for a request that is not a run of the tool-call machine (prompts/get,
+        # resources/read): mcpfsm._drivers.input.request_with_input with this client's handlers.
+        return await request_with_input(self._session.request, self._session.inputs, method, params)
 
 
 def _authorization(

@@ -16,9 +16,16 @@ sends unasked. A request goes down through one layer per concern, in the manner 
 
 The response cache and telemetry are further layers between ``request`` and ``exchange``.
 
+What the server sends unasked goes to :meth:`Session.inbound`: notifications to ``on_notification``,
+requests (``ping``, and in the 2025-11-25 era ``elicitation/create``, ``sampling/createMessage``,
+``roots/list``) to a background task that runs the client's handler and answers with the same id, so
+the pending call (whose stream brought the request, or which waits while the standalone stream did)
+goes on meanwhile. After ``initialize`` the session asks the transport to open that standalone stream.
+
 Sources: MCP 2026-07-28 "Request Metadata" (``_meta`` on every request), MCP 2025-11-25 "Lifecycle"
 and "Session Management" (``initialize``, ``Mcp-Session-Id``, a 404 ends the session),
-"Cancellation" (which transports need ``notifications/cancelled``).
+"Cancellation" (which transports need ``notifications/cancelled``), "Transports" ("Listening for
+Messages from the Server"), "Elicitation", "Sampling", "Roots" and "Ping".
 """
 
 from __future__ import annotations
@@ -30,8 +37,9 @@ from typing import Any, Final
 import trio
 from loguru import logger
 
-from .._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION, is_modern
+from .._core.constants import INTERNAL_ERROR, LEGACY_VERSIONS, MODERN_VERSION, UNSUPPORTED_PROTOCOL_VERSION, is_modern
 from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
+from .._core.input import result_type
 from .._core.jsonrpc import (
     Notification,
     Request,
@@ -45,6 +53,8 @@ from .._core.jsonrpc import (
     parse_message,
 )
 from .._core.plan import HeaderPlan, plan_request
+from .._drivers.input import InputHandlers
+from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, Reply, Transport
 from . import negotiation
 from .authorization import AuthorizationLayer, StaticToken
@@ -64,6 +74,8 @@ class Session:
         client_info: ``clientInfo`` (``name`` and ``version``) sent to the server.
         on_notification: called as ``on_notification(method, params)`` for each notification the
             server sends (may be async); ``None`` logs them at DEBUG.
+        inputs: the handlers that answer the server's requests and input requests; they also decide
+            the client capabilities declared. ``None``: none (nothing declared).
     """
 
     def __init__(
@@ -72,11 +84,14 @@ class Session:
         *,
         client_info: Mapping[str, str],
         on_notification: NotificationCallback | None = None,
+        inputs: InputHandlers | None = None,
     ) -> None:
         """Wrap ``transport``; nothing is sent until :meth:`request`."""
         self.transport = transport
         self.client_info = dict(client_info)
         self.on_notification = on_notification
+        self.inputs = inputs if inputs is not None else InputHandlers()
+        """The input handlers (also what the session declares as client capabilities)."""
         self.version: str | None = None
         """The negotiated protocol version; ``None`` while no era is settled."""
         self.session_id: str | None = None
@@ -87,6 +102,7 @@ class Session:
         self._meta: dict[str, Any] | None = None
         self._handshake = trio.Lock()
         self._lost_session: str | None = None
+        self._answers = BackgroundTasks()
 
     # --- era and session state ------------------------------------------------------------------
 
@@ -112,19 +128,23 @@ class Session:
     async def initialize(self, offer: str) -> None:
         """Run the legacy handshake offering ``offer`` (MCP 2025-11-25 "Lifecycle").
 
+        Declares the handlers' capabilities, and after ``notifications/initialized`` opens the
+        standalone stream on which the server may send requests unasked (kept for the session).
+
         Raises:
             ProtocolError: the server chose a version mcpfsm does not speak.
             McpError: the handshake failed.
         """
         self.version = None
         self.session_id = None
-        params = {"protocolVersion": offer, "capabilities": {}, "clientInfo": self.client_info}
+        params = {"protocolVersion": offer, "capabilities": self.inputs.capabilities(), "clientInfo": self.client_info}
         result = await self.exchange("initialize", params)  # no version yet: no protocol headers
         version = result.get("protocolVersion")
         if version not in LEGACY_VERSIONS:
             raise ProtocolError(f"server chose protocol version {version!r}, which mcpfsm does not speak")
         self.set_version(version)
         await self.notify("notifications/initialized")
+        await self.transport.open_stream(self._session_headers())
 
     async def end(self) -> None:
         """End a legacy session (``DELETE``), best effort; nothing to do otherwise."""
@@ -132,6 +152,10 @@ class Session:
             headers = self._session_headers()
             self.session_id = None
             await self.transport.end_session(headers)
+
+    async def aclose(self) -> None:
+        """Stop answering the server: cancel the answers still running (their handlers included)."""
+        await self._answers.aclose()
 
     # --- the request path -------------------------------------------------------------------------
 
@@ -231,6 +255,8 @@ class Session:
         if response.id != request_id:
             raise ProtocolError(f"response id {response.id!r} does not match request id {request_id}")
         assert response.result is not None
+        # SEP-2322: an unknown resultType, or input_required where it cannot be, is malformed on any request.
+        result_type(method, response.result)
         return response.result
 
     def _expired(self, session: str) -> SessionExpired:
@@ -252,7 +278,7 @@ class Session:
 
     def _modern_meta(self) -> dict[str, Any]:
         if self._meta is None:
-            self._meta = modern_meta(MODERN_VERSION, self.client_info)
+            self._meta = modern_meta(MODERN_VERSION, self.client_info, self.inputs.capabilities())
         return self._meta
 
     async def send(self, message: str, headers: Mapping[str, str], *, tool: str = "") -> Reply | None:
@@ -292,20 +318,46 @@ class Session:
     # --- messages the server sends unasked ----------------------------------------------------------
 
     async def inbound(self, message: Notification | Request) -> None:
-        """Handle a notification or a server-to-client request (the transport's inbound handler)."""
+        """Handle a notification or a server-to-client request (the transport's inbound handler).
+
+        A notification goes to ``on_notification`` before this returns. A request is answered in a
+        background task and this returns at once, so a handler waiting for its user never blocks the
+        transport from routing other messages (the response the call waits for among them).
+        """
         if isinstance(message, Notification):
             await self._notification(message)
             return
-        if message.method == "ping":
-            answer = encode_result(message.id, {})
+
+        def failed(exc: Exception) -> None:
+            logger.warning("answering the server's {!r} request failed: {!r}", message.method, exc)
+
+        async def answer() -> None:
+            await self._answer(message)
+
+        self._answers.start(answer, name=f"mcpfsm answer to {message.method}", on_error=failed)
+
+    async def _answer(self, request: Request) -> None:
+        # MCP 2025-11-25: ping -> {}; a method without a handler -> -32601; an undeclared mode -> -32602;
+        # a handler raising RpcError (e.g. -1, "User rejected sampling request") -> that error.
+        refusal = None if request.method == "ping" else self.inputs.refusal(request.method, request.params)
+        if request.method == "ping":
+            answer = encode_result(request.id, {})
+        elif refusal is not None:
+            answer = encode_error(request.id, refusal.code, refusal.message)
         else:
-            # Sampling, elicitation and roots are not offered: answer instead of hanging the call.
-            answer = encode_error(message.id, METHOD_NOT_FOUND, f"mcpfsm does not support {message.method!r}")
+            try:
+                answer = encode_result(request.id, await self.inputs.answer(request.method, request.params))
+            except RpcError as exc:
+                answer = encode_error(request.id, exc.code, exc.message)
+            except Exception as exc:
+                # The handler's message may hold what the user typed: only its type is logged or sent.
+                logger.warning("the {} handler raised {}; answering -32603", request.method, type(exc).__name__)
+                answer = encode_error(request.id, INTERNAL_ERROR, f"the client's {request.method} handler failed")
         try:
             await self.send(answer, self._session_headers())
         except McpError as exc:
             # The server may give up on its request; ours is still open and worth waiting for.
-            logger.warning("could not answer the server's {!r} request: {}", message.method, exc)
+            logger.warning("could not answer the server's {!r} request: {}", request.method, exc)
 
     async def _notification(self, message: Notification) -> None:
         if self.on_notification is None:

@@ -33,7 +33,16 @@ class CallEvent:
         at: UTC wall-clock time, ISO-8601.
         elapsed: seconds since the call began.
         headers: the header plan in effect, where one exists.
-        error: ``{"type", "code", "message"}`` of the error involved, where one exists.
+        error: ``{"type", "code", "message"}`` of the error involved, where one exists; when an input
+            handler raised, the message names only the exception's type (its text may quote the user).
+        round: how many ``input_required`` results the call has received so far (SEP-2322): 0 until the
+            first, then the number of the input round in progress.
+        input_requests: on ``awaiting_input`` and ``retry_awaiting_input``, the method each input request
+            asks for, by the server's key (``{}`` for a state-only round); ``None`` elsewhere. The
+            requests' params (messages, schemas) are never recorded.
+        input_responses: on ``resending`` and ``retry_resending``, the answers sent, by key, when the client
+            was created with ``audit_answers=True``; ``None`` otherwise (the default: the user's answers
+            never reach an event).
         machine: the machine the run belongs to: ``"tool-call"`` here, ``"authorization"`` for an
             :class:`AuthEvent`.
     """
@@ -49,6 +58,9 @@ class CallEvent:
     elapsed: float
     headers: Mapping[str, str] | None = None
     error: Mapping[str, Any] | None = None
+    round: int = 0
+    input_requests: Mapping[str, str] | None = None
+    input_responses: Mapping[str, Any] | None = None
     machine: str = "tool-call"
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,6 +78,9 @@ class CallEvent:
             "elapsed": self.elapsed,
             "headers": None if self.headers is None else dict(self.headers),
             "error": None if self.error is None else dict(self.error),
+            "round": self.round,
+            "input_requests": None if self.input_requests is None else dict(self.input_requests),
+            "input_responses": None if self.input_responses is None else dict(self.input_responses),
         }
 
     def to_json(self) -> str:
@@ -77,7 +92,8 @@ class CallEvent:
         """Rebuild an event from :meth:`to_dict` output (for reading audit logs).
 
         A record whose ``machine`` is ``"authorization"`` becomes an :class:`AuthEvent`; a record without
-        ``machine`` (written before there were two machines) is a tool-call event.
+        ``machine`` (written before there were two machines) is a tool-call event. Records written before
+        the input-round fields existed read as ``round=0`` with no input fields.
 
         Raises:
             ValueError: a field is missing or has the wrong type.
@@ -103,6 +119,9 @@ def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "elapsed": float(data["elapsed"]),
         "headers": None if data.get("headers") is None else dict(data["headers"]),
         "error": None if data.get("error") is None else dict(data["error"]),
+        "round": int(data.get("round", 0)),
+        "input_requests": None if data.get("input_requests") is None else dict(data["input_requests"]),
+        "input_responses": None if data.get("input_responses") is None else dict(data["input_responses"]),
     }
 
 
@@ -112,7 +131,8 @@ class AuthEvent(CallEvent):
 
     The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming the flow, ``tool`` the tool
     whose call drew the challenge (``""`` for any other request), ``attempt`` 1 for the first flow a request
-    starts and 2 for a step-up after it, and ``headers`` always ``None``. Nothing secret is ever recorded.
+    starts and 2 for a step-up after it, ``headers`` always ``None`` and ``round`` always 0 (with no input
+    fields). Nothing secret is ever recorded.
 
     Attributes:
         issuer: the authorization server's issuer, once chosen.

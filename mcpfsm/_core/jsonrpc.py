@@ -64,11 +64,17 @@ class Request:
 Message = Response | Notification | Request
 
 
-def modern_meta(protocol_version: str, client_info: Mapping[str, str]) -> dict[str, Any]:
-    """The ``params._meta`` every modern request carries (MCP 2026-07-28, "Request Metadata")."""
+def modern_meta(
+    protocol_version: str, client_info: Mapping[str, str], capabilities: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The ``params._meta`` every modern request carries (MCP 2026-07-28, "Request Metadata").
+
+    ``capabilities`` is the full ``ClientCapabilities`` object, the same on every request (``{}`` when
+    the client offers nothing): servers infer nothing from earlier requests.
+    """
     return {
         PROTOCOL_VERSION_KEY: protocol_version,
-        CLIENT_CAPABILITIES_KEY: {},
+        CLIENT_CAPABILITIES_KEY: dict(capabilities or {}),
         CLIENT_INFO_KEY: dict(client_info),
     }
 

@@ -4,6 +4,11 @@ For the current state the driver performs one effect, the effect reports one fac
 the compiled table gives the next state, and one :class:`CallEvent` is published. Effects are the
 only code here that awaits; everything they compute comes from the pure modules (planning, catalog,
 events). The driver reaches the client through :class:`CallPort`, a narrow port of its own.
+
+Input rounds (SEP-2322) are :class:`~mcpfsm._drivers.input.InputRounds` stepped by two effects:
+``awaiting_input`` gathers the latest round's answers, and the one send effect (``sending``,
+``resending``, ``retrying``, ``retry_resending``) always sends the latest round's answers and
+``requestState``, so the -32020 retry of a resend carries them too.
 """
 
 from __future__ import annotations
@@ -12,7 +17,7 @@ import itertools
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import trio
 
@@ -24,6 +29,7 @@ from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, INITIAL, TERMINAL, State, Trigger
 from .audit import AuditBus
+from .input import InputHandlers, InputRounds
 
 __all__ = ["CallPort", "ToolCall"]
 
@@ -32,7 +38,7 @@ _CALL_COUNTER = itertools.count(1)
 
 
 class CallPort(Protocol):
-    """What the driver needs from the client: four operations and the audit bus."""
+    """What the driver needs from the client: four operations, the input handlers and the audit bus."""
 
     @property
     def protocol_version(self) -> str | None:
@@ -44,12 +50,17 @@ class CallPort(Protocol):
         """Where the call's events go."""
         ...
 
+    @property
+    def inputs(self) -> InputHandlers:
+        """The handlers that answer input requests, and the round limit."""
+        ...
+
     def known_definition(self, name: str) -> ToolDefinition | None:
         """The newest definition of ``name`` the client has listed, or ``None``."""
         ...
 
-    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> ToolResult:
-        """Send one ``tools/call`` with ``plan`` and return its result."""
+    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
+        """Send one ``tools/call`` with ``plan`` (a new JSON-RPC id each time) and return its result object."""
         ...
 
     async def relist(self) -> ToolCatalog:
@@ -72,6 +83,7 @@ class ToolCall:
         "plan",
         "port",
         "result",
+        "rounds",
         "seq",
         "started",
     )
@@ -97,6 +109,7 @@ class ToolCall:
         self.mismatch: HeaderMismatchError | None = None
         self.error: BaseException | None = None
         self.result: ToolResult | None = None
+        self.rounds = InputRounds(port.inputs, "tools/call", name)
 
     def _params(self) -> dict[str, Any]:
         return {"name": self.name, "arguments": self.arguments}
@@ -126,10 +139,16 @@ class ToolCall:
         return Trigger.planned
 
     async def _sending(self) -> Trigger:
-        # The one effect of both `sending` and `retrying`: the machine tells them apart by its edges.
+        # The one effect of every state that sends: the machine tells them apart by its edges.
         assert self.plan is not None
         try:
-            self.result = await self.port.call_once(self._params(), self.plan)
+            result = await self.port.call_once(self.rounds.params(self._params()), self.plan)
+            if not self.rounds.receive(result):
+                if self.rounds.exhausted:
+                    self.error = self.rounds.exhausted_error()
+                    return Trigger.rounds_exhausted
+                return Trigger.input_required
+            self.result = ToolResult.from_result(result)
         except HeaderMismatchError as exc:
             self.error = exc
             # SEP-2243: recovery exists only where headers are mirrored (modern era).
@@ -142,6 +161,15 @@ class ToolCall:
             self.error = exc
             return Trigger.errored
         return Trigger.answered
+
+    async def _awaiting_input(self) -> Trigger:
+        try:
+            await self.rounds.gather()
+        except Exception as exc:
+            # A handler's own error (the user's code: raised unchanged), or input not offered.
+            self.error = exc
+            return Trigger.input_failed
+        return Trigger.gathered
 
     async def _relisting(self) -> Trigger:
         assert self.mismatch is not None
@@ -181,7 +209,10 @@ class ToolCall:
         Raises:
             MirroringError: an argument cannot be mirrored (nothing was sent).
             HeaderMismatchError: -32020 that the SEP-2243 recovery could not resolve.
+            ProtocolError: among others, input the client did not offer, or more than
+                ``max_input_rounds`` input rounds (SEP-2322).
             McpError: any other error of the request, unchanged.
+            Exception: whatever an input handler raised, unchanged.
             trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
         """
         self.started = trio.current_time()
@@ -227,6 +258,16 @@ class ToolCall:
             error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
         elif state in (State.failed, State.relisting) and self.error is not None:
             error = error_summary(self.error)
+            if trigger == Trigger.input_failed and not isinstance(self.error, McpError):
+                # A handler's own exception may quote what the user typed: the event names its type only.
+                error = {**error, "message": f"an input handler raised {type(self.error).__name__}"}
+        rounds = self.rounds
+        requests: Mapping[str, str] | None = None
+        responses: Mapping[str, Any] | None = None
+        if state in _AWAITING and rounds.pending is not None:
+            requests = rounds.pending.methods
+        elif state in _RESENDING and rounds.responses is not None and rounds.handlers.audit_answers:
+            responses = rounds.responses
         audit.publish(
             CallEvent(
                 call_id=self.call_id,
@@ -240,8 +281,15 @@ class ToolCall:
                 elapsed=trio.current_time() - self.started,
                 headers=None if self.plan is None else self.plan.as_dict(),
                 error=error,
+                round=rounds.round,
+                input_requests=requests,
+                input_responses=responses,
             )
         )
+
+
+_AWAITING: Final = frozenset({State.awaiting_input, State.retry_awaiting_input})
+_RESENDING: Final = frozenset({State.resending, State.retry_resending})
 
 
 def _text(name: str | None) -> str | None:
@@ -252,9 +300,14 @@ _EFFECTS: Mapping[str, Callable[[ToolCall], Awaitable[Trigger]]] = {
     State.resolving: ToolCall._resolving,
     State.planning: ToolCall._planning,
     State.sending: ToolCall._sending,
+    State.awaiting_input: ToolCall._awaiting_input,
+    State.resending: ToolCall._sending,
     State.relisting: ToolCall._relisting,
     State.comparing: ToolCall._comparing,
-    # `retrying` is its own state (so the machine stays acyclic) with the effect of `sending`.
+    # `retrying` is its own state (so the recovery stays acyclic) with the effect of `sending`; so are the
+    # retry's copy of the input loop.
     State.retrying: ToolCall._sending,
+    State.retry_awaiting_input: ToolCall._awaiting_input,
+    State.retry_resending: ToolCall._sending,
 }
 """One effect per non-terminal state (specs/tool-call.md)."""

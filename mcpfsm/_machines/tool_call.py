@@ -1,4 +1,4 @@
-"""The tool-call machine: one ``tools/call`` and its ``-32020`` recovery, as data.
+"""The tool-call machine: one ``tools/call``, its input rounds and its ``-32020`` recovery, as data.
 
 :data:`TOOL_CALL` is the single definition. The driver (``mcpfsm._drivers.tool_call``) steps through
 :data:`COMPILED`; the diagrams in ``specs/tool-call.*`` and ``diagrams/tool-call.svg`` and the
@@ -7,8 +7,19 @@ walkthrough ``specs/tool-call.md`` are generated from it.
 The -32020 recovery follows SEP-2243 ("HTTP Header Standardization", MCP 2026-07-28): a server that
 finds the ``Mcp-Param-*`` headers inconsistent with the body answers -32020 (HeaderMismatch), and a
 client whose listing was stale re-lists and retries. ``retrying`` is a state of its own with no edge
-back to ``relisting``, so a call makes at most one extra ``tools/list`` and one extra
-``tools/call``: the bound holds by construction and shows in the diagram.
+back to ``relisting``, so a call makes at most one extra ``tools/list`` and one extra retry: the bound
+holds by construction and shows in the diagram.
+
+Input rounds follow SEP-2322 ("Multi Round-Trip Requests"): a result with ``resultType:
+"input_required"`` sends the call to ``awaiting_input`` (the handlers answer the input requests) and
+then ``resending`` (the same call, a new JSON-RPC id, ``inputResponses`` and the echoed
+``requestState``), which may be asked for input again. That is the machine's only cycle, a declared
+loop edge bounded by ``max_input_rounds``. The loop exists twice, once before the recovery and once
+after ``retrying`` (``retry_awaiting_input``, ``retry_resending``), because a -32020 may arrive on a
+resend: before the retry it leads to ``relisting`` (the retry then resends that round's answers), after
+it to ``failed``. With one shared copy the recovery would sit inside the loop and could run again; with
+two, the recovery stays acyclic and every edge but the two loop edges leads down :data:`STATES`. The
+round count is per call, shared by both copies.
 
 Pure: no I/O; imports neither trio, httpx nor loguru.
 """
@@ -40,9 +51,13 @@ class State(StrEnum):
     resolving = "resolving"
     planning = "planning"
     sending = "sending"
+    awaiting_input = "awaiting_input"
+    resending = "resending"
     relisting = "relisting"
     comparing = "comparing"
     retrying = "retrying"
+    retry_awaiting_input = "retry_awaiting_input"
+    retry_resending = "retry_resending"
     succeeded = "succeeded"
     failed = "failed"
     cancelled = "cancelled"
@@ -55,8 +70,12 @@ class Trigger(StrEnum):
     planned = "planned"
     unmirrorable = "unmirrorable"
     answered = "answered"
+    input_required = "input_required"
     mismatched = "mismatched"
     errored = "errored"
+    gathered = "gathered"
+    input_failed = "input_failed"
+    rounds_exhausted = "rounds_exhausted"
     relisted = "relisted"
     vanished = "vanished"
     relist_failed = "relist_failed"
@@ -75,8 +94,14 @@ TERMINAL: Final[frozenset[State]] = frozenset({State.succeeded, State.failed, St
 """States that accept no trigger: the call has ended."""
 
 
-def _edge(trigger: Trigger, source: State, dest: State, guard: str) -> Edge[State, Trigger]:
-    return Edge(trigger=trigger, source=source, dest=dest, guard=guard)
+def _edge(trigger: Trigger, source: State, dest: State, guard: str, bound: str | None = None) -> Edge[State, Trigger]:
+    return Edge(trigger=trigger, source=source, dest=dest, guard=guard, bound=bound)
+
+
+_ROUND_BOUND: Final = "round < max_input_rounds"
+_GATHERED: Final = "inputs answered, or backoff after a state-only round"
+_INPUT_FAILED: Final = "a handler raised, or input not offered"
+_EXHAUSTED: Final = "input_required after max_input_rounds rounds"
 
 
 EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
@@ -84,8 +109,18 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     _edge(Trigger.planned, State.planning, State.sending, "headers planned"),
     _edge(Trigger.unmirrorable, State.planning, State.failed, "MirroringError"),
     _edge(Trigger.answered, State.sending, State.succeeded, "result"),
+    _edge(Trigger.input_required, State.sending, State.awaiting_input, "input_required result"),
     _edge(Trigger.mismatched, State.sending, State.relisting, "-32020 HeaderMismatch"),
     _edge(Trigger.errored, State.sending, State.failed, "any other error"),
+    _edge(Trigger.gathered, State.awaiting_input, State.resending, _GATHERED),
+    _edge(Trigger.input_failed, State.awaiting_input, State.failed, _INPUT_FAILED),
+    _edge(Trigger.answered, State.resending, State.succeeded, "result"),
+    # The input loop: the only cycle, bounded by the per-call round count.
+    _edge(Trigger.input_required, State.resending, State.awaiting_input, "input_required result", _ROUND_BOUND),
+    _edge(Trigger.rounds_exhausted, State.resending, State.failed, _EXHAUSTED),
+    # A -32020 on a resend is recovered from like one on the first send; the retry resends that round.
+    _edge(Trigger.mismatched, State.resending, State.relisting, "-32020 HeaderMismatch"),
+    _edge(Trigger.errored, State.resending, State.failed, "any other error"),
     _edge(Trigger.relisted, State.relisting, State.comparing, "tool found"),
     _edge(Trigger.vanished, State.relisting, State.failed, "tool gone from listing"),
     _edge(Trigger.relist_failed, State.relisting, State.failed, "tools/list failed"),
@@ -94,9 +129,20 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     # The fresh schema may make the same arguments unmirrorable: the -32020 is raised, with the cause.
     _edge(Trigger.unmirrorable, State.comparing, State.failed, "fresh plan fails"),
     _edge(Trigger.answered, State.retrying, State.succeeded, "result"),
-    # A second -32020 is not recovered from, so the machine stays acyclic.
+    _edge(Trigger.input_required, State.retrying, State.retry_awaiting_input, f"input_required result, {_ROUND_BOUND}"),
+    _edge(Trigger.rounds_exhausted, State.retrying, State.failed, _EXHAUSTED),
+    # A second -32020 is not recovered from, so the recovery stays acyclic.
     _edge(Trigger.mismatched, State.retrying, State.failed, "second -32020"),
     _edge(Trigger.errored, State.retrying, State.failed, "any other error"),
+    _edge(Trigger.gathered, State.retry_awaiting_input, State.retry_resending, _GATHERED),
+    _edge(Trigger.input_failed, State.retry_awaiting_input, State.failed, _INPUT_FAILED),
+    _edge(Trigger.answered, State.retry_resending, State.succeeded, "result"),
+    _edge(
+        Trigger.input_required, State.retry_resending, State.retry_awaiting_input, "input_required result", _ROUND_BOUND
+    ),
+    _edge(Trigger.rounds_exhausted, State.retry_resending, State.failed, _EXHAUSTED),
+    _edge(Trigger.mismatched, State.retry_resending, State.failed, "-32020 after the retry"),
+    _edge(Trigger.errored, State.retry_resending, State.failed, "any other error"),
     *(
         _edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
         for state in STATES
@@ -116,9 +162,22 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
             "annotated argument present) from the definition and the arguments."
         ),
         State.sending: "POST `tools/call` with the plan.",
+        State.awaiting_input: (
+            "Run the handlers (`on_elicitation`, `on_sampling`, `on_roots`) for every input request of the "
+            "`input_required` result, concurrently; after a state-only round, wait a short backoff instead."
+        ),
+        State.resending: (
+            "POST `tools/call` again with a new JSON-RPC id, the answers as `inputResponses` and `requestState` "
+            "echoed byte for byte (absent when the server gave none)."
+        ),
         State.relisting: "Fetch a full, uncached `tools/list` (every page) and find the tool by exact name.",
         State.comparing: "Plan the same arguments against the fresh definition and compare with the plan sent.",
-        State.retrying: "POST `tools/call` once more, with the fresh plan (`attempt` becomes 2).",
+        State.retrying: (
+            "POST `tools/call` once more, with the fresh plan (`attempt` becomes 2) and the latest round's "
+            "`inputResponses` and `requestState`, if any."
+        ),
+        State.retry_awaiting_input: "As `awaiting_input`, for the retry; the round count goes on.",
+        State.retry_resending: "As `resending`, for the retry; a -32020 now fails the call.",
         State.succeeded: "Terminal: `call()` returns the `ToolResult`.",
         State.failed: "Terminal: `call()` raises the error recorded in the last event.",
         State.cancelled: "Terminal: the trio cancellation propagates; the client stays usable.",
@@ -127,7 +186,7 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
 
 TOOL_CALL: Final = MachineDefinition(
     name="tool-call",
-    title="One tool call: lifecycle and -32020 recovery",
+    title="One tool call: lifecycle, input rounds and -32020 recovery",
     states=STATES,
     triggers=tuple(Trigger),
     initial=INITIAL,

@@ -43,6 +43,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from . import peer_input
+
 __all__ = [
     "MCP_PATH",
     "MODES",
@@ -203,6 +205,7 @@ def _sync_tools(server: MCPServer[Any], state: PeerState) -> None:
     for name in TOOL_NAMES:
         if name not in state.removed:
             _add_tool(server, state, name)
+    peer_input.add_tools(server)
 
 
 def _add_tool(server: MCPServer[Any], state: PeerState, name: str) -> None:
@@ -264,6 +267,7 @@ def build_server(state: PeerState) -> MCPServer[Any]:
     """The MCPServer with the peer's tools (as `state` says) and `tools/list` paging."""
     server: MCPServer[Any] = MCPServer(PEER_NAME, version=PEER_VERSION, log_level="WARNING")
     server.middleware.append(_pagination(state))
+    peer_input.install(server)
     _sync_tools(server, state)
     return server
 
@@ -451,7 +455,17 @@ def _log_entry(
         "header_list": [[k, v] for k, v in selected],
         "status": None,
         "answered_by": "sdk",
+        "input": _input_members(params),
     }
+
+
+def _input_members(params: dict[str, Any]) -> dict[str, Any] | None:
+    """What a multi round-trip resend carried (SEP-2322): ``inputResponses`` keys, ``requestState`` or not."""
+    if "inputResponses" not in params and "requestState" not in params:
+        return None
+    responses = params.get("inputResponses")
+    keys = sorted(cast(dict[str, Any], responses)) if isinstance(responses, dict) else None
+    return {"responses": keys, "state": "requestState" in params}
 
 
 # --- control surface ------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from .._machines.definition import Edge, MachineDefinition
 __all__ = ["SvgStructure", "banner", "dot", "expected_structure", "mermaid", "svg_structure"]
 
 _START: Final = "start"
+_FITS: Final = 11
 _SVG: Final = "{http://www.w3.org/2000/svg}"
 
 
@@ -55,6 +56,12 @@ def _quoted(text: str) -> str:
     return f'"{escaped}"'
 
 
+def _width(state: object) -> str:
+    # Circles are a fixed 1.1 in wide; a longer name (retry_awaiting_input) gets a circle it fits in.
+    name = str(state)
+    return "" if len(name) <= _FITS else f", width={0.085 * len(name) + 0.25:.2f}"
+
+
 def _label_lines(edge: Edge[Any, Any]) -> list[str]:
     lines = [str(edge.trigger), f"[{edge.guard}]"]
     if edge.bound is not None:
@@ -81,7 +88,9 @@ def dot(definition: MachineDefinition[Any, Any]) -> str:
     ]
     # One group keeps the non-terminal states on a straight vertical spine.
     lines += [
-        f"    {state} [shape=doublecircle];" if state in definition.terminal else f"    {state} [group=spine];"
+        f"    {state} [shape=doublecircle];"
+        if state in definition.terminal
+        else f"    {state} [group=spine{_width(state)}];"
         for state in definition.states
     ]
     terminal = " ".join(f"{state};" for state in definition.states if state in definition.terminal)

@@ -4,11 +4,13 @@ Pure: no I/O, no clock, no trio, httpx or loguru. :func:`parse_events` reads the
 format (one :meth:`CallEvent.to_json` per line), :func:`select_call` picks one call's events, and
 :func:`sequence_diagram` draws that call between two participants, ``Client`` and ``Server``:
 
-- every state the call enters is a ``Note over Client: state (trigger)``;
-- ``sending`` and ``retrying`` put a ``tools/call`` arrow on the wire, labelled with the headers planned;
+- every state the call enters is a ``Note over Client: state (trigger)``; an input round's note names
+  what the server asked for (``key: method``), and the answers when they were recorded;
+- ``sending``, ``resending``, ``retrying`` and ``retry_resending`` put a ``tools/call`` arrow on the
+  wire, labelled with the headers planned (and the round, for a resend);
 - ``relisting`` puts a ``tools/list`` arrow on the wire;
-- the state after a request tells what the server answered: a result, a JSON-RPC error
-  (``-32020`` included), or no answer at all (``--x``: transport or protocol failure).
+- the state after a request tells what the server answered: a result, ``input_required`` (SEP-2322), a
+  JSON-RPC error (``-32020`` included), or no answer at all (``--x``: transport or protocol failure).
 
 ``mcpfsm trace EVENTS.jsonl`` is the command-line front end.
 """
@@ -37,7 +39,7 @@ _ESCAPES: Final[Mapping[int, str]] = {
     **{code: " " for code in (*range(0x00, 0x20), 0x7F)},
 }
 _BREAK: Final = "<br/>"
-_REQUEST_STATES: Final = frozenset({"sending", "retrying"})
+_REQUEST_STATES: Final = frozenset({"sending", "resending", "retrying", "retry_resending"})
 _REQUIRED: Final = ("call_id", "seq", "tool", "state", "attempt", "at", "elapsed")
 
 
@@ -66,6 +68,8 @@ def _reply(event: CallEvent) -> str | None:
     if previous in _REQUEST_STATES:
         if trigger == "answered":
             return "    Server-->>Client: result"
+        if trigger in ("input_required", "rounds_exhausted"):
+            return "    Server-->>Client: input_required"
         if trigger in ("mismatched", "errored"):
             answered = event.error is not None and isinstance(event.error.get("code"), int)
             arrow = "-->>" if answered else "--x"
@@ -85,6 +89,12 @@ def _note(event: CallEvent) -> str:
     title = event.state if event.trigger is None else f"{event.state} ({event.trigger})"
     if event.state in ("failed", "cancelled") and event.error is not None:
         return f"    Note over Client: {_lines(title, _error_text(event.error))}"
+    if event.input_requests is not None:
+        asked = [f"{key}: {method}" for key, method in event.input_requests.items()] or ["nothing (state only)"]
+        return f"    Note over Client: {_lines(f'{title}, round {event.round}', *asked)}"
+    if event.input_responses is not None:
+        answers = [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in event.input_responses.items()]
+        return f"    Note over Client: {_lines(title, *answers)}"
     return f"    Note over Client: {_lines(title)}"
 
 
@@ -92,6 +102,8 @@ def _request(event: CallEvent) -> str | None:
     if event.state in _REQUEST_STATES:
         headers = event.headers or {}
         label = [f"tools/call {event.tool} (attempt {event.attempt})"]
+        if event.state in ("resending", "retry_resending") or event.round:
+            label = [f"tools/call {event.tool} (attempt {event.attempt}, round {event.round} answers)"]
         label += [f"{name}: {value}" for name, value in headers.items()]
         return f"    Client->>Server: {_lines(*label)}"
     if event.state == "relisting":

@@ -1,4 +1,4 @@
-"""``specs/tool-call.md``: the call lifecycle and the -32020 recovery of SEP-2243, with real runs.
+"""``specs/tool-call.md``: the call lifecycle, SEP-2322 input rounds and SEP-2243 -32020 recovery, run for real.
 
 :func:`render` starts the test server (``python -m mcpfsm._tooling.peer --mode modern``, the official SDK's
 ``MCPServer``) as a subprocess, runs one example per path of the machine with the real
@@ -12,6 +12,7 @@ JSON-RPC ids are left out, and everything keeps the order it happened in.
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -28,7 +29,7 @@ from .._core.errors import McpError
 from .._core.events import CallEvent
 from .._core.plan import plan_request
 from .._core.results import ToolResult
-from .._machines.tool_call import EDGES, STATES, TOOL_CALL, Trigger
+from .._machines.tool_call import EDGES, STATES, TOOL_CALL, State, Trigger
 from .peer_process import ComponentMissing, PeerStartError, RunningPeer, missing_modules, run_peer
 from .render import mermaid
 
@@ -141,7 +142,47 @@ _EXAMPLES: Final = (
         cancel_after=0.5,
         follow_up=("echo", {"text": "still usable"}),
     ),
+    _Example(
+        title="Input round (elicitation)",
+        story=(
+            "`ask-name` needs the user's name. The server answers the first `tools/call` with `resultType: "
+            "\"input_required\"`: one input request, key `name`, an `elicitation/create` form whose `name` "
+            "property has the default `\"Ada\"`, and a `requestState` (sealed by the SDK). The call enters "
+            "`awaiting_input`, where `on_elicitation` answers with an empty accepted form; SEP-1034 fills in the "
+            "default. `resending` sends the same call with a new JSON-RPC id, `inputResponses` keyed `name` and "
+            "the `requestState` byte for byte, and the server completes. The client was created with "
+            "`audit_answers=True`, so the `resending` event shows the answer sent."
+        ),
+        tool="ask-name",
+        arguments={},
+    ),
+    _Example(
+        title="Two input rounds",
+        story=(
+            "`interview` asks twice. Round 1: two elicitations at once (`first`, `last`), answered "
+            "concurrently by `on_elicitation`. Round 2: one sampling request (`greeting`), answered by "
+            "`on_sampling`, with the names the server kept in its `requestState`. The input loop is taken "
+            "once (`resending` → `awaiting_input`, checked against `max_input_rounds`), and the call "
+            "succeeds with the handlers' answers."
+        ),
+        tool="interview",
+        arguments={},
+    ),
 )
+
+
+async def _on_elicitation(params: dict[str, Any]) -> dict[str, Any]:
+    # The walkthrough's user: accepts every form; a first or last name is asked for by message.
+    names = {"First name?": "Grace", "Last name?": "Hopper"}
+    if params.get("message") in names:
+        return {"action": "accept", "content": {"name": names[params["message"]]}}
+    return {"action": "accept", "content": {}}
+
+
+async def _on_sampling(params: dict[str, Any]) -> dict[str, Any]:
+    # The walkthrough's model: one fixed answer.
+    text = "Hello, Grace Hopper!"
+    return {"role": "assistant", "content": {"type": "text", "text": text}, "model": "stub-model"}
 
 
 # --- running them -------------------------------------------------------------------------------------
@@ -179,7 +220,9 @@ async def _apply(peer: RunningPeer, action: Mapping[str, Any]) -> None:
 async def _run_example(peer: RunningPeer, example: _Example) -> _Run:
     await _apply(peer, {"action": "reset"})
     events: list[CallEvent] = []
-    async with Client.http(peer.url, on_event=events.append) as client:
+    async with Client.http(
+        peer.url, on_event=events.append, on_elicitation=_on_elicitation, on_sampling=_on_sampling, audit_answers=True
+    ) as client:
         tools = await client.tools()
         setup = tuple(await _log(peer))
         for action in example.changes:
@@ -230,18 +273,21 @@ async def _run_all(peer: RunningPeer) -> list[_Run]:
 
 
 def _check_acyclic() -> None:
-    # The "at most one extra tools/list and tools/call" argument below rests on this order.
+    # The "at most one extra tools/list and one retry" argument below rests on this order.
     order = {state: index for index, state in enumerate(STATES)}
-    backwards = [e for e in EDGES if order[e.dest] <= order[e.source]]
+    backwards = [e for e in EDGES if e.bound is None and order[e.dest] <= order[e.source]]
     if backwards:
         raise AssertionError(f"the call machine is no longer acyclic in STATES order: {backwards}")
+    loops = [(e.source, e.dest) for e in TOOL_CALL.loops]
+    if loops != [(State.resending, State.awaiting_input), (State.retry_resending, State.retry_awaiting_input)]:
+        raise AssertionError(f"the walkthrough explains two input loops, the machine declares {loops}")
 
 
 def _states_table() -> list[str]:
     lines = ["| state | what happens there | leaves by |", "|---|---|---|"]
     for state in STATES:
         leaves = [
-            f"`{e.trigger}` → `{e.dest}` ({e.guard})"
+            f"`{e.trigger}` → `{e.dest}` ({e.guard}{'' if e.bound is None else f'; loop, while {e.bound}'})"
             for e in EDGES
             if e.source is state and e.trigger is not Trigger.cancelled
         ]
@@ -288,11 +334,22 @@ def _answer(entry: Mapping[str, Any]) -> str:
     return f"HTTP {status}, {_ANSWERED_BY.get(by, f'answered by {by}')}"
 
 
+def _input_line(entry: Mapping[str, Any]) -> list[str]:
+    carried = entry.get("input")
+    if not carried:
+        return []
+    responses = carried.get("responses")
+    parts = [f"inputResponses: {', '.join(responses)}" if responses is not None else "no inputResponses"]
+    parts.append("requestState echoed" if carried.get("state") else "no requestState")
+    return [f"   (body) {'; '.join(parts)}"]
+
+
 def _requests(entries: Sequence[Mapping[str, Any]]) -> list[str]:
     lines = ["```text"]
     for number, entry in enumerate(entries, 1):
         lines.append(f"{number}. {entry['http_method']} {entry['jsonrpc_method']} → {_answer(entry)}")
         lines += [f"   {name}: {value}" for name, value in entry["header_list"] if name.startswith("mcp-")]
+        lines += _input_line(entry)
     lines.append("```")
     return lines
 
@@ -315,15 +372,36 @@ def _error_cell(error: Mapping[str, Any] | None) -> str:
     return f"`{error['type']}`{code}: {_code(str(error['message']))}"
 
 
+def _input_cell(event: CallEvent) -> str:
+    if event.input_requests is not None:
+        asked = [f"{_code(key)}: {_code(method)}" for key, method in event.input_requests.items()]
+        return "asks " + (", ".join(asked) or "nothing (state only)")
+    if event.input_responses is not None:
+        return "answers " + ", ".join(
+            _code(f"{key}: {json.dumps(answer, ensure_ascii=False)}") for key, answer in event.input_responses.items()
+        )
+    return ""
+
+
 def _events(events: Sequence[CallEvent]) -> list[str]:
     lines = [
-        "| seq | state | previous | trigger | attempt | plan (beyond the standard headers) | error |",
-        "|---|---|---|---|---|---|---|",
+        "| seq | state | previous | trigger | attempt | round | plan (beyond the standard headers) | input | error |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for e in events:
         previous = "—" if e.previous is None else f"`{e.previous}`"
         trigger = "—" if e.trigger is None else f"`{e.trigger}`"
-        cells = [str(e.seq), f"`{e.state}`", previous, trigger, str(e.attempt), _plan_cell(e), _error_cell(e.error)]
+        cells = [
+            str(e.seq),
+            f"`{e.state}`",
+            previous,
+            trigger,
+            str(e.attempt),
+            str(e.round),
+            _plan_cell(e),
+            _input_cell(e),
+            _error_cell(e.error),
+        ]
         lines.append(f"| {' | '.join(cells)} |")
     return lines
 
@@ -397,11 +475,12 @@ def _markdown(runs: Sequence[_Run]) -> str:
     if any(run.setup != setup for run in runs):
         raise AssertionError("the client opened the examples with different requests; the walkthrough assumes one")
     lines = [
-        "# One tool call: lifecycle and -32020 recovery",
+        f"# {TOOL_CALL.title}",
         "",
         f"*{_BANNER}*",
         "",
-        "This page is for reviewing how mcpfsm runs one `tools/call` and its -32020 recovery (SEP-2243). "
+        "This page is for reviewing how mcpfsm runs one `tools/call`, the input rounds a server may ask for "
+        "(SEP-2322) and the -32020 recovery (SEP-2243). "
         "Every call, through `tool.call(args)` or `client.call_tool(...)`, is one run of the state machine "
         "defined once in `mcpfsm/_machines/tool_call.py`. The driver (`mcpfsm/_drivers/tool_call.py`) performs "
         "one effect for the current state, reports what happened as a trigger, looks the next state up in the "
@@ -437,11 +516,51 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "A successful relist also refreshes the client's known definitions, so later calls through an old "
         "`Tool` handle mirror the fresh schema without paying for another -32020.",
         "",
-        "**Why at most one extra `tools/list` and one extra `tools/call`.** `tools/call` is sent only in "
-        "`sending` and `retrying`, `tools/list` only in `relisting`. Every edge leads to a state further "
-        "down the table above (checked whenever this file is generated), so the machine is acyclic and a "
-        "call enters each state at most once. The bound holds by construction, not by a retry counter: a "
-        "second -32020 arrives in `retrying`, whose only way out is `failed`.",
+        "**Why at most one extra `tools/list` and one retry.** `tools/list` is sent only in `relisting`, and "
+        "the retry only in `retrying`. Every edge except the two input loops below leads to a state further "
+        "down the table above (checked whenever this file is generated), so a call enters `relisting`, "
+        "`comparing` and `retrying` at most once each. The bound holds by construction, not by a retry "
+        "counter: a -32020 after the retry arrives in `retrying` or `retry_resending`, whose only way out on "
+        "it is `failed`.",
+        "",
+        "## Input rounds (SEP-2322)",
+        "",
+        "In the 2026-07-28 protocol a server that needs something from the user answers `tools/call` with "
+        "`resultType: \"input_required\"`: `inputRequests` (each an `elicitation/create`, "
+        "`sampling/createMessage` or `roots/list` request without an id, under a key the server chose) "
+        "and/or a `requestState` string. mcpfsm:",
+        "",
+        "1. **`awaiting_input`** runs the client's handlers (`on_elicitation`, `on_sampling`, `on_roots`) for "
+        "every input request of the round, concurrently. An accepted form gets the `default` of every "
+        "`requestedSchema` property the handler left out (SEP-1034). A request the client did not declare "
+        "(no handler, an undeclared elicitation mode) or a handler that raises fails the call "
+        "(`input_failed`) before anything is resent. A state-only round (a `requestState`, no requests) "
+        "waits a short backoff instead (50 ms, doubling, at most 250 ms).",
+        "2. **`resending`** sends the same call (same arguments and headers) with a new JSON-RPC id, the "
+        "answers as `inputResponses` under the server's keys, and the `requestState` echoed byte for byte "
+        "(absent when the server gave none). Nothing else ever carries either member.",
+        "3. The server may ask again: `resending` → `awaiting_input` is the machine's only cycle, a declared "
+        "loop edge whose bound, `round < max_input_rounds` (default 10, per call), is drawn on the "
+        "diagram; one more `input_required` ends in `failed` (`rounds_exhausted`, a `ProtocolError`).",
+        "",
+        "The loop exists twice: before the recovery (`awaiting_input`, `resending`) and after the retry "
+        "(`retry_awaiting_input`, `retry_resending`). A -32020 on a resend leads to `relisting` like one on "
+        "the first send, and the retry resends that round's answers and `requestState`; a -32020 after "
+        "the retry fails the call. One shared loop would put the recovery inside a cycle; two keep it acyclic, "
+        "and the round count goes on across both. A result without `resultType` is complete; an unknown "
+        "`resultType`, or `input_required` on a method other than `tools/call`, `prompts/get` and "
+        "`resources/read`, is a `ProtocolError`. `prompts/get` and `resources/read` run the same rounds "
+        "(`mcpfsm._drivers.input.request_with_input`) without a machine of their own.",
+        "",
+        "The examples below use these handlers (`Client.http(url, on_elicitation=..., on_sampling=..., "
+        "audit_answers=True)`):",
+        "",
+        "```python",
+        *inspect.getsource(_on_elicitation).rstrip("\n").split("\n"),
+        "",
+        "",
+        *inspect.getsource(_on_sampling).rstrip("\n").split("\n"),
+        "```",
         "",
         "## Diagram",
         "",
@@ -463,7 +582,10 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "below) and calls the tool through the `Tool` handle of that listing. **Requests** are every request "
         "the call sent, as the server logged them: method, HTTP status, who answered, and every `mcp-*` "
         "header. **Events** are the `CallEvent`s the client published, without `call_id`, `at` and "
-        "`elapsed`, which change from run to run. The plan column leaves out `MCP-Protocol-Version: "
+        "`elapsed`, which change from run to run; the input column shows what an input round asked for "
+        "(`input_requests`) and the answers sent (`input_responses`). A `(body)` line under a request says "
+        "what a resend carried (the sealed `requestState` itself changes from run to run). The plan column "
+        "leaves out `MCP-Protocol-Version: "
         f"{MODERN_VERSION}`, `Mcp-Method: tools/call` and `Mcp-Name: <tool>`, which every plan carries, "
         "and shows the rest; in `comparing` it is still the plan that was sent, the fresh one appears in "
         "`retrying`.",
@@ -472,8 +594,9 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "|---|---|---|---|",
         *[_summary_row(number, run) for number, run in enumerate(runs, 1)],
         "",
-        "The other failure edges, `unmirrorable` (a `MirroringError` before anything is sent) and "
-        "`relist_failed`, end in `failed` the same way and are not run here.",
+        "The other failure edges, `unmirrorable` (a `MirroringError` before anything is sent), "
+        "`relist_failed`, `input_failed` and `rounds_exhausted`, end in `failed` the same way and are not "
+        "run here (the test suite covers each).",
         "",
     ]
     for number, run in enumerate(runs, 1):

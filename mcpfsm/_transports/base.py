@@ -4,7 +4,7 @@ A :class:`Transport` carries JSON-RPC messages to one MCP server and hands back 
 request as a :class:`Reply`, with the HTTP status it came with. It knows nothing of protocol eras or
 sessions: the client's session layer decides which headers a message carries (the legacy
 ``Mcp-Session-Id`` among them) and reads the status and session id off the reply. HTTP and stdio
-implementations live in ``http.py`` and ``stdio.py``; a custom transport implements the same five
+implementations live in ``http.py`` and ``stdio.py``; a custom transport implements the same six
 members (MCP 2026-07-28, "Transports": a client may use any transport that carries JSON-RPC).
 """
 
@@ -35,8 +35,9 @@ SESSION_HEADER: Final = "Mcp-Session-Id"
 
 InboundHandler = Callable[[Notification | Request], Awaitable[None]]
 """Receives each message the peer sends that is not the awaited response: notifications and
-server-to-client requests. Answering a request is the handler's business (it sends the answer with
-:meth:`Transport.send`)."""
+server-to-client requests. Answering a request is the handler's business: the session's handler starts
+the answer in a task of its own and returns at once (the answer goes out with :meth:`Transport.send`),
+so a transport may await it inline without blocking what it reads."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +101,18 @@ class Transport(Protocol):
         Raises:
             TransportError: the message could not be delivered or no answer arrived.
             ProtocolError: the answer is not JSON-RPC.
+        """
+        ...
+
+    async def open_stream(self, headers: Mapping[str, str]) -> bool:
+        """Open the stream on which a legacy server sends requests and notifications unasked, and keep it.
+
+        MCP 2025-11-25 "Listening for Messages from the Server": HTTP opens the standalone ``GET``
+        (``Accept: text/event-stream`` and ``headers``: the session id and version) and routes what
+        arrives on it to the inbound handler until :meth:`end_session` or :meth:`aclose`; a second call
+        replaces the first stream (a renewed session). Returns False when there is none: the server
+        answered 405, or the transport needs none (stdio, whose inbound messages flow anyway). Never
+        raises a :class:`~mcpfsm.McpError`: the session works without the stream.
         """
         ...
 

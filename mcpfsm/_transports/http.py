@@ -9,8 +9,9 @@ in unit tests) is driven instead, unchanged; both answer with a :class:`~mcpfsm.
 
 Replies: ``application/json`` bodies, ``text/event-stream`` streams (notifications and
 server-to-client requests before the response are handed to the inbound handler), and JSON-RPC
-error bodies on 4xx/5xx. Every connection-layer exception (httpx, trio, OS, HTTP framing)
-becomes a :class:`~mcpfsm.TransportError` in :func:`_mapped`, the one mapping point.
+error bodies on 4xx/5xx. A legacy session also keeps the standalone ``GET`` stream open
+(:meth:`HttpTransport.open_stream`), read by a background task. Every connection-layer exception
+(httpx, trio, OS, HTTP framing) becomes a :class:`~mcpfsm.TransportError` in :func:`_mapped`, the one mapping point.
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ import trio
 from loguru import logger
 
 from .._core.constants import is_modern
-from .._core.errors import ProtocolError, TransportError
+from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.h1 import H1Error
 from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
 from .._core.sse import SseError, SseEvent, SseParser
+from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
 from .pool import ConnectionPool, HttpResponse, Timeouts, WireError, WireTimeout
 
@@ -188,6 +190,8 @@ class HttpTransport:
         self._credentials = credentials
         self._closed = False
         self._inbound: InboundHandler | None = None
+        self._background = BackgroundTasks()
+        self._stream: BackgroundTask | None = None
 
     @property
     def carries_headers(self) -> bool:
@@ -343,8 +347,124 @@ class HttpTransport:
             await handler(message)
         return None
 
+    # --- the standalone stream (MCP 2025-11-25 "Listening for Messages from the Server") ---------------
+
+    async def open_stream(self, headers: Mapping[str, str]) -> bool:
+        """Open the standalone ``GET`` stream with ``headers`` (session id, version) and keep it.
+
+        Returns once the server has accepted the stream (so a request it sends there right after
+        cannot be lost), or with False when it answers 405 (it offers none) or fails (logged at
+        WARNING). A background task routes what arrives to the inbound handler. A stream that breaks
+        (network, read timeout), or that the server ends after giving event ids, is reopened after the
+        server's ``retry`` delay (default 1 s) with ``Last-Event-ID``, until three reopened streams in a
+        row bring nothing or the server refuses one; a stream the server ends without ids stays closed.
+        A second call replaces the stream; :meth:`end_session` and :meth:`aclose` close it.
+        """
+        await self._close_stream()
+        if self._closed:
+            return False
+        try:
+            response = await self._open_get(headers, None)
+        except TransportError as exc:
+            logger.warning("could not open the server's event stream: {}", exc)
+            return False
+        if response is None:
+            return False
+
+        def failed(exc: Exception) -> None:
+            logger.warning("the server's event stream failed: {!r}", exc)
+
+        async def listen() -> None:
+            await self._listen(response, headers)
+
+        self._stream = self._background.start(listen, name="mcpfsm standalone event stream", on_error=failed)
+        return True
+
+    async def _close_stream(self) -> None:
+        stream, self._stream = self._stream, None
+        if stream is not None:
+            await stream.aclose()
+
+    async def _open_get(self, headers: Mapping[str, str], last_event_id: str | None) -> HttpResponse | None:
+        request_headers = [
+            ("Accept", "text/event-stream"),
+            *((n, v) for n, v in self._base if n.lower() not in ("accept", "content-type")),
+            *_session_headers(headers),
+        ]
+        if last_event_id is not None:
+            request_headers.append(("Last-Event-ID", last_event_id))
+        with _mapped("opening the server's event stream"):
+            response = await self._request("GET", request_headers)
+        if response.status == 200 and _media_type(response) == "text/event-stream":
+            return response
+        try:
+            with _mapped("reading HTTP error response"):
+                body = await response.read()
+        finally:
+            with _mapped("closing HTTP response"):
+                await response.aclose()
+        if response.status == 405:
+            logger.debug("the server offers no standalone event stream (HTTP 405)")
+            return None
+        raise TransportError(_status_message(response, body), status=response.status)
+
+    async def _listen(self, response: HttpResponse, headers: Mapping[str, str]) -> None:
+        # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network, read timeout) is
+        # reopened, and so is one the server ended after giving event ids (it expects a resume with
+        # Last-Event-ID); one it ended without ids was closed on purpose. Three reopened streams in a row
+        # that bring nothing, or any refusal, end the loop: it is bounded.
+        parser = SseParser()
+        idle = 0
+        while True:
+            received, broken = await self._follow(response, parser)
+            idle = 0 if received else idle + 1
+            if not broken and parser.last_event_id is None:
+                logger.debug("the server closed its event stream")
+                return
+            if idle >= _MAX_RESUMES:
+                logger.debug("the server's event stream brought nothing {} times in a row; not reopening it", idle)
+                return
+            await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
+            parser = SseParser(last_event_id=parser.last_event_id, retry=parser.retry)
+            try:
+                reopened = await self._open_get(headers, parser.last_event_id)
+            except TransportError as exc:
+                logger.debug("could not reopen the server's event stream: {}", exc)
+                return
+            if reopened is None:
+                return
+            response = reopened
+
+    async def _follow(self, response: HttpResponse, parser: SseParser) -> tuple[bool, bool]:
+        # Route every message of one standalone stream until it ends: (any byte arrived, it broke).
+        received = broken = False
+        try:
+            with _mapped("reading the server's event stream"):
+                async for chunk in response.chunks():
+                    received = True
+                    try:
+                        events = parser.feed(chunk)
+                    except SseError as exc:
+                        raise ProtocolError(f"malformed event stream: {exc}") from exc
+                    for event in events:
+                        await self._dispatch(event, None)
+        except McpError as exc:
+            logger.debug("the server's event stream broke: {}", exc)
+            broken = True
+        finally:
+            try:
+                with _mapped("closing HTTP response"):
+                    await response.aclose()
+            except TransportError as exc:
+                logger.debug("closing the server's event stream: {}", exc)
+        return received, broken
+
     async def end_session(self, headers: Mapping[str, str]) -> None:
-        """``DELETE`` the legacy session named in ``headers`` (MCP 2025-11-25; a 405 is fine)."""
+        """``DELETE`` the legacy session named in ``headers`` (MCP 2025-11-25; a 405 is fine).
+
+        The standalone stream, if open, is closed first.
+        """
+        await self._close_stream()
         if self._closed or _header(headers, SESSION_HEADER) is None:
             return
         request_headers = [*self._base, *_session_headers(headers)]
@@ -356,10 +476,11 @@ class HttpTransport:
             logger.debug("could not end the MCP session: {}", exc)
 
     async def aclose(self) -> None:
-        """Release the connection pool; idempotent."""
+        """Close the standalone stream and release the connection pool; idempotent."""
         if self._closed:
             return
         self._closed = True
+        await self._background.aclose()
         if self._pool is not None:
             await self._pool.aclose()
 

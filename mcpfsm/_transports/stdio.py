@@ -6,11 +6,13 @@ DEBUG logs so a chatty child never blocks on a full pipe. Headers are accepted a
 there are none on stdio. Closing (also on cancellation) closes stdin, waits briefly, then
 terminates and finally kills the child.
 
-The two reader tasks are trio *system* tasks with a cancel scope each, not children of a nursery
-held open between :meth:`StdioTransport.open` and :meth:`StdioTransport.aclose`: a nursery must be
-exited in the cancel scope it was entered in, and a client closes its transport inside a shielded
-scope of its own (and may be closed from a different task), which would corrupt trio's cancel-scope
-stack.
+The two reader tasks are trio *system* tasks with a cancel scope each
+(:class:`~mcpfsm._transports.background.BackgroundTasks`), not children of a nursery held open between
+:meth:`StdioTransport.open` and :meth:`StdioTransport.aclose`: a nursery must be exited in the cancel
+scope it was entered in, and a client closes its transport inside a shielded scope of its own (and may
+be closed from a different task), which would corrupt trio's cancel-scope stack. The inbound handler
+returns at once for a server request (the session answers it in a task of its own), so a handler
+waiting for a user never keeps the reader from routing other responses.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from loguru import logger
 
 from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
+from .background import BackgroundTasks
 from .base import NO_HEADERS, InboundHandler, Reply
 
 __all__ = ["StdioTransport"]
@@ -67,7 +70,7 @@ class StdioTransport:
         self._cwd = cwd
         self._process: trio.Process | None = None
         self._pid: int | None = None
-        self._readers: list[tuple[trio.CancelScope, trio.Event]] = []
+        self._readers = BackgroundTasks()
         self._pending: dict[object, _Pending] = {}
         self._write_lock = trio.Lock()
         self._failure: TransportError | None = None
@@ -106,20 +109,10 @@ class StdioTransport:
         return self._pid
 
     def _spawn(self, reader: Callable[[], Awaitable[None]]) -> None:
-        scope, done = trio.CancelScope(), trio.Event()
-        self._readers.append((scope, done))
+        def failed(exc: Exception) -> None:
+            self._fail(TransportError(f"the MCP server process reader failed: {exc!r}"))
 
-        async def run() -> None:
-            try:
-                with scope:
-                    await reader()
-            except Exception as exc:
-                # Nothing may escape a system task: it would crash the whole trio run.
-                self._fail(TransportError(f"the MCP server process reader failed: {exc!r}"))
-            finally:
-                done.set()
-
-        trio.lowlevel.spawn_system_task(run, name=f"mcpfsm stdio {reader.__name__}")
+        self._readers.start(reader, name=f"mcpfsm stdio {reader.__name__}", on_error=failed)
 
     async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
         """Write one message; for a request, wait for and return its response.
@@ -218,6 +211,10 @@ class StdioTransport:
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
 
+    async def open_stream(self, headers: Mapping[str, str]) -> bool:
+        """Nothing to open: everything the server sends unasked already arrives on stdout. Returns False."""
+        return False
+
     async def end_session(self, headers: Mapping[str, str]) -> None:
         """Nothing to do: a stdio server's session ends with its process."""
 
@@ -241,8 +238,4 @@ class StdioTransport:
                     await process.wait()
             finally:
                 self._fail(TransportError("the stdio transport is closed"))
-                readers, self._readers = self._readers, []
-                for scope, _ in readers:
-                    scope.cancel()
-                for _, done in readers:
-                    await done.wait()
+                await self._readers.aclose()

@@ -7,7 +7,7 @@ import contextlib
 import itertools
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
 from typing import IO, Any, Final
 
@@ -32,6 +32,7 @@ from .common import (
     print_line,
     target,
 )
+from .elicit import TerminalElicitation
 
 __all__ = ["NAME", "configure", "run", "unknown_tool"]
 
@@ -41,7 +42,11 @@ DESCRIPTION: Final = (
     "Call TOOL and print its result (the JSON-RPC result object) as JSON on stdout.\n"
     "By default the tools are listed first and the listed tool is called, so its annotated\n"
     "arguments are mirrored into Mcp-Param-* headers; --by-name sends the name only.\n"
-    "Progress and log notifications of the server are printed to stderr as they arrive."
+    "Progress and log notifications of the server are printed to stderr as they arrive.\n"
+    "When the server asks the user something (elicitation), the question is asked on stderr and\n"
+    "answered on stdin: a form field by field (defaults shown; an empty line keeps one), a URL by\n"
+    "showing it in full and asking for consent (it is never opened). --yes asks nothing: forms are\n"
+    "accepted with their defaults, URLs declined."
 )
 _SPINNER: Final = "|/-\\"
 
@@ -55,6 +60,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--events", metavar="FILE|-", help="write the call's audit events as JSON Lines to FILE ('-': stderr)"
     )
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
+    parser.add_argument(
+        "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
+    )
 
 
 class _Console:
@@ -65,6 +73,7 @@ class _Console:
         self._label = label
         self._live = stream.isatty()
         self._drawn = False
+        self._paused = False
 
     def line(self, text: str) -> None:
         """Write one line, clearing the spinner first."""
@@ -102,11 +111,24 @@ class _Console:
         started = trio.current_time()
         await trio.sleep(0.5)
         for tick in itertools.count():
+            if self._paused:
+                await trio.sleep(0.1)
+                continue
             elapsed = trio.current_time() - started
             self._stream.write(f"\r{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s\x1b[K")
             self._stream.flush()
             self._drawn = True
             await trio.sleep(0.1)
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Keep the spinner off the screen while the user is asked something."""
+        self._clear()
+        self._paused = True
+        try:
+            yield
+        finally:
+            self._paused = False
 
     def _clear(self) -> None:
         if self._drawn:
@@ -153,8 +175,15 @@ def run(args: argparse.Namespace) -> Exit:
     arguments = parse_arguments(args.args)
     console = _Console(sys.stderr, args.tool)
     events = None if args.events is None else _EventLog(args.events, console)
+    elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes, pause=console.paused)
     # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
-    client = make_client(args, on_event=events, on_notification=console.notification)
+    client = make_client(
+        args,
+        on_event=events,
+        on_notification=console.notification,
+        on_elicitation=elicitation,
+        elicitation_modes=("form", "url"),
+    )
 
     async def call() -> ToolResult:
         with connection_errors(target(args)):

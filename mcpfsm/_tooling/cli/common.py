@@ -249,7 +249,9 @@ def make_client(
     *,
     on_event: Callable[[CallEvent], object] | None = None,
     on_notification: Callable[[str, dict[str, Any]], object] | None = None,
+    **inputs: Any,
 ) -> Client:
+    # `inputs`: the input handlers and their options (on_elicitation=, elicitation_modes=, ...).
     headers = header_pairs(args.header)
     if args.stdio is not None:
         if args.url is not None:
@@ -263,7 +265,9 @@ def make_client(
         if not command:
             raise CliError(Exit.usage, "--stdio needs a command")
         # Client sends a progressToken on tools/call whenever on_notification is set.
-        return Client.stdio(command, protocol=args.protocol, on_event=on_event, on_notification=on_notification)
+        return Client.stdio(
+            command, protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs
+        )
     if args.url is None:
         raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
     try:
@@ -275,6 +279,7 @@ def make_client(
             on_notification=on_notification,
             timeout=args.timeout,
             auth=auth_from(args),
+            **inputs,
         )
     except ValueError as exc:
         raise CliError(Exit.usage, str(exc)) from exc

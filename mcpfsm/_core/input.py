@@ -1,0 +1,307 @@
+"""Input the server asks for: multi round-trip requests (SEP-2322) and server requests, the pure part.
+
+In the 2026-07-28 protocol a server that needs something from the client's user answers ``tools/call``,
+``prompts/get`` or ``resources/read`` with ``resultType: "input_required"``: ``inputRequests`` (keyed
+``elicitation/create``, ``sampling/createMessage`` or ``roots/list`` requests, without ids) and/or an opaque
+``requestState``. The client gathers the answers and sends the same request again, with a new JSON-RPC
+id, ``inputResponses`` keyed like the requests and the ``requestState`` echoed byte for byte (SEP-2322,
+"Multi Round-Trip Requests"). In the 2025-11-25 protocol the same three methods arrive as real JSON-RPC
+requests from the server ("Elicitation", "Sampling", "Roots"). This module holds what both eras share and
+what needs no I/O:
+
+- :func:`result_type` — the ``resultType`` of any result (absent = ``"complete"``; unknown, or
+  ``input_required`` on another method, is a :class:`~mcpfsm.ProtocolError`);
+- :func:`parse_input_required` — an ``input_required`` result as an :class:`InputRequired`;
+- :func:`with_input` — the params of a resend (the only place ``inputResponses``/``requestState`` are added);
+- :class:`Offered` — what the client's handlers declare: :meth:`Offered.capabilities` (the
+  ``clientCapabilities``), :meth:`Offered.refusal` (why an input request cannot be answered) and
+  :meth:`Offered.checked_answer` (a handler's answer validated, SEP-1034 defaults filled in);
+- :func:`state_only_backoff` — the pause before resending a round that asked for nothing.
+
+Pure: no I/O; imports neither trio, httpx nor loguru.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .constants import INVALID_PARAMS, METHOD_NOT_FOUND
+from .errors import ProtocolError
+
+__all__ = [
+    "COMPLETE",
+    "ELICITATION",
+    "ELICITATION_MODES",
+    "INPUT_METHODS",
+    "INPUT_REQUIRED",
+    "MRTR_METHODS",
+    "ROOTS",
+    "SAMPLING",
+    "InputRequest",
+    "InputRequired",
+    "Offered",
+    "Refusal",
+    "fill_defaults",
+    "parse_input_required",
+    "result_type",
+    "state_only_backoff",
+    "with_input",
+]
+
+COMPLETE: Final = "complete"
+INPUT_REQUIRED: Final = "input_required"
+
+MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+"""The requests a server may answer with ``input_required`` (SEP-2322); on any other it is a protocol error."""
+
+ELICITATION: Final = "elicitation/create"
+SAMPLING: Final = "sampling/createMessage"
+ROOTS: Final = "roots/list"
+INPUT_METHODS: Final = (ELICITATION, SAMPLING, ROOTS)
+"""The methods an input request (or a legacy server request other than ``ping``) may name."""
+
+ELICITATION_MODES: Final = ("form", "url")
+"""Elicitation modes mcpfsm can declare (MCP 2025-11-25 and 2026-07-28 "Elicitation")."""
+
+_HANDLER: Final = {ELICITATION: "on_elicitation", SAMPLING: "on_sampling", ROOTS: "on_roots"}
+_ACTIONS: Final = ("accept", "decline", "cancel")
+_BACKOFF_FIRST: Final = 0.05
+_BACKOFF_CAP: Final = 0.25
+
+
+def result_type(method: str, result: Mapping[str, Any]) -> str:
+    """The ``resultType`` of ``result``, a result of ``method``: ``"complete"`` or ``"input_required"``.
+
+    SEP-2322: an absent ``resultType`` is ``"complete"``; any other value the client does not know is
+    invalid; ``input_required`` is legal only on ``tools/call``, ``prompts/get`` and ``resources/read``.
+
+    Raises:
+        ProtocolError: an unknown ``resultType``, or ``input_required`` on another method.
+    """
+    if "resultType" not in result:
+        return COMPLETE
+    value = result["resultType"]
+    if value == COMPLETE:
+        return COMPLETE
+    if value == INPUT_REQUIRED:
+        if method not in MRTR_METHODS:
+            raise ProtocolError(
+                f"{method} answered resultType 'input_required', which only tools/call, prompts/get and "
+                "resources/read may (SEP-2322)"
+            )
+        return INPUT_REQUIRED
+    raise ProtocolError(
+        f"{method} answered an unknown resultType {value!r} (SEP-2322 knows 'complete' and 'input_required')"
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputRequest:
+    """One entry of ``inputRequests``: what the server wants, as it would send it as a request.
+
+    Attributes:
+        method: ``elicitation/create``, ``sampling/createMessage`` or ``roots/list``.
+        params: the request's params (``{}`` when it had none).
+    """
+
+    method: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputRequired:
+    """One ``input_required`` result (SEP-2322).
+
+    Attributes:
+        requests: ``inputRequests`` by the server's keys, in the server's order; empty for a state-only
+            round (the client resends at once, after a short backoff).
+        state: ``requestState`` exactly as received, or ``None`` when the result had none.
+    """
+
+    requests: Mapping[str, InputRequest]
+    state: str | None
+
+    @property
+    def methods(self) -> dict[str, str]:
+        """The method of each input request, by key (what the audit events record)."""
+        return {key: request.method for key, request in self.requests.items()}
+
+
+def parse_input_required(method: str, result: Mapping[str, Any]) -> InputRequired:
+    """Read an ``input_required`` result of ``method`` (SEP-2322 ``InputRequiredResult``).
+
+    Raises:
+        ProtocolError: ``inputRequests`` is not an object of ``{method, params?}`` objects naming one of
+            :data:`INPUT_METHODS`, ``requestState`` is not a string, or the result carries neither.
+    """
+    raw = result.get("inputRequests")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, Mapping):
+        raise ProtocolError(f'{method} input_required result: "inputRequests" is not an object')
+    requests: dict[str, InputRequest] = {}
+    for key, entry in raw.items():
+        if not isinstance(entry, Mapping):
+            raise ProtocolError(f"{method} input_required result: input request {key!r} is not an object")
+        kind = entry.get("method")
+        if kind not in INPUT_METHODS:
+            raise ProtocolError(
+                f"{method} input_required result: input request {key!r} asks for {kind!r}, which is not one of "
+                f"{', '.join(INPUT_METHODS)}"
+            )
+        params = entry.get("params")
+        if params is None:
+            params = {}
+        if not isinstance(params, Mapping):
+            raise ProtocolError(f"{method} input_required result: input request {key!r} has non-object params")
+        requests[str(key)] = InputRequest(method=str(kind), params=params)
+    state = result.get("requestState")
+    if state is not None and not isinstance(state, str):
+        raise ProtocolError(f'{method} input_required result: "requestState" is not a string')
+    if not requests and state is None:
+        raise ProtocolError(f"{method} input_required result carries neither inputRequests nor requestState")
+    return InputRequired(requests=requests, state=state)
+
+
+def with_input(params: Mapping[str, Any], responses: Mapping[str, Any] | None, state: str | None) -> dict[str, Any]:
+    """The params of a resend: the original ``params`` plus ``inputResponses`` and ``requestState``.
+
+    SEP-2322: ``requestState`` is echoed exactly and only when the server gave one; ``inputResponses``
+    answer the latest round's requests and are left out after a state-only round (``responses=None``).
+    This is the only place either member is added to a request, so no other request can carry one.
+    """
+    resent = dict(params)
+    resent.pop("inputResponses", None)
+    resent.pop("requestState", None)
+    if responses is not None:
+        resent["inputResponses"] = dict(responses)
+    if state is not None:
+        resent["requestState"] = state
+    return resent
+
+
+def state_only_backoff(streak: int) -> float:
+    """Seconds to wait before resending after the ``streak``-th state-only round in a row (1, 2, …).
+
+    50 ms, doubling, at most 250 ms: a server that sheds load this way is not hammered.
+    """
+    return float(min(_BACKOFF_FIRST * 2 ** max(streak - 1, 0), _BACKOFF_CAP))
+
+
+def fill_defaults(schema: Any, content: Mapping[str, Any]) -> dict[str, Any]:
+    """``content`` plus the ``default`` of every ``requestedSchema`` property it leaves out (SEP-1034).
+
+    Values the user gave are never replaced; a schema that is not an object of property objects adds nothing.
+    """
+    filled = dict(content)
+    properties = schema.get("properties") if isinstance(schema, Mapping) else None
+    if isinstance(properties, Mapping):
+        for name, prop in properties.items():
+            if isinstance(prop, Mapping) and "default" in prop and name not in filled:
+                filled[name] = copy.deepcopy(prop["default"])
+    return filled
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why an input request cannot be answered, as the JSON-RPC error a legacy answer carries.
+
+    Attributes:
+        code: ``-32601`` (no handler for the method) or ``-32602`` (a mode or feature not declared,
+            malformed params).
+        message: what was wrong.
+    """
+
+    code: int
+    message: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Offered:
+    """What the client's handlers declare, and the rules that follow from it.
+
+    Attributes:
+        elicitation_modes: the elicitation modes declared (empty without an elicitation handler).
+        sampling: a sampling handler is registered.
+        roots: a roots handler is registered.
+    """
+
+    elicitation_modes: tuple[str, ...] = ()
+    sampling: bool = False
+    roots: bool = False
+
+    def capabilities(self) -> dict[str, Any]:
+        """The ``ClientCapabilities`` to declare: exactly the handlers given.
+
+        ``elicitation`` names each declared mode (``{"form": {}}``, plus ``"url"``); ``sampling`` and ``roots``
+        are ``{}``: no ``sampling.tools`` and no ``roots.listChanged`` (mcpfsm sends no roots notifications).
+        The same object serves the modern ``_meta`` and the legacy ``initialize`` (MCP 2025-11-25 and
+        2026-07-28, "Capabilities").
+        """
+        declared: dict[str, Any] = {}
+        if self.elicitation_modes:
+            declared["elicitation"] = {mode: {} for mode in self.elicitation_modes}
+        if self.sampling:
+            declared["sampling"] = {}
+        if self.roots:
+            declared["roots"] = {}
+        return declared
+
+    def refusal(self, method: str, params: Mapping[str, Any]) -> Refusal | None:
+        """Why an input request for ``method`` with ``params`` cannot be answered, or ``None`` if it can.
+
+        The server asked for something the client did not declare (no handler, an undeclared elicitation
+        mode, sampling with ``tools``), or the request is malformed.
+        """
+        if method not in INPUT_METHODS:
+            return Refusal(METHOD_NOT_FOUND, f"mcpfsm does not support {method!r}")
+        offered = {ELICITATION: bool(self.elicitation_modes), SAMPLING: self.sampling, ROOTS: self.roots}[method]
+        if not offered:
+            return Refusal(METHOD_NOT_FOUND, f"no {_HANDLER[method]} handler: the client did not declare {method!r}")
+        if method == ELICITATION:
+            mode = params.get("mode", "form")
+            if mode not in self.elicitation_modes:
+                return Refusal(INVALID_PARAMS, f"elicitation mode {mode!r} was not declared")
+            if mode == "form" and not isinstance(params.get("requestedSchema"), Mapping):
+                return Refusal(INVALID_PARAMS, 'form elicitation without an object "requestedSchema"')
+            if mode == "url" and not isinstance(params.get("url"), str):
+                return Refusal(INVALID_PARAMS, 'URL elicitation without a string "url"')
+        elif method == SAMPLING:
+            if "tools" in params or "toolChoice" in params:
+                return Refusal(INVALID_PARAMS, "sampling with tools was not declared (no sampling.tools capability)")
+            if not isinstance(params.get("messages"), list):
+                return Refusal(INVALID_PARAMS, 'sampling without a "messages" list')
+        return None
+
+    def checked_answer(self, method: str, params: Mapping[str, Any], answer: Any) -> dict[str, Any]:
+        """A handler's ``answer`` to ``method``, validated, as the result object to send.
+
+        For an ``accept`` of a form elicitation, the ``default`` of every ``requestedSchema`` property
+        the handler left out is filled in (SEP-1034); ``content`` goes only with a form ``accept``
+        ("Elicitation": a ``decline``, a ``cancel`` or a URL-mode ``accept`` carries none) and is
+        dropped from the others.
+
+        Raises:
+            TypeError: ``answer`` is not a dict, or an elicitation ``content`` is not an object.
+            ValueError: an elicitation ``action`` other than accept, decline or cancel, or a roots
+                answer without a ``roots`` list.
+        """
+        handler = _HANDLER.get(method, "handler")
+        if not isinstance(answer, Mapping):
+            raise TypeError(f"{handler} returned {type(answer).__name__}, expected a dict (the {method} result)")
+        result = dict(answer)
+        if method == ELICITATION:
+            action = result.get("action")
+            if action not in _ACTIONS:
+                raise ValueError(f"{handler} returned action {action!r}; expected 'accept', 'decline' or 'cancel'")
+            content = result.pop("content", None)
+            if content is not None and not isinstance(content, Mapping):
+                raise TypeError(f"{handler} returned content of type {type(content).__name__}, expected a dict")
+            if action == "accept" and params.get("mode", "form") == "form":
+                result["content"] = fill_defaults(params.get("requestedSchema"), content or {})
+        elif method == ROOTS and not isinstance(result.get("roots"), list):
+            raise ValueError(f'{handler} returned no "roots" list')
+        return result

@@ -1,0 +1,148 @@
+"""The conformance job's checked-in files, without Node: the expected-failures file names only client scenarios
+that a requirement set scores, each once and with a reason, and the adapter's table names only scenarios the suite
+runs. `.ci/run` runs the suite itself and checks that scenarios.txt matches the pinned suite's own listing."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.conformance import adapter
+from tests.conformance.expected_failures import (
+    EXPECTED_FAILURES,
+    SCENARIOS,
+    Entry,
+    FormatError,
+    main,
+    parse_expected_failures,
+    parse_listing,
+    problems,
+    read_snapshot,
+    render_snapshot,
+)
+
+SNAPSHOT = read_snapshot(SCENARIOS.read_text(encoding="utf-8"))
+
+
+def scored(revision: str) -> set[str]:
+    return {name for name, status in SNAPSHOT[revision].items() if status == "scored"}
+
+
+def test_the_expected_failures_file_names_scored_scenarios_once_each_with_a_reason() -> None:
+    entries = parse_expected_failures(EXPECTED_FAILURES.read_text(encoding="utf-8"))
+    assert problems(entries, SNAPSHOT) == []
+    assert entries, "an empty file needs no checker: delete it and --expected-failures from .ci/run"
+    assert all(len(entry.reason) >= 10 for entry in entries), [e.name for e in entries if len(e.reason) < 10]
+    assert main([]) == 0
+
+
+def test_the_snapshot_holds_both_requirement_sets_of_the_pinned_suite() -> None:
+    # @modelcontextprotocol/conformance 0.2.0-alpha.12: 18 scored client scenarios for 2025-11-25, 32 for 2026-07-28.
+    assert (len(scored("2025-11-25")), len(scored("2026-07-28"))) == (18, 32)
+    assert {"initialize", "sse-retry", "elicitation-sep1034-client-defaults"} <= scored("2025-11-25") - scored(
+        "2026-07-28"
+    )
+    assert {"request-metadata", "sep-2322-client-request-state"} <= scored("2026-07-28") - scored("2025-11-25")
+
+
+def test_the_adapter_table_names_only_scenarios_the_suite_runs() -> None:
+    run = set(SNAPSHOT["2025-11-25"]) | set(SNAPSHOT["2026-07-28"])
+    assert sorted(set(adapter.SCENARIOS) - run) == []
+
+
+GOOD_HEAD = "# comment\n\nclient:\n  # a group\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("  - tools_call  # why\n", "line 1: expected '  - SCENARIO[:CHECK]  # reason', got '  - tools_call  # why'"),
+        (GOOD_HEAD + "  - tools_call\n", "line 5: expected '  - SCENARIO[:CHECK]  # reason', got '  - tools_call'"),
+        (GOOD_HEAD + "  - tools_call  #   \n", "line 5: tools_call has no reason after '#'"),
+        (GOOD_HEAD + "  - tools_call: tool-add-numbers  # a mapping, not a string\n", "line 5: expected"),
+        (GOOD_HEAD + "server:\n", "line 5: expected"),
+        ("# only comments\n", "no 'client:' key"),
+    ],
+)
+def test_malformed_lines_are_refused_with_their_line_number(text: str, message: str) -> None:
+    with pytest.raises(FormatError, match=rf"^{re.escape(message)}"):
+        parse_expected_failures(text)
+
+
+def test_an_entry_keeps_its_scenario_check_and_reason() -> None:
+    text = GOOD_HEAD + "  - request-metadata:sep-2575-client-retry-supported-version  # not yet\n  - auth/dpop # x\n"
+    assert parse_expected_failures(text) == [
+        Entry(5, "request-metadata", "sep-2575-client-retry-supported-version", "not yet"),
+        Entry(6, "auth/dpop", None, "x"),
+    ]
+
+
+def test_entries_the_suite_would_ignore_or_reject_are_problems() -> None:
+    text = GOOD_HEAD + (
+        "  - tool_call  # a typo: the suite would silently ignore it\n"
+        "  - auth/dpop  # an extension: run, never scored, so never stale\n"
+        "  - tools_call  # fine\n"
+        "  - tools_call  # twice\n"
+        "  - tools_call:tool-add-numbers  # whole and per check\n"
+    )
+    assert problems(parse_expected_failures(text), SNAPSHOT) == [
+        "line 5: tool_call is not a client scenario that 2025-11-25 or 2026-07-28 scores",
+        "line 6: auth/dpop is not a client scenario that 2025-11-25 or 2026-07-28 scores",
+        "line 8: tools_call is already listed on line 7",
+        "line 9: tools_call is listed whole and per check",
+    ]
+
+
+LISTING = """\
+Required for 2026-07-28 (4 scenarios, frozen; run at the 2026-07-28 wire):
+
+Server scenarios (test against a server):
+  - tools-list
+
+Client scenarios (test against a client):
+  - tools_call
+  - auth/metadata-default
+
+Run and reported, but never scored:
+  extension (2):
+    - auth/dpop [client]
+    - tasks-lifecycle [server]
+  added-after-release (1):
+    - json-schema-2020-12-preservation [client]
+
+Required for 2025-11-25 (2 scenarios, frozen; run at the 2025-11-25 wire):
+
+Client scenarios (test against a client):
+  - initialize
+
+Run and reported, but never scored:
+  pending (1):
+    - server-sse-polling [server]
+"""
+
+
+def test_the_suites_listing_becomes_the_snapshot() -> None:
+    rows = parse_listing(LISTING)
+    assert rows == [
+        ("2026-07-28", "scored", "tools_call"),
+        ("2026-07-28", "scored", "auth/metadata-default"),
+        ("2026-07-28", "extension", "auth/dpop"),
+        ("2026-07-28", "added-after-release", "json-schema-2020-12-preservation"),
+        ("2025-11-25", "scored", "initialize"),
+    ]
+    assert read_snapshot(render_snapshot(rows)) == {
+        "2025-11-25": {"initialize": "scored"},
+        "2026-07-28": {
+            "tools_call": "scored",
+            "auth/metadata-default": "scored",
+            "auth/dpop": "extension",
+            "json-schema-2020-12-preservation": "added-after-release",
+        },
+    }
+
+
+def test_a_listing_without_both_requirement_sets_is_refused() -> None:
+    expected = r"^expected client scenarios for \['2025-11-25', '2026-07-28'\] in the listing$"
+    with pytest.raises(FormatError, match=expected):
+        parse_listing(LISTING.split("Required for 2025-11-25")[0])
