@@ -205,6 +205,7 @@ async def test_a_legacy_server_is_authorized_at_initialize_and_the_token_reaches
         *CODE_FLOW,
         ("POST", "/mcp", 200),
         ("POST", "/mcp", 202),
+        ("GET", "/mcp", 405),  # the standalone stream: the server offers none
         ("POST", "/mcp", 200),
         ("POST", "/mcp", 200),
         ("DELETE", "/mcp", 204),
@@ -217,7 +218,7 @@ async def test_a_legacy_server_is_authorized_at_initialize_and_the_token_reaches
         "tools/call",
     ]
     token = log[6]["headers"]["authorization"]
-    assert [e["headers"].get("authorization") for e in log if e["path"] == "/mcp"] == [None] + [token] * 5
+    assert [e["headers"].get("authorization") for e in log if e["path"] == "/mcp"] == [None] + [token] * 6
     assert headers_of(log[-1]) == {
         "accept": "application/json, text/event-stream",
         "content-type": "application/json",
