@@ -187,7 +187,7 @@ class HttpTransport:
             *filter_custom_headers(headers).items(),
         ]
         self._sleep = sleep
-        self._credentials = credentials
+        self._authorization = credentials
         self._closed = False
         self._inbound: InboundHandler | None = None
         self._background = BackgroundTasks()
@@ -230,8 +230,8 @@ class HttpTransport:
 
     async def _request(self, method: str, headers: list[tuple[str, str]], body: bytes = b"") -> HttpResponse:
         # Every request to the endpoint, and nothing else, carries the credentials (MCP "Authorization").
-        if self._credentials is not None:
-            headers = [*headers, *self._credentials.headers(method, str(self._url))]
+        if self._authorization is not None:
+            headers = [*headers, *self._authorization.headers(method, str(self._url))]
         if self._pool is not None:
             return await self._pool.request(method, self._target, headers, body)
         assert self._httpx is not None
