@@ -20,6 +20,7 @@ from ._client.stores import FileTokenStore, MemoryTokenStore
 from ._client.tools import Tool, ToolList
 from ._core.catalog import Exclusion, ToolDefinition
 from ._core.codec import decode_header_value, encode_header_value
+from ._core.constants import MCPFSM_VERSION
 from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
 from ._core.errors import (
     AuthorizationError,
@@ -43,7 +44,7 @@ from ._transports.base import Transport
 from ._transports.http import HttpTransport
 from ._transports.stdio import StdioTransport
 
-__version__ = "0.1.0"
+__version__ = MCPFSM_VERSION
 
 # A library never configures logging (loguru's README): applications call logger.enable("mcpfsm").
 logger.disable("mcpfsm")

@@ -19,6 +19,14 @@ def fake() -> FakeServer:
 
 
 @pytest.fixture
+def ca() -> Any:
+    """A trustme certificate authority (trustme is in the test extra: a missing install fails, never skips)."""
+    import trustme
+
+    return trustme.CA()
+
+
+@pytest.fixture
 def logs() -> Iterator[list[dict[str, Any]]]:
     """Every loguru record mcpfsm logs during the test (DEBUG and up), as loguru record dicts."""
     records: list[dict[str, Any]] = []

@@ -885,7 +885,7 @@ async def test_a_static_token_is_sent_as_is_and_a_401_is_the_callers(site: Site)
         pytest.param(
             lambda: mcpfsm.Client.http("http://h/mcp", auth="t", headers={"authorization": "Bearer x"}),
             ValueError,
-            r"^give either auth= or an Authorization header, not both$",
+            r"^give either auth= or an Authorization header \(or credentials in the URL\), not both$",
             id="auth-and-header",
         ),
         pytest.param(

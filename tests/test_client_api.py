@@ -18,6 +18,8 @@ META: Final = {
 }
 ACCEPT: Final = ("Accept", "application/json, text/event-stream")
 CONTENT_TYPE: Final = ("Content-Type", "application/json")
+USER_AGENT: Final = ("User-Agent", "mcpfsm/0.1.0")
+ACCEPT_ENCODING: Final = ("Accept-Encoding", "gzip, deflate")
 DISCOVER: Final = ("server/discover", {"MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"})
 LIST: Final = ("tools/list", {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"})
 OK: Final = [{"type": "text", "text": "ok"}]
@@ -221,7 +223,15 @@ async def test_every_request_carries_the_standard_and_custom_headers_once_and_th
     assert [
         [(n, v) for n, v in seen.raw_headers if n.lower() not in ("host", "content-length")] for seen in fake.requests
     ] == [
-        [ACCEPT, CONTENT_TYPE, ("X-Tenant", "acme"), ("Authorization", "Bearer t0k3n"), *mcp.items()]
+        [
+            ACCEPT,
+            CONTENT_TYPE,
+            USER_AGENT,
+            ACCEPT_ENCODING,
+            ("X-Tenant", "acme"),
+            ("Authorization", "Bearer t0k3n"),
+            *mcp.items(),
+        ]
         for mcp in expected_mcp
     ]
     for seen in fake.requests:

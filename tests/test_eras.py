@@ -175,10 +175,17 @@ async def test_a_modern_pin_against_a_legacy_only_server_does_not_fall_back(peer
     peer = fresh(peers, "legacy")
 
     async with mcpfsm.Client.http(peer.url, protocol=MODERN) as client:
-        with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32600: Bad Request: Missing session ID$"):
+        with pytest.raises(mcpfsm.ProtocolError) as caught:
             await client.tools()
 
-    assert wire(peer) == [modern("tools/list", 400)]
+    # One server/discover confirms the server is not modern; the error names its era and the way out.
+    assert str(caught.value) == (
+        "the server does not speak protocol 2026-07-28, which was pinned: it answered tools/list as a server of"
+        " the initialize era (2025-11-25, 2025-06-18, 2025-03-26) does (JSON-RPC error -32600: Bad Request:"
+        " Missing session ID); use protocol='auto' to negotiate the era, or pin 2025-11-25"
+    )
+    assert isinstance(caught.value.__cause__, mcpfsm.RpcError) and caught.value.__cause__.code == -32600
+    assert wire(peer) == [modern("tools/list", 400), modern("server/discover", 400)]
 
 
 async def test_custom_headers_go_everywhere_but_cannot_spoof_protocol_headers(peers: dict[str, HttpPeer]) -> None:

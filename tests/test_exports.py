@@ -76,3 +76,29 @@ print(silent, len(messages))
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     # Disabled by default: nothing; once enabled: the DEBUG event line and the WARNING about on_event.
     assert out.split() == ["0", "2"]
+
+
+def test_the_http_and_stdio_factories_take_the_documented_keywords() -> None:
+    # README "The API in brief": one spelling everywhere; other issues add their keywords after these.
+    http = list(inspect.signature(mcpfsm.Client.http).parameters)
+    stdio = list(inspect.signature(mcpfsm.Client.stdio).parameters)
+    assert http[:12] == [
+        "url",
+        "headers",
+        "protocol",
+        "on_event",
+        "on_notification",
+        "timeout",
+        "http_transport",
+        "verify",
+        "cert",
+        "proxy",
+        "trust_env",
+        "max_response_bytes",
+    ]
+    assert "max_response_bytes" in stdio
+    assert all(
+        parameter.kind is inspect.Parameter.KEYWORD_ONLY
+        for name, parameter in inspect.signature(mcpfsm.Client.http).parameters.items()
+        if name != "url"
+    )

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpfsm import HeaderMismatchError, ProtocolError, RpcError
 from mcpfsm._core.jsonrpc import (
@@ -13,7 +16,9 @@ from mcpfsm._core.jsonrpc import (
     Request,
     Response,
     decode_message,
+    encode_notification,
     encode_request,
+    outgoing_request,
     outgoing_request_id,
     parse_message,
 )
@@ -108,3 +113,31 @@ def test_arguments_json_cannot_carry_are_refused_before_sending() -> None:
 )
 def test_outgoing_request_id(message: str, expected: object) -> None:
     assert outgoing_request_id(message) == expected
+
+
+@given(
+    request_id=st.integers(-(10**18), 10**18) | st.text(max_size=5),
+    method=st.text(max_size=20),
+    params=st.none() | st.dictionaries(st.text(max_size=5), st.text(max_size=5), max_size=3),
+)
+def test_outgoing_request_reads_id_and_method_as_json_does(request_id: Any, method: str, params: Any) -> None:
+    # The fast path for encode_request's own output must agree with parsing the whole message.
+    for message in (encode_request(request_id, method, params), encode_notification(method, params)):
+        payload = json.loads(message)
+        assert outgoing_request(message) == (payload.get("id"), payload["method"])
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        pytest.param('{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{}}', (4, "tools/call"), id="request"),
+        pytest.param('{"method":"ping","id":"x","jsonrpc":"2.0"}', ("x", "ping"), id="other-order"),
+        pytest.param('{"jsonrpc":"2.0","method":"notifications/x"}', (None, "notifications/x"), id="notification"),
+        pytest.param('{"jsonrpc":"2.0","id":4,"result":{}}', (None, None), id="our-answer"),
+        pytest.param('{"jsonrpc":"2.0","id":1,"method":7}', (None, None), id="method-not-a-string"),
+        pytest.param("[1]", (None, None), id="not-an-object"),
+        pytest.param("not json", (None, None), id="not-json"),
+    ],
+)
+def test_outgoing_request_cases(message: str, expected: tuple[object, object]) -> None:
+    assert outgoing_request(message) == expected

@@ -301,15 +301,62 @@ async def test_a_pinned_legacy_version_sends_no_probe() -> None:
     ]
 
 
-async def test_a_pinned_modern_version_does_not_fall_back_on_a_legacy_answer() -> None:
-    script = Script(error(-32600, "Bad Request: Missing session ID"))
+PINNED_AGAINST_LEGACY: Final = (
+    "the server does not speak protocol 2026-07-28, which was pinned: it answered tools/list as a server of the"
+    " initialize era ({era}) does (JSON-RPC error -32600: Bad Request: Missing session ID); use protocol='auto'"
+    " to negotiate the era, or pin 2025-11-25"
+)
+
+
+@pytest.mark.parametrize(
+    ("discover", "era"),
+    [
+        pytest.param(error(-32601, "Method not found"), "2025-11-25, 2025-06-18, 2025-03-26", id="discover-unknown"),
+        pytest.param(raw(404, b"not found", "text/plain"), "2025-11-25, 2025-06-18, 2025-03-26", id="discover-404"),
+        pytest.param(result({"supportedVersions": ["2025-06-18"]}), "2025-06-18", id="discover-lists-legacy"),
+    ],
+)
+async def test_a_pinned_modern_version_against_a_legacy_server_names_its_era_and_suggests_auto(
+    discover: Answer, era: str
+) -> None:
+    script = Script(error(-32600, "Bad Request: Missing session ID"), discover)
 
     async with client(script, MODERN) as c:
-        with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32600: Bad Request: Missing session ID$"):
+        with pytest.raises(mcpfsm.ProtocolError) as caught:
             await c.tools()
         assert c.protocol_version == MODERN
 
-    assert script.calls == [("POST", "tools/list", 1)]
+    assert str(caught.value) == PINNED_AGAINST_LEGACY.format(era=era)
+    assert isinstance(caught.value.__cause__, mcpfsm.RpcError)
+    # No fall-back: a pin is a pin. One server/discover tells the legacy server apart from a modern one.
+    assert script.calls == [("POST", "tools/list", 1), ("POST", "server/discover", 2)]
+
+
+async def test_a_pinned_modern_version_whose_server_is_modern_raises_the_original_error_and_probes_once() -> None:
+    script = Script(
+        error(-32601, "Method not found: no/such"),
+        result({"supportedVersions": [MODERN]}),
+        error(-32601, "Method not found: no/such"),
+    )
+
+    async with client(script, MODERN) as c:
+        for _ in range(2):
+            with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32601: Method not found: no/such$"):
+                await c.request("no/such")
+
+    # The era is confirmed by the discover answer: the second failure is not probed again.
+    assert script.calls == [("POST", "no/such", 1), ("POST", "server/discover", 2), ("POST", "no/such", 3)]
+
+
+async def test_a_pinned_modern_version_confirmed_by_an_answer_never_probes() -> None:
+    script = Script(result({"tools": []}), error(-32600, "Bad Request"))
+
+    async with client(script, MODERN) as c:
+        await c.tools()
+        with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32600: Bad Request$"):
+            await c.tools()
+
+    assert script.calls == [("POST", "tools/list", 1), ("POST", "tools/list", 2)]
 
 
 async def test_minus_32022_on_a_pinned_handshake_switches_to_the_version_the_server_speaks() -> None:
@@ -407,12 +454,11 @@ async def test_a_second_minus_32022_is_raised() -> None:
     "data",
     [
         pytest.param({"supported": ["2024-11-05"], "requested": MODERN}, id="none-spoken"),
-        pytest.param({"supported": [MODERN], "requested": MODERN}, id="only-the-refused-one"),
         pytest.param({"requested": MODERN}, id="no-supported"),
         pytest.param(None, id="no-data"),
     ],
 )
-async def test_minus_32022_without_another_spoken_version_is_raised(data: Any) -> None:
+async def test_minus_32022_without_a_spoken_version_is_raised(data: Any) -> None:
     script = Script(error(-32022, "Unsupported protocol version", data=data))
 
     async with client(script, MODERN) as c:
@@ -421,6 +467,68 @@ async def test_minus_32022_without_another_spoken_version_is_raised(data: Any) -
 
     assert info.value.data == data
     assert script.calls == [("POST", "tools/list", 1)]
+
+
+async def test_minus_32022_naming_the_version_just_sent_retries_it_once() -> None:
+    # The official conformance scenario request-metadata refuses a client's first request this way and
+    # expects the same request again, in 2026-07-28: the "once" bounds it, not the version.
+    script = Script(unsupported(MODERN), result({"tools": []}))
+
+    async with client(script, MODERN) as c:
+        assert len(await c.tools()) == 0
+
+    assert script.calls == [("POST", "tools/list", 1), ("POST", "tools/list", 2)]
+    assert [sent.mcp for sent in script.sent] == [{"mcp-protocol-version": MODERN, "mcp-method": "tools/list"}] * 2
+    assert [sent.body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] for sent in script.sent] == [
+        MODERN,
+        MODERN,
+    ]
+
+
+async def test_minus_32022_naming_the_version_just_sent_twice_is_raised_after_one_retry() -> None:
+    script = Script(unsupported(MODERN), unsupported(MODERN))
+
+    async with client(script, MODERN) as c:
+        with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32022: Unsupported protocol version$"):
+            await c.tools()
+
+    assert script.calls == [("POST", "tools/list", 1), ("POST", "tools/list", 2)]
+
+
+async def test_minus_32022_on_the_probe_naming_2026_07_28_retries_the_probe_once() -> None:
+    script = Script(unsupported(MODERN), result({"supportedVersions": [MODERN]}), result({"tools": []}))
+
+    async with client(script, "auto") as c:
+        assert c.protocol_version == MODERN
+        await c.tools()
+
+    assert script.calls == [("POST", "server/discover", 1), ("POST", "server/discover", 2), ("POST", "tools/list", 3)]
+
+
+async def test_minus_32022_on_the_retried_probe_is_raised() -> None:
+    script = Script(unsupported(MODERN), unsupported(MODERN))
+
+    with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32022: Unsupported protocol version$"):
+        async with client(script, "auto"):
+            pass
+
+    assert script.calls == [("POST", "server/discover", 1), ("POST", "server/discover", 2)]
+
+
+async def test_minus_32022_on_a_pinned_handshake_naming_the_same_version_initializes_once_more() -> None:
+    refused = error(-32022, "Unsupported protocol version", data={"supported": [LEGACY], "requested": LEGACY})
+    script = Script(refused, *handshake())
+
+    async with client(script, LEGACY) as c:
+        assert (c.protocol_version, c.session_id) == (LEGACY, SESSION)
+
+    assert [call[:2] for call in script.calls] == [
+        ("POST", "initialize"),
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("GET", None),
+        ("DELETE", None),
+    ]
 
 
 # --- legacy sessions (MCP "Transports") ------------------------------------------------------------------------------

@@ -462,11 +462,15 @@ async def test_a_legacy_stream_cut_before_its_response_is_resumed_with_get(retry
         ("DELETE", None),
     ]
     assert script.sent[2].headers == {
+        "user-agent": "mcpfsm/0.1.0",
+        "accept-encoding": "gzip, deflate",
         "accept": "text/event-stream",
         "mcp-protocol-version": LEGACY,
         "mcp-session-id": SESSION,
     }
     assert script.sent[4].headers == {
+        "user-agent": "mcpfsm/0.1.0",
+        "accept-encoding": "gzip, deflate",
         "accept": "text/event-stream",
         "mcp-protocol-version": LEGACY,
         "last-event-id": "6",

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import sys
 from typing import Any, Final
 
 import pytest
 import trio
+import trio.testing
 
 import mcpfsm
 from mcpfsm import StdioTransport
+from mcpfsm._core.lines import LineFramer
 from tests.peer.fixtures import REPO_ROOT
 
 MODERN: Final = "2026-07-28"
@@ -47,7 +51,7 @@ ERAS: Final = {"auto": ("auto", MODERN), "pinned-modern": (MODERN, MODERN), "pin
 async def test_the_script_runs_over_stdio_with_annotations_inert(
     protocol: str, era: str, records: list[tuple[str, str]]
 ) -> None:
-    with trio.fail_after(20):
+    with trio.fail_after(120):  # a hang guard; a busy machine starts the SDK peer slowly
         async with stdio(protocol=protocol) as client:
             tools = await client.tools()
             sql = tools.get("execute-sql")
@@ -114,32 +118,49 @@ async def test_the_child_is_gone_after_close() -> None:
     assert not is_running(pid)
 
 
+def started_slow(started: trio.Event) -> Any:
+    """An on_notification that sets ``started`` once the server has begun ``slow`` (its log message).
+
+    On a legacy connection the peer sends the message as soon as the tool starts: the readiness signal
+    that the child is up and working on the call, however long the machine took to start it.
+    """
+
+    def notified(method: str, params: dict[str, Any]) -> None:
+        if method == "notifications/message" and str(params.get("data", "")).startswith("slow: sleeping"):
+            started.set()
+
+    return notified
+
+
 async def test_cancelling_the_caller_mid_call_ends_the_child() -> None:
     pids: list[int] = []
+    started = trio.Event()
 
-    with trio.move_on_after(20) as outer:
+    with trio.fail_after(120):  # a hang guard only: the cancellation below waits for the call to start
         with trio.CancelScope() as scope:
-
-            def cancel_once_sent(event: mcpfsm.CallEvent) -> None:
-                # Readiness, not a timer: the child may take seconds to start on a busy machine.
-                if event.state == "sending":
+            async with stdio(protocol=LEGACY, on_notification=started_slow(started)) as client:
+                pids.append(pid_of(client))
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(client.call_tool, "slow", {"seconds": 600})
+                    await started.wait()
                     scope.cancel()
 
-            async with stdio(on_event=cancel_once_sent) as client:
-                pids.append(pid_of(client))
-                await client.call_tool("slow", {"seconds": 30})
-
-    assert scope.cancelled_caught and not outer.cancelled_caught
+    assert scope.cancelled_caught
     assert len(pids) == 1 and not is_running(pids[0])
 
 
 async def test_a_cancelled_call_leaves_the_client_and_child_usable() -> None:
-    async with stdio() as client:
-        with trio.move_on_after(0.5) as scope:
-            await client.call_tool("slow", {"seconds": 30})
-        assert scope.cancelled_caught
-        assert (await client.call_tool("echo", {"text": "after"})).text == "after"
-        assert is_running(pid_of(client))
+    started = trio.Event()
+    with trio.fail_after(120):
+        async with stdio(protocol=LEGACY, on_notification=started_slow(started)) as client:
+            with trio.CancelScope() as scope:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(client.call_tool, "slow", {"seconds": 600})
+                    await started.wait()
+                    scope.cancel()
+            assert scope.cancelled_caught
+            assert (await client.call_tool("echo", {"text": "after"})).text == "after"
+            assert is_running(pid_of(client))
 
 
 async def test_a_child_that_writes_much_to_stderr_is_not_blocked(records: list[tuple[str, str]]) -> None:
@@ -151,7 +172,7 @@ async def test_a_child_that_writes_much_to_stderr_is_not_blocked(records: list[t
         " sys.argv = ['server', '--stdio']; runpy.run_module('tests.peer.server', run_name='__main__')",
     ]
 
-    with trio.fail_after(20):
+    with trio.fail_after(120):  # a hang guard; a busy machine starts the SDK peer slowly
         async with stdio(noisy) as client:
             assert (await client.call_tool("echo", {"text": "heard"})).text == "heard"
 
@@ -160,7 +181,7 @@ async def test_a_child_that_writes_much_to_stderr_is_not_blocked(records: list[t
 
 
 async def test_a_child_that_ignores_eof_and_sigterm_is_killed(
-    autojump_clock: trio.abc.Clock, records: list[tuple[str, str]]
+    autojump_clock: trio.testing.MockClock, records: list[tuple[str, str]]
 ) -> None:
     stubborn = [
         sys.executable,
@@ -177,10 +198,14 @@ async def test_a_child_that_ignores_eof_and_sigterm_is_killed(
     try:
         pid = transport.pid
         assert pid is not None
-        # Its "ready" line (not JSON-RPC: logged and ignored) says SIGTERM is ignored from now on.
-        with trio.fail_after(60):
+        # Its "ready" line (not JSON-RPC: logged and ignored) says SIGTERM is ignored from now on. The
+        # child starts in real time, however long a busy machine takes: the clock runs at real speed
+        # (and never jumps) until then, so the guard is 120 real seconds, not 12,000 instant polls.
+        autojump_clock.autojump_threshold, autojump_clock.rate = math.inf, 1.0
+        with trio.fail_after(120):
             while not any(m.startswith("ignoring a malformed line from the MCP server") for _, m in records):
                 await trio.sleep(0.01)
+        autojump_clock.autojump_threshold, autojump_clock.rate = 0.0, 0.0
         closing = trio.current_time()
     finally:
         await transport.aclose()
@@ -190,12 +215,110 @@ async def test_a_child_that_ignores_eof_and_sigterm_is_killed(
     assert not is_running(pid)
 
 
-async def test_a_child_that_exits_at_once_is_a_transport_error() -> None:
-    with pytest.raises(
-        mcpfsm.TransportError, match=r"^the MCP server process closed its stdout before answering$"
-    ):
-        async with stdio([sys.executable, "-c", "pass"]):
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        pytest.param("pass", r"^the MCP server process exited with status 0 before answering$", id="silent"),
+        pytest.param(
+            "import sys; sys.stderr.write('starting\\nconfig missing: set DB_URL\\n'); sys.exit(3)",
+            r"^the MCP server process exited with status 3 before answering; the last lines of its stderr:\n"
+            r"starting\nconfig missing: set DB_URL$",
+            id="says-why",
+        ),
+        pytest.param(
+            "import sys; sys.stderr.write(''.join(f'line {n}\\n' for n in range(50))); sys.exit(1)",
+            r"^the MCP server process exited with status 1 before answering; the last lines of its stderr:\n"
+            + r"\n".join(f"line {n}" for n in range(40, 50))
+            + "$",
+            id="last-ten-lines",
+        ),
+        pytest.param(
+            "import os, signal, sys; sys.stderr.write('dying\\n'); sys.stderr.flush();"
+            " os.kill(os.getpid(), signal.SIGKILL)",
+            r"^the MCP server process was killed by signal 9 before answering; the last lines of its stderr:\ndying$",
+            id="killed",
+        ),
+    ],
+)
+async def test_a_child_that_exits_before_answering_says_how_and_what_it_wrote_last(code: str, message: str) -> None:
+    with pytest.raises(mcpfsm.TransportError, match=message):
+        async with stdio([sys.executable, "-c", code]):
             pass
+
+
+async def test_a_child_that_closes_stdout_but_keeps_running_says_so_and_is_stopped_on_close() -> None:
+    code = (
+        "import os, sys, time; sys.stderr.write('closing stdout\\n'); sys.stderr.flush(); os.close(1);"
+        " time.sleep(600)"
+    )
+    client = stdio([sys.executable, "-c", code])
+    with pytest.raises(
+        mcpfsm.TransportError,
+        match=r"^the MCP server process closed its stdout before answering; the last lines of its stderr:\n"
+        r"closing stdout$",
+    ):
+        async with client:
+            pass
+    assert not is_running(pid_of(client))
+
+
+# --- max_response_bytes and linear framing (tests/stdio_child.py) -------------------------------------------------
+
+
+def child(*flags: str, **kwargs: Any) -> mcpfsm.Client:
+    return stdio([sys.executable, "-m", "tests.stdio_child", *flags], **kwargs)
+
+
+@pytest.mark.parametrize("flags", [(), ("--id-last",)], ids=["id-first", "id-last"])
+async def test_a_line_longer_than_max_response_bytes_fails_its_call_without_being_buffered(
+    flags: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limit = 1024 * 1024
+    most_buffered: list[int] = []
+    feed = LineFramer.feed
+
+    def spy(self: LineFramer, chunk: bytes) -> Any:
+        lines = feed(self, chunk)
+        most_buffered.append(self.buffered)
+        return lines
+
+    monkeypatch.setattr(LineFramer, "feed", spy)
+    async with child(*flags, max_response_bytes=limit) as client:
+        with pytest.raises(
+            mcpfsm.TransportError,
+            match=r"^a line of \d+ bytes from the MCP server process is larger than max_response_bytes"
+            r" \(1048576 bytes\); it was skipped without being buffered$",
+        ):
+            await client.call_tool("big", {"bytes": 5 * limit})
+        # The child and the client go on: the next answer is the next call's.
+        assert (await client.call_tool("echo", {"text": "after"})).text == "after"
+        assert (await client.call_tool("big", {"bytes": limit - 100})).text == "x" * (limit - 100)
+
+    assert max(most_buffered) <= limit
+
+
+async def test_an_oversized_notification_is_skipped_with_a_warning_and_the_call_goes_on(
+    records: list[tuple[str, str]],
+) -> None:
+    async with child(max_response_bytes=4096) as client:
+        assert (await client.call_tool("shout", {"bytes": 10_000})).text == "shouted"
+
+    line = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "y" * 10_000}}
+    assert [r for r in records if r[0] == "WARNING"] == [
+        (
+            "WARNING",
+            f"ignoring a message: a line of {len(json.dumps(line))} bytes from the MCP server process is larger than"
+            " max_response_bytes (4096 bytes); it was skipped without being buffered",
+        )
+    ]
+
+
+async def test_a_forty_megabyte_line_within_the_limit_arrives_whole() -> None:
+    # Linear framing: bench/large_answers.py measures the CPU this costs (quadratic before).
+    size = 40 * 1024 * 1024
+    async with child(max_response_bytes=64 * 1024 * 1024) as client:
+        result = await client.call_tool("big", {"bytes": size})
+    assert len(result.text) == size and result.text.strip("x") == ""
 
 
 async def test_a_missing_program_is_a_transport_error() -> None:

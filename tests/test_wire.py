@@ -1,22 +1,17 @@
-"""mcpfsm's own connection layer: HTTP/1.1 framing (``_h1``) and the keep-alive pool (``_wire``).
+"""mcpfsm's own connection layer: HTTP/1.1 framing (``_core/h1.py``) and the keep-alive pool (``_transports/pool.py``).
 
 The framing is tested as pure functions, and against h11 (httpx's HTTP/1.1 parser) as an oracle
 over random responses split at random points. The pool is tested against a real server on
-127.0.0.1 started in the test: a small trio server whose answers each test scripts, one per
-request, and which records every connection and request it sees.
+127.0.0.1 started in the test (``tests/rawserver.py``): a small trio server whose answers each test
+scripts, one per request, and which records every connection and request it sees.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import ssl
-from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import h11
 import httpx
@@ -29,11 +24,20 @@ import mcpfsm
 from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request
 from mcpfsm._transports.base import Reply
 from mcpfsm._transports.http import HttpTransport
-from mcpfsm._transports.pool import ConnectionPool, Timeouts, WireError, WireTimeout
-
-HOST: Final = "127.0.0.1"
-JSON_HEADERS: Final = [("Content-Type", "application/json")]
-
+from mcpfsm._transports.pool import ConnectionPool, NotResent, Timeouts, WireError, WireTimeout
+from tests.rawserver import (
+    HOST,
+    JSON_HEADERS,
+    Answer,
+    Seen,
+    Server,
+    echo,
+    ok,
+    raw,
+    serving,
+    then_close,
+    tls_for,
+)
 
 # --- encode_request ----------------------------------------------------------------------------
 
@@ -381,138 +385,15 @@ def _joined(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(joined.items())
 
 
-# --- a real server on 127.0.0.1 -------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Seen:
-    """One request the test server read: on which connection (1, 2, …), its head and its body."""
-
-    connection: int
-    head: bytes
-    body: bytes
-
-
-Answer = Callable[[trio.abc.Stream, Seen], Awaitable[bool]]
-"""Answers one request on the stream; returns whether the connection stays open."""
-
-
-@dataclass
-class Server:
-    """Answers each request with the next queued answer (then with ``default``) and records everything."""
-
-    answers: deque[Answer] = field(default_factory=deque)
-    default: Answer | None = None
-    seen: list[Seen] = field(default_factory=list)
-    connections: int = 0
-    open_now: int = 0
-    most_open: int = 0
-    closed: trio.Event = field(default_factory=trio.Event)
-    port: int = 0
-
-    def queue(self, *answers: Answer) -> None:
-        self.answers.extend(answers)
-
-    async def handle(self, stream: trio.abc.Stream) -> None:
-        self.connections += 1
-        number = self.connections
-        self.open_now += 1
-        self.most_open = max(self.most_open, self.open_now)
-        buffer = b""
-        try:
-            while True:
-                while b"\r\n\r\n" not in buffer:
-                    data = await stream.receive_some(65536)
-                    if not data:
-                        return
-                    buffer += data
-                head, _, buffer = buffer.partition(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.lower() == b"content-length":
-                        length = int(value)
-                while len(buffer) < length:
-                    buffer += await stream.receive_some(65536)
-                seen = Seen(connection=number, head=head + b"\r\n\r\n", body=buffer[:length])
-                buffer = buffer[length:]
-                self.seen.append(seen)
-                answer = self.answers.popleft() if self.answers else self.default
-                assert answer is not None, f"no answer queued for request {len(self.seen)}"
-                if not await answer(stream, seen):
-                    return
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            self.open_now -= 1
-            await trio.aclose_forcefully(stream)
-            self.closed.set()
-            self.closed = trio.Event()
-
-    def bodies(self) -> list[tuple[int, bytes]]:
-        return [(seen.connection, seen.body) for seen in self.seen]
-
-
-def ok(body: bytes = b"{}", *, status: int = 200, headers: list[tuple[str, str]] = JSON_HEADERS) -> Answer:
-    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
-        lines = "".join(f"{n}: {v}\r\n" for n, v in headers)
-        await stream.send_all(f"HTTP/1.1 {status} X\r\n{lines}Content-Length: {len(body)}\r\n\r\n".encode() + body)
-        return True
-
-    return answer
-
-
-def echo(delay: float = 0.0) -> Answer:
-    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
-        await trio.sleep(delay)
-        return await ok(seen.body)(stream, seen)
-
-    return answer
-
-
-def raw(data: bytes, *, then: str = "keep") -> Answer:
-    """Send ``data``; then ``keep`` the connection, ``close`` it, or ``hang`` until the test ends."""
-
-    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
-        if data:
-            await stream.send_all(data)
-        if then == "hang":
-            await trio.sleep_forever()
-        return then == "keep"
-
-    return answer
-
-
-def then_close(inner: Answer) -> Answer:
-    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
-        await inner(stream, seen)
-        return False
-
-    return answer
-
-
-@asynccontextmanager
-async def serving(server: Server, *, tls: ssl.SSLContext | None = None) -> AsyncIterator[Server]:
-    async def handler(stream: trio.SocketStream) -> None:
-        if tls is None:
-            await server.handle(stream)
-        else:
-            await server.handle(trio.SSLStream(stream, tls, server_side=True))
-
-    async with trio.open_nursery() as nursery:
-        serve = functools.partial(trio.serve_tcp, handler, 0, host=HOST)
-        listeners: list[trio.SocketListener] = await nursery.start(serve)
-        server.port = listeners[0].socket.getsockname()[1]
-        yield server
-        nursery.cancel_scope.cancel()
+# --- the pool against a real server on 127.0.0.1 (tests/rawserver.py) ---------------------------------
 
 
 def pool_for(server: Server, **options: Any) -> ConnectionPool:
     return ConnectionPool(scheme="http", host=HOST, port=server.port, **options)
 
 
-async def post(pool: ConnectionPool, body: bytes) -> tuple[int, bytes]:
-    reply = await pool.request("POST", "/mcp", JSON_HEADERS, body)
+async def post(pool: ConnectionPool, body: bytes, *, resendable: bool = False) -> tuple[int, bytes]:
+    reply = await pool.request("POST", "/mcp", JSON_HEADERS, body, resendable=resendable)
     try:
         return reply.status, await reply.read()
     finally:
@@ -536,9 +417,9 @@ async def test_an_idle_connection_the_server_closed_is_detected_and_replaced(mon
         exchanges: list[bool] = []
         exchange = pool._exchange
 
-        async def spy(*args: Any, retry: bool) -> Any:
-            exchanges.append(retry)
-            return await exchange(*args, retry=retry)
+        async def spy(*args: Any, reused: bool, resendable: bool) -> Any:
+            exchanges.append(reused)
+            return await exchange(*args, reused=reused, resendable=resendable)
 
         monkeypatch.setattr(pool, "_exchange", spy)
         closed = server.closed
@@ -563,14 +444,41 @@ async def test_an_idle_connection_past_its_expiry_is_replaced() -> None:
         await pool.aclose()
 
 
-async def test_a_reused_connection_closed_before_any_answer_byte_is_retried_once_on_a_fresh_one() -> None:
+async def test_a_resendable_request_on_a_reused_connection_closed_before_any_answer_is_resent_once() -> None:
     # The keep-alive race: the server gives up on the idle connection just as our request arrives.
     async with serving(Server()) as server:
         server.queue(ok(b"first"), raw(b"", then="close"), ok(b"second"))
         pool = pool_for(server)
         assert await post(pool, b"1") == (200, b"first")
-        assert await post(pool, b"2") == (200, b"second")
+        assert await post(pool, b"2", resendable=True) == (200, b"second")
         assert server.bodies() == [(1, b"1"), (1, b"2"), (2, b"2")]
+        await pool.aclose()
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        pytest.param(raw(b"", then="close"), id="closed"),
+        pytest.param(raw(b"", then="reset"), id="reset"),
+    ],
+)
+async def test_any_other_request_on_a_reused_connection_is_never_resent(answer: Answer) -> None:
+    # RFC 9110 §9.2.2: the server read the request and may have acted on it (a tool call ran) before
+    # the connection broke; sending it again by itself would run it twice without anyone knowing.
+    async with serving(Server()) as server:
+        server.queue(ok(b"first"), answer, ok(b"after"))
+        pool = pool_for(server)
+        assert await post(pool, b"1") == (200, b"first")
+        with pytest.raises(
+            NotResent,
+            match=r"^the server closed a kept-alive connection without answering; the request was not resent"
+            r" because the server may have acted on it \(RFC 9110 §9\.2\.2\)$",
+        ):
+            await post(pool, b"2")
+        assert server.bodies() == [(1, b"1"), (1, b"2")]
+        assert (pool.connections, pool.idle) == (0, 0)
+        assert await post(pool, b"3") == (200, b"after")
+        assert server.bodies() == [(1, b"1"), (1, b"2"), (2, b"3")]
         await pool.aclose()
 
 
@@ -774,24 +682,10 @@ def test_pool_arguments_are_checked() -> None:
 # --- https ------------------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def ca() -> Any:
-    # trustme is in the test extra: a missing install fails here rather than skipping the https tests.
-    import trustme
-
-    return trustme.CA()
-
-
-def server_tls(ca: Any) -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert(HOST).configure_cert(context)
-    return context
-
-
 async def test_https_keeps_one_verified_tls_connection_alive(ca: Any) -> None:
     client = ssl.create_default_context()
     ca.configure_trust(client)
-    async with serving(Server(default=echo()), tls=server_tls(ca)) as server:
+    async with serving(Server(default=echo()), tls=tls_for(ca)) as server:
         pool = ConnectionPool(scheme="https", host=HOST, port=server.port, ssl_context=client)
         assert [await post(pool, b"1"), await post(pool, b"2")] == [(200, b"1"), (200, b"2")]
         assert server.bodies() == [(1, b"1"), (1, b"2")]
@@ -800,7 +694,7 @@ async def test_https_keeps_one_verified_tls_connection_alive(ca: Any) -> None:
 
 
 async def test_https_verifies_the_certificate_by_default(ca: Any) -> None:
-    async with serving(Server(default=echo()), tls=server_tls(ca)) as server:
+    async with serving(Server(default=echo()), tls=tls_for(ca)) as server:
         transport = HttpTransport(f"https://{HOST}:{server.port}/mcp")
         with pytest.raises(
             mcpfsm.TransportError, match=r"^POST to MCP server failed: .*CERTIFICATE_VERIFY_FAILED.*$"
@@ -826,6 +720,7 @@ async def test_the_transport_sends_one_exact_request_and_returns_the_json_body()
                 head=(
                     b"POST /mcp?tenant=a HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n"
                     b"Accept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+                    b"User-Agent: mcpfsm/0.1.0\r\nAccept-Encoding: gzip, deflate\r\n"
                     b"X-Tenant: acme\r\nMcp-Method: tools/call\r\nContent-Length: %d\r\n\r\n"
                 )
                 % (server.port, len(message)),

@@ -26,7 +26,7 @@ import httpx
 import trio
 
 from .._core.catalog import ToolCatalog, ToolDefinition
-from .._core.constants import SPOKEN_VERSIONS
+from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
 from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
 from .._core.errors import TransportError
 from .._core.events import CallEvent
@@ -40,6 +40,7 @@ from .._transports.base import Transport
 from .._transports.http import HttpTransport
 from .._transports.oauth_http import OAuthHttp
 from .._transports.stdio import StdioTransport
+from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation
 from .authorization import AuthorizationLayer, StaticToken
 from .catalog import Catalog
@@ -54,7 +55,7 @@ Protocol = Literal["auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26
 Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
 """What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
 
-_VERSION: Final = "0.1.0"
+_VERSION: Final = MCPFSM_VERSION
 
 
 class _Lifecycle(Enum):
@@ -185,6 +186,11 @@ class Client:
         on_notification: NotificationCallback | None = None,
         timeout: httpx.Timeout | float | None = None,
         http_transport: httpx.AsyncBaseTransport | None = None,
+        verify: VerifyTypes = True,
+        cert: CertTypes | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         on_elicitation: InputHandler | None = None,
         on_sampling: InputHandler | None = None,
         on_roots: InputHandler | None = None,
@@ -193,26 +199,48 @@ class Client:
         audit_answers: bool = False,
         auth: Auth | None = None,
     ) -> Client:
-        """A client for a Streamable HTTP server at ``url``.
+        """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
 
-        ``headers`` are sent on every request, except names starting with ``mcp-``.
-        ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``).
-        The input handlers and their options are those of :class:`Client`. ``auth`` authorizes the client
-        (README, "Authorization"): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
+        ``headers`` are sent on every request, except names starting with ``mcp-``; credentials in
+        ``url`` become ``Authorization: Basic``. ``timeout`` bounds each connect, write and read (as
+        httpx); bound a whole call with the caller's cancel scope (``trio.fail_after``).
+        ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``);
+        ``verify`` (``True``, ``False``, a CA bundle path or an ``ssl.SSLContext``), ``cert`` (a client
+        certificate), ``proxy`` and ``trust_env`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
+        ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that pool, and the HTTP client of the authorization
+        side. ``max_response_bytes`` bounds a JSON body and one event of a stream. The input handlers and
+        their options are those of :class:`Client`. ``auth`` authorizes the client (README,
+        "Authorization"): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
         :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`, or a static bearer token; the token
         goes on every request to ``url`` and nowhere else.
 
         Raises:
-            TransportError: ``url`` is not an absolute http(s) URL.
-            ValueError, TypeError: as for :class:`Client`; ``auth`` together with an ``Authorization``
-                header, a malformed ``auth``, or one of none of the accepted kinds.
+            TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
+                client certificate cannot be loaded.
+            ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``; ``auth``
+                together with an ``Authorization`` header or credentials in ``url``, or a malformed ``auth``.
+            ValueError, TypeError: as for :class:`Client`; ``auth`` of none of the accepted kinds.
         """
         layer: AuthorizationLayer | StaticToken | None = None
         if auth is not None:
-            if any(name.lower() == "authorization" for name in headers or {}):
-                raise ValueError("give either auth= or an Authorization header, not both")
-            layer = _authorization(auth, url=url, protocol=protocol, timeout=timeout)
-        transport = HttpTransport(url, headers=headers, timeout=timeout, transport=http_transport, credentials=layer)
+            if any(name.lower() == "authorization" for name in headers or {}) or _has_userinfo(url):
+                raise ValueError("give either auth= or an Authorization header (or credentials in the URL), not both")
+            layer = _authorization(
+                auth, url=url, protocol=protocol, timeout=timeout, verify=verify, cert=cert, proxy=proxy,
+                trust_env=trust_env,
+            )
+        transport = HttpTransport(
+            url,
+            headers=headers,
+            timeout=timeout,
+            transport=http_transport,
+            verify=verify,
+            cert=cert,
+            proxy=proxy,
+            trust_env=trust_env,
+            max_response_bytes=max_response_bytes,
+            credentials=layer,
+        )
         client = cls(
             transport,
             protocol=protocol,
@@ -245,6 +273,7 @@ class Client:
         protocol: str = "auto",
         on_event: Callable[[CallEvent], object] | None = None,
         on_notification: NotificationCallback | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         on_elicitation: InputHandler | None = None,
         on_sampling: InputHandler | None = None,
         on_roots: InputHandler | None = None,
@@ -254,9 +283,10 @@ class Client:
     ) -> Client:
         """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
 
-        The input handlers and their options are those of :class:`Client`.
+        ``max_response_bytes`` bounds one line from the server. The input handlers and their options
+        are those of :class:`Client`.
         """
-        transport = StdioTransport(command, env=env, cwd=cwd)
+        transport = StdioTransport(command, env=env, cwd=cwd, max_response_bytes=max_response_bytes)
         return cls(
             transport,
             protocol=protocol,
@@ -414,8 +444,24 @@ class Client:
         return await request_with_input(self._session.request, self._session.inputs, method, params)
 
 
+def _has_userinfo(url: str) -> bool:
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return False  # HttpTransport says what is wrong with it
+    return bool(parsed.username or parsed.password)
+
+
 def _authorization(
-    auth: Auth, *, url: str, protocol: str, timeout: httpx.Timeout | float | None
+    auth: Auth,
+    *,
+    url: str,
+    protocol: str,
+    timeout: httpx.Timeout | float | None,
+    verify: VerifyTypes,
+    cert: CertTypes | None,
+    proxy: str | None,
+    trust_env: bool,
 ) -> AuthorizationLayer | StaticToken:
     if isinstance(auth, str):
         return StaticToken(auth)
@@ -424,6 +470,7 @@ def _authorization(
             "auth must be mcpfsm.OAuth, ClientCredentials, JwtBearer, EnterpriseManaged or a token string,"
             f" got {type(auth).__name__}"
         )
-    return AuthorizationLayer(
-        auth, mcp_url=url, protocol=protocol, http=OAuthHttp(timeout=timeout, user_agent=f"mcpfsm/{_VERSION}")
+    http = OAuthHttp(
+        timeout=timeout, verify=verify, cert=cert, proxy=proxy, trust_env=trust_env, user_agent=f"mcpfsm/{_VERSION}"
     )
+    return AuthorizationLayer(auth, mcp_url=url, protocol=protocol, http=http)

@@ -2,7 +2,10 @@
 
 The policy, in one place:
 
-- **Pinned** ``2026-07-28``: no handshake; every request carries the modern ``_meta``.
+- **Pinned** ``2026-07-28``: no handshake; every request carries the modern ``_meta``. When the
+  first request fails the way a legacy server fails (below), one ``server/discover`` finds out
+  whether the server speaks this era at all; if not, :func:`explain_pinned_failure` turns the failure
+  into a :class:`~mcpfsm.ProtocolError` that names the era the server speaks and suggests ``"auto"``.
 - **Pinned** legacy version: ``initialize`` offering it (MCP 2025-11-25 "Lifecycle").
 - **Auto** (the default): POST ``server/discover`` as a modern request (MCP 2026-07-28
   "Discovery"). A result whose ``supportedVersions`` names ``2026-07-28`` means modern; one naming
@@ -10,9 +13,11 @@ The policy, in one place:
   by an HTTP 400/404/405 whose body is not a modern JSON-RPC error (-32020, -32021, -32022), by a
   -32600/-32601/-32700 error, or by an answer that is not JSON: then ``initialize`` offering
   ``2025-11-25``. Anything else (a network failure, a 5xx, a modern error) is raised.
-- **-32022** (UnsupportedProtocolVersion) on any request, the pinned handshake included: pick the
-  newest version in ``data.supported`` that mcpfsm speaks and retry once in that era (a legacy pick
-  runs ``initialize`` first); none spoken → the error is raised. The session layer bounds the retry.
+- **-32022** (UnsupportedProtocolVersion) on any request, the probe and the pinned handshake
+  included: pick the newest version in ``data.supported`` that mcpfsm speaks and retry that request
+  once in its era (a legacy pick runs ``initialize`` first); none spoken → the error is raised. The
+  pick may be the version just sent (the official conformance suite rejects a client's very first
+  request that way to see it retry): "once" is what bounds the retry, here and in the session layer.
 
 This module holds the policy and drives it through a narrow :class:`Handshake` port, which the
 session layer implements.
@@ -29,9 +34,9 @@ from .._core.constants import (
     SPOKEN_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
 )
-from .._core.errors import ProtocolError, RpcError, TransportError
+from .._core.errors import McpError, ProtocolError, RpcError, TransportError
 
-__all__ = ["Handshake", "negotiate", "switch_version"]
+__all__ = ["Handshake", "explain_pinned_failure", "looks_legacy", "negotiate", "pick_version", "switch_version"]
 
 # Codes that mean "a modern server answered"; anything else on the probe means legacy.
 _MODERN_CODES: Final = frozenset({-32020, -32021, UNSUPPORTED_PROTOCOL_VERSION})
@@ -43,6 +48,8 @@ class Handshake(Protocol):
     """What negotiation needs from the session layer."""
 
     version: str | None
+    unconfirmed: bool
+    """True while a pinned ``2026-07-28`` has not been answered in that era yet."""
 
     def set_version(self, version: str | None) -> None:
         """Settle the era."""
@@ -66,59 +73,110 @@ async def negotiate(session: Handshake, requested: str) -> None:
     """
     if requested == MODERN_VERSION:
         session.set_version(MODERN_VERSION)
+        session.unconfirmed = True
     elif requested != "auto":
         try:
             await session.initialize(requested)
         except RpcError as exc:
             if exc.code != UNSUPPORTED_PROTOCOL_VERSION:
                 raise
-            await switch_version(session, exc, rejected=requested)
+            await switch_version(session, exc)
     else:
         await _probe(session)
 
 
 async def _probe(session: Handshake) -> None:
     session.set_version(MODERN_VERSION)
-    try:
-        result = await session.exchange("server/discover", {})
-    except RpcError as exc:
-        if exc.code == UNSUPPORTED_PROTOCOL_VERSION:
-            await switch_version(session, exc, rejected=MODERN_VERSION)
+    for attempt in range(2):
+        try:
+            result = await session.exchange("server/discover", {})
+        except RpcError as exc:
+            if exc.code == UNSUPPORTED_PROTOCOL_VERSION and attempt == 0:
+                choice = pick_version(exc)
+                if choice == MODERN_VERSION:
+                    continue  # the same era again: retry server/discover once
+                if choice is not None:
+                    await session.initialize(choice)
+                    return
+            if exc.code in _MODERN_CODES or not looks_legacy(exc):
+                session.set_version(None)
+                raise
+        except TransportError as exc:
+            if not looks_legacy(exc):
+                session.set_version(None)
+                raise
+        except ProtocolError:
+            pass  # A non-JSON answer: a server that predates server/discover.
+        else:
+            versions = result.get("supportedVersions")
+            if isinstance(versions, list) and MODERN_VERSION in versions:
+                return
+            spoken = [v for v in LEGACY_VERSIONS if isinstance(versions, list) and v in versions]
+            await session.initialize(spoken[0] if spoken else LEGACY_VERSIONS[0])
             return
-        if exc.code in _MODERN_CODES or (exc.code not in _LEGACY_CODES and exc.status not in _LEGACY_STATUSES):
-            session.set_version(None)
-            raise
-    except TransportError as exc:
-        if exc.status not in _LEGACY_STATUSES:
-            session.set_version(None)
-            raise
-    except ProtocolError:
-        pass  # A non-JSON answer: a server that predates server/discover.
-    else:
-        versions = result.get("supportedVersions")
-        if isinstance(versions, list) and MODERN_VERSION in versions:
-            return
-        spoken = [v for v in LEGACY_VERSIONS if isinstance(versions, list) and v in versions]
-        await session.initialize(spoken[0] if spoken else LEGACY_VERSIONS[0])
-        return
+        break
     await session.initialize(LEGACY_VERSIONS[0])
 
 
-def pick_version(error: RpcError, *, rejected: str | None) -> str | None:
-    """The newest version in a -32022 error's ``data.supported`` that mcpfsm speaks, other than ``rejected``."""
+def looks_legacy(error: McpError) -> bool:
+    """True when ``error`` is how a server of the ``initialize`` era answers a modern request.
+
+    An HTTP 400/404/405 whose body is not a modern JSON-RPC error (-32020, -32021, -32022), or a
+    -32600/-32601/-32700 error (MCP 2026-07-28, "Backwards compatibility").
+    """
+    if isinstance(error, RpcError):
+        return error.code not in _MODERN_CODES and (error.code in _LEGACY_CODES or error.status in _LEGACY_STATUSES)
+    if isinstance(error, TransportError):
+        return error.status in _LEGACY_STATUSES
+    return isinstance(error, ProtocolError)
+
+
+async def explain_pinned_failure(session: Handshake, method: str, error: McpError) -> McpError:
+    """The error to raise for the failed first request of a pinned ``2026-07-28`` connection.
+
+    When ``error`` looks like a legacy server's answer, one ``server/discover`` settles it: a server
+    that lists ``2026-07-28`` is modern and ``error`` stands (and the era counts as confirmed);
+    anything else means the server speaks only the ``initialize`` era, and the result is a
+    :class:`ProtocolError` naming that era and suggesting ``protocol="auto"``.
+    """
+    if not looks_legacy(error):
+        return error
+    era = f"the initialize era ({', '.join(LEGACY_VERSIONS)})"
+    try:
+        result = await session.exchange("server/discover", {})
+    except McpError as probe:
+        if not looks_legacy(probe):
+            return error
+    else:
+        versions = result.get("supportedVersions")
+        if isinstance(versions, list) and MODERN_VERSION in versions:
+            session.unconfirmed = False
+            return error
+        if isinstance(versions, list) and all(isinstance(v, str) for v in versions) and versions:
+            era = f"the initialize era ({', '.join(versions)})"
+    return ProtocolError(
+        f"the server does not speak protocol {MODERN_VERSION}, which was pinned: it answered {method} as a server"
+        f" of {era} does ({error}); use protocol='auto' to negotiate the era, or pin {LEGACY_VERSIONS[0]}"
+    )
+
+
+def pick_version(error: RpcError) -> str | None:
+    """The newest version in a -32022 error's ``data.supported`` that mcpfsm speaks (the one just sent included)."""
     data = error.data if isinstance(error.data, dict) else {}
     supported = data.get("supported")
-    choices = [v for v in SPOKEN_VERSIONS if isinstance(supported, list) and v in supported and v != rejected]
+    choices = [v for v in SPOKEN_VERSIONS if isinstance(supported, list) and v in supported]
     return choices[0] if choices else None
 
 
-async def switch_version(session: Handshake, error: RpcError, *, rejected: str | None) -> None:
+async def switch_version(session: Handshake, error: RpcError) -> None:
     """Follow a -32022: settle the era ``data.supported`` names (a legacy pick runs ``initialize``).
+
+    The caller bounds how often this happens (once per request).
 
     Raises:
         RpcError: ``error`` itself, when no version in ``data.supported`` is one mcpfsm speaks.
     """
-    choice = pick_version(error, rejected=rejected)
+    choice = pick_version(error)
     if choice is None:
         raise error
     if choice == MODERN_VERSION:

@@ -31,6 +31,7 @@ Messages from the Server"), "Elicitation", "Sampling", "Roots" and "Ping".
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -62,6 +63,7 @@ from .authorization import AuthorizationLayer, StaticToken
 __all__ = ["Session"]
 
 _CANCEL_NOTICE_TIMEOUT: Final = 2.0
+_SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
 
 NotificationCallback = Callable[[str, dict[str, Any]], object]
 
@@ -98,6 +100,8 @@ class Session:
         """The legacy ``Mcp-Session-Id`` in effect (never set in the modern era)."""
         self.authorization: AuthorizationLayer | StaticToken | None = None
         """The authorization layer every message goes through, or ``None`` (no credentials)."""
+        self.unconfirmed = False
+        """True while a pinned 2026-07-28 has had no answer in that era (set by negotiation)."""
         self._next_id = 0
         self._meta: dict[str, Any] | None = None
         self._handshake = trio.Lock()
@@ -180,7 +184,7 @@ class Session:
         renewed = switched = False
         while True:
             try:
-                return await self.exchange(method, params, plan)
+                result = await self.exchange(method, params, plan)
             except SessionExpired as exc:
                 if renewed:
                     # Without a session every later request would fail: the next one opens a new session.
@@ -190,10 +194,25 @@ class Session:
                 await self._renew_session(exc.session_id)
             except RpcError as exc:
                 if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switched or renewed:
+                    await self._explain(method, exc)
                     raise
                 switched = True
-                await negotiation.switch_version(self, exc, rejected=self.version)
+                await negotiation.switch_version(self, exc)
+            except (TransportError, ProtocolError) as exc:
+                await self._explain(method, exc)
+                raise
+            else:
+                self.unconfirmed = False
+                return result
             plan = None
+
+    async def _explain(self, method: str, error: McpError) -> None:
+        # A pinned 2026-07-28 whose first answer looks like a legacy server's: say so (negotiation).
+        # Returns when there is nothing to add; the caller re-raises the error.
+        if self.unconfirmed:
+            explained = await negotiation.explain_pinned_failure(self, method, error)
+            if explained is not error:
+                raise explained from error
 
     async def _renew_session(self, expired: str) -> None:
         async with self._handshake:
@@ -240,9 +259,17 @@ class Session:
             raise ProtocolError(f"the server accepted {method} without answering it")
         if reply.status == 404 and session is not None:
             raise self._expired(session)
-        if reply.session_id and (reply.status is None or reply.status < 300) and not is_modern(self.version):
+        assigns = reply.status is None or reply.status < 300
+        if reply.session_id is not None and assigns and not is_modern(self.version):
             # Only a successful answer assigns a session: some servers name a discarded session on
-            # their 400 to a probe. The modern era has no sessions.
+            # their 400 to a probe. The modern era has no sessions: it neither checks nor keeps one.
+            if not _SESSION_ID.fullmatch(reply.session_id):
+                # MCP 2025-11-25 "Session Management": visible ASCII only. Keeping another would make
+                # every later request unsendable; the session in effect (if any) stays.
+                raise ProtocolError(
+                    f"the server's answer to {method} carries an Mcp-Session-Id that is not visible ASCII"
+                    " (0x21-0x7E, MCP 2025-11-25 \"Session Management\"); the answer is refused and the id not kept"
+                )
             self.session_id = reply.session_id
         response = parse_message(decode_message(reply.body))
         if not isinstance(response, Response):

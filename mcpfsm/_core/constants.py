@@ -15,6 +15,7 @@ from typing import Final
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",
     "CLIENT_INFO_KEY",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -22,16 +23,22 @@ __all__ = [
     "LEGACY_VERSIONS",
     "LOG_LEVEL_KEY",
     "MAX_PAGES",
+    "MCPFSM_VERSION",
     "METHOD_NOT_FOUND",
     "MISSING_REQUIRED_CAPABILITY",
     "MODERN_VERSION",
     "NAME_PARAM",
     "PARSE_ERROR",
     "PROTOCOL_VERSION_KEY",
+    "READ_ONLY_METHODS",
     "SPOKEN_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "is_modern",
+    "is_read_only",
 ]
+
+MCPFSM_VERSION: Final = "0.1.0"
+"""mcpfsm's own version: ``clientInfo.version`` and the ``User-Agent`` (``mcpfsm/0.1.0``)."""
 
 MODERN_VERSION: Final = "2026-07-28"
 """The protocol revision with per-request headers and no handshake."""
@@ -70,7 +77,25 @@ LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
 MAX_PAGES: Final = 1000
 """A listing longer than this many pages is a protocol error (it would never end)."""
 
+DEFAULT_MAX_RESPONSE_BYTES: Final = 16 * 1024 * 1024
+"""The default bound on one JSON body, one SSE event and one stdio line (16 MiB)."""
+
+READ_ONLY_METHODS: Final = frozenset(
+    {"server/discover", "initialize", "resources/read", "prompts/get", "completion/complete", "ping"}
+)
+"""Requests that ask and change nothing on the server (every ``*/list`` too, see :func:`is_read_only`)."""
+
 
 def is_modern(protocol_version: str | None) -> bool:
     """True for the per-request-header era (``2026-07-28``)."""
     return protocol_version == MODERN_VERSION
+
+
+def is_read_only(method: str | None) -> bool:
+    """True for a request the client may resend by itself after a connection failure.
+
+    RFC 9110 §9.2.2: a client must not resend by itself a request the server may have acted on; a
+    ``tools/call`` may have side effects, so only these read-only methods (and every ``*/list``)
+    qualify. A notification or a response of ours (``None``) never does.
+    """
+    return method is not None and (method in READ_ONLY_METHODS or method.endswith("/list"))

@@ -3,11 +3,14 @@
 Pure: no I/O. :func:`encode_request` turns one request into the bytes to send (head and body
 together, so a request is one write); :class:`ResponseReader` turns the bytes a connection
 receives into one response head and the pieces of its body, and says whether the connection may
-carry another request afterwards. ``_wire`` drives both over trio sockets.
+carry another request afterwards. ``mcpfsm._transports.pool`` drives both over trio sockets.
 
 Only what an MCP client needs: requests with a ``Content-Length`` body (or none), responses framed
 by ``Content-Length``, ``Transfer-Encoding: chunked`` or the end of the connection; 1xx interim
-responses are skipped. Anything else a server sends raises :class:`H1Error`, never hangs.
+responses are skipped; a 2xx answer to ``CONNECT`` (a proxy tunnel) ends with its head. Anything
+else a server sends raises :class:`H1Error`, never hangs: ambiguous framing (``Content-Length``
+with ``Transfer-Encoding``) included, and bytes after a complete response make the connection
+not reusable (:attr:`ResponseReader.reusable`).
 """
 
 from __future__ import annotations
@@ -146,6 +149,11 @@ class ResponseReader:
             self._eof = True
 
     @property
+    def unread(self) -> int:
+        """Bytes received and not yet returned (after a CONNECT tunnel opened: bytes that came too early)."""
+        return len(self._buffer)
+
+    @property
     def done(self) -> bool:
         """True once the whole body has been returned by :meth:`read_body`."""
         return self._state == "done"
@@ -226,10 +234,15 @@ class ResponseReader:
 
     def _frame(self, status: int, headers: dict[str, str]) -> None:
         # RFC 9112 §6.3, in its order.
-        if self._method == "HEAD" or status in _NO_BODY_STATUS:
+        if self._method == "HEAD" or status in _NO_BODY_STATUS or (self._method == "CONNECT" and status < 300):
+            # A 2xx to CONNECT turns the connection into a tunnel right after the head.
             self._remaining, self._state = 0, "done"
             return
         coding = headers.get("transfer-encoding")
+        if coding is not None and "content-length" in headers:
+            # RFC 9112 §6.3: both at once may be request smuggling or response splitting and "ought to
+            # be handled as an error"; the connection is closed, never reused.
+            raise H1Error("the response has both Content-Length and Transfer-Encoding (RFC 9112 §6.3)")
         if coding is not None:
             if _tokens(coding) != ["chunked"]:
                 raise H1Error(f"unsupported Transfer-Encoding {coding!r} (only chunked is understood)")

@@ -9,6 +9,7 @@ reply never surfaces as an unrelated ``KeyError`` or ``TypeError``.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,11 +28,13 @@ __all__ = [
     "encode_request",
     "encode_result",
     "modern_meta",
+    "outgoing_request",
     "outgoing_request_id",
     "parse_message",
 ]
 
 
+_REQUEST_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?(?:0|[1-9][0-9]{0,17})),"method":"([^"\\]*)"[,}]')
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
@@ -121,15 +124,33 @@ def outgoing_request_id(message: str) -> int | str | None:
 
     Transports use it to match the response on a stream that carries other messages too.
     """
+    return outgoing_request(message)[0]
+
+
+def outgoing_request(message: str) -> tuple[int | str | None, str | None]:
+    """``(id, method)`` of a JSON-RPC message we are about to send.
+
+    A request gives both; a notification ``(None, method)``; a response of ours or non-JSON
+    ``(None, None)``. The HTTP transport reads the method to know whether it may resend the message
+    after a connection failure (RFC 9110 §9.2.2), without widening the transport contract.
+    """
+    # What encode_request writes starts like this: no need to parse the arguments to know.
+    head = _REQUEST_HEAD.match(message)
+    if head is not None:
+        return int(head[1]), head[2]
     try:
         payload = json.loads(message)
     except ValueError:
-        return None
-    if isinstance(payload, dict) and "method" in payload:
-        request_id = payload.get("id")
-        if isinstance(request_id, int | str) and not isinstance(request_id, bool):
-            return request_id
-    return None
+        return None, None
+    if not isinstance(payload, dict):
+        return None, None
+    method = payload.get("method")
+    if not isinstance(method, str):
+        return None, None
+    request_id = payload.get("id")
+    if isinstance(request_id, int | str) and not isinstance(request_id, bool):
+        return request_id, method
+    return None, method
 
 
 def decode_message(text: str | bytes) -> Any:

@@ -16,7 +16,7 @@ import contextlib
 import re
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SseError", "SseEvent", "SseParser"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SseError", "SseEvent", "SseParser", "SseTooLarge"]
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 """Default limit on the size of one line and of one event's data, in bytes (16 MiB)."""
@@ -28,9 +28,21 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 class SseError(ValueError):
     """The event stream cannot be parsed safely (MCP "Transports").
 
-    Raised when a line or an event's data exceeds ``max_event_bytes``, and when the parser is fed
-    after it was closed or after it failed.
+    Raised when a line or an event's data exceeds ``max_event_bytes`` (:class:`SseTooLarge`), and
+    when the parser is fed after it was closed or after it failed.
     """
+
+
+class SseTooLarge(SseError):
+    """A line or an event's data exceeds ``max_event_bytes``.
+
+    Attributes:
+        limit: ``max_event_bytes``.
+    """
+
+    def __init__(self, message: str, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -205,7 +217,7 @@ class SseParser:
 
     def _fail_line(self) -> None:
         self._closed = True
-        raise SseError(f"SSE line longer than max_event_bytes ({self._max} bytes)")
+        raise SseTooLarge(f"SSE line longer than max_event_bytes ({self._max} bytes)", self._max)
 
     def _interpret(self, lines: list[bytes]) -> list[SseEvent]:
         events: list[SseEvent] = []
@@ -233,7 +245,7 @@ class SseParser:
                 self._data_size += len(value) + 1
                 # _data_size counts one LF per line; the joined data has one fewer.
                 if self._data_size - 1 > self._max:
-                    raise SseError(f"SSE event data larger than max_event_bytes ({self._max} bytes)")
+                    raise SseTooLarge(f"SSE event data larger than max_event_bytes ({self._max} bytes)", self._max)
             elif name == b"event":
                 self._event_type = value
             elif name == b"id" and b"\x00" not in value:

@@ -1,24 +1,54 @@
-"""Streamable HTTP transport (MCP "Transports").
+"""Streamable HTTP transport (MCP "Transports"), behaving like an httpx client wherever a user can tell.
 
-One :class:`HttpTransport` per client holds one keep-alive connection pool, mcpfsm's own
-:class:`~mcpfsm._transports.pool.ConnectionPool` (HTTP/1.1 over trio sockets): MCP needs neither redirects,
-cookies, auth flows nor proxies, and a pool for one origin does constant work per request, where
-httpx's ``AsyncClient`` and httpcore's pool spend more CPU on each request than the rest of a tool
-call together. Any ``httpx.AsyncBaseTransport`` given as ``transport`` (``httpx.MockTransport``
-in unit tests) is driven instead, unchanged; both answer with a :class:`~mcpfsm._transports.pool.HttpResponse`.
+One :class:`HttpTransport` per client. By default it drives mcpfsm's own keep-alive
+:class:`~mcpfsm._transports.pool.ConnectionPool` (HTTP/1.1 over trio sockets, one pool per origin):
+a pool does constant work per request, where httpx's ``AsyncClient`` and httpcore's pool spend more
+CPU on each request than the rest of a tool call together. Any ``httpx.AsyncBaseTransport`` given as
+``transport`` (``httpx.MockTransport`` in unit tests) is driven instead, unchanged; both answer with
+a :class:`~mcpfsm._transports.pool.HttpResponse`.
+
+What ``httpx.AsyncClient(follow_redirects=True, trust_env=True)`` does, this does on either path, one
+layer per concern (as httpx's ``send → _send_handling_redirects → _send_single_request``):
+
+- **redirects** (RFC 9110 §15.4): 307 and 308 are followed with method, body and headers, at most
+  :data:`MAX_REDIRECTS` hops; a 308 moves the endpoint for the transport's life (while every hop so
+  far was a 308), a 307 does not. 301/302/303 would turn a POST into a GET, so they are not followed
+  for a POST: the error names the ``Location``. When a hop changes the origin, ``Authorization``,
+  ``Cookie``, ``Mcp-Session-Id`` and the URL's credentials stay behind; the caller's credentials
+  only ever go to the origin of the URL the transport was made with;
+- **credentials in the URL** (``http://user:pass@host/mcp``) become ``Authorization: Basic``
+  (percent-decoded, RFC 7617) and appear nowhere else: not in the request target, :attr:`url`, a
+  log line or an error;
+- ``User-Agent: mcpfsm/<version>`` unless the caller's headers set one;
+  ``Accept-Encoding: gzip, deflate``, and such bodies are decoded
+  (:mod:`~mcpfsm._core.content_coding`);
+- **limits**: ``max_response_bytes`` bounds a JSON body and one event of a stream, counted after
+  decoding; beyond it the request fails, nothing more is buffered and the connection is closed;
+- **proxies**, TLS trust and client certificates (default pool only; a caller's ``transport``
+  brings its own): ``proxy=``, or with ``trust_env`` the ``HTTP(S)_PROXY``/``ALL_PROXY``/``NO_PROXY``
+  rules (:mod:`~mcpfsm._core.proxies`); ``verify``/``cert`` (:mod:`~mcpfsm._transports.tls`);
+- **no silent resend**: only a read-only request (:func:`~mcpfsm._core.constants.is_read_only`)
+  may be resent by the pool after a keep-alive race (RFC 9110 §9.2.2); the transport learns the
+  method from the JSON-RPC message itself, so the :class:`~mcpfsm.Transport` contract is unchanged;
+- **strict framing** (RFC 9112 §6.3): ``Content-Length`` together with ``Transfer-Encoding`` is an
+  error on both paths, and the connection is closed.
 
 Replies: ``application/json`` bodies, ``text/event-stream`` streams (notifications and
 server-to-client requests before the response are handed to the inbound handler), and JSON-RPC
 error bodies on 4xx/5xx. A legacy session also keeps the standalone ``GET`` stream open
 (:meth:`HttpTransport.open_stream`), read by a background task. Every connection-layer exception
-(httpx, trio, OS, HTTP framing) becomes a :class:`~mcpfsm.TransportError` in :func:`_mapped`, the one mapping point.
+(httpx, trio, OS, HTTP framing) becomes a :class:`~mcpfsm.TransportError` in :func:`_mapped`, the
+one mapping point.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import math
+import ssl
+import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from typing import Any, Final, cast
 
@@ -26,19 +56,28 @@ import httpx
 import trio
 from loguru import logger
 
-from .._core.constants import is_modern
+from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_modern, is_read_only
+from .._core.content_coding import ACCEPT_ENCODING, BodyTooLarge, ContentDecodeError, ContentDecoder
 from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.h1 import H1Error
-from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
-from .._core.sse import SseError, SseEvent, SseParser
+from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_message
+from .._core.proxies import ProxyRules
+from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
-from .pool import ConnectionPool, HttpResponse, Timeouts, WireError, WireTimeout
+from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
+from .tls import CertTypes, VerifyTypes, ssl_context
 
-__all__ = ["DEFAULT_TIMEOUT", "HttpTransport"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_REDIRECTS", "USER_AGENT", "HttpTransport"]
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, read=300.0)
 """Connect, write and pool timeouts of 30 s; a tool may stream nothing for up to 5 minutes."""
+
+MAX_REDIRECTS: Final = 5
+"""Redirect hops followed for one request."""
+
+USER_AGENT: Final = f"mcpfsm/{MCPFSM_VERSION}"
+"""The ``User-Agent`` sent unless the caller's headers set one."""
 
 # Keep every connection of a burst of concurrent calls alive instead of reconnecting most of them.
 _MAX_CONNECTIONS: Final = 100
@@ -49,7 +88,11 @@ _STATUS_HINTS: Final = {
     413: "the request was too large for the server (body or headers)",
     431: "the request headers were too large for the server (mirrored Mcp-Param-* values count)",
 }
-
+_FOLLOWED: Final = frozenset({307, 308})
+_NOT_FOLLOWED_FOR_POST: Final = frozenset({301, 302, 303})
+# Sent only to the origin they were meant for.
+_CREDENTIAL_HEADERS: Final = frozenset({"authorization", "cookie"})
+_ERROR_BODY_SNIPPET: Final = 200
 
 _CONNECTION_ERRORS: Final = (
     httpx.HTTPError,
@@ -61,6 +104,8 @@ _CONNECTION_ERRORS: Final = (
     trio.BrokenResourceError,
     trio.ClosedResourceError,
 )
+
+Origin = tuple[str, str, int]
 
 
 @contextlib.contextmanager
@@ -95,8 +140,39 @@ def _timeouts(timeout: httpx.Timeout) -> Timeouts:
     )
 
 
+def _origin(url: httpx.URL) -> Origin:
+    return url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80)
+
+
+def _redacted(url: httpx.URL) -> str:
+    # Credentials never appear in a message (nor does a fragment, which never goes on the wire).
+    return str(url.copy_with(username=None, password=None, fragment=None))
+
+
+def _basic(username: str, password: str) -> str:
+    # RFC 7617, with UTF-8 as httpx encodes it.
+    return "Basic " + base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+
+
+def _parse_url(url: str | httpx.URL, what: str) -> httpx.URL:
+    shown = url if isinstance(url, str) else str(url)
+    try:
+        parsed = httpx.URL(url)
+        shown = _redacted(parsed)
+    except (httpx.InvalidURL, TypeError) as exc:
+        raise TransportError(f"invalid {what} {shown!r}: {exc}") from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise TransportError(f"invalid {what} {shown!r}: expected an absolute http:// or https:// URL")
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        raise TransportError(f"invalid {what} {shown!r}: port {parsed.port} is not between 1 and 65535")
+    return parsed
+
+
 class _HttpxResponse:
-    # An HttpResponse over an httpx response, for a caller's httpx.AsyncBaseTransport.
+    # An HttpResponse over an httpx response, for a caller's httpx.AsyncBaseTransport. Its chunks are
+    # the raw body: content decoding and limits are the transport's, the same on both paths. A
+    # response the transport already read (httpx.Response(content=...) in a MockTransport) only has
+    # its decoded content left; `decoded` says so.
     __slots__ = ("_chunks", "_response")
 
     def __init__(self, response: httpx.Response) -> None:
@@ -116,11 +192,18 @@ class _HttpxResponse:
         return self._response.headers
 
     async def read(self) -> bytes:
-        return await self._response.aread()
+        return b"".join([chunk async for chunk in self.chunks()])
+
+    @property
+    def decoded(self) -> bool:
+        return self._response.is_stream_consumed
 
     def chunks(self) -> AsyncIterator[bytes]:
-        # httpx annotates aiter_bytes as an AsyncIterator, but it is an async generator.
-        self._chunks = cast("AsyncGenerator[bytes, None]", self._response.aiter_bytes())
+        if self.decoded:
+            self._chunks = _once(self._response.content)
+        else:
+            # httpx annotates aiter_raw as an AsyncIterator, but it is an async generator.
+            self._chunks = cast("AsyncGenerator[bytes, None]", self._response.aiter_raw())
         return self._chunks
 
     async def aclose(self) -> None:
@@ -129,23 +212,37 @@ class _HttpxResponse:
             await _unwind(chunks)
         await self._response.aclose()
 
+    async def abort(self) -> None:
+        # httpcore closes a connection whose body was not read to its end; one that was is clean.
+        await self.aclose()
+
 
 class HttpTransport:
     """Streamable HTTP transport: POST per message, JSON or SSE replies (MCP "Transports").
 
     Args:
-        url: the MCP endpoint.
+        url: the MCP endpoint; credentials in it become ``Authorization: Basic``.
         headers: custom headers for every request; names starting with ``mcp-`` are dropped.
         timeout: connect, write, read and pool timeouts (default :data:`DEFAULT_TIMEOUT`); the read
             timeout bounds each wait for more of a response, not the whole response.
         transport: an ``httpx.AsyncBaseTransport`` to drive instead of mcpfsm's keep-alive pool
-            (the caller then owns closing it).
+            (the caller then owns closing it, and its proxy and TLS settings).
         sleep: the delay function used before resuming a stream (``trio.sleep``).
+        verify: TLS trust: ``True``, ``False``, a CA bundle path or an ``ssl.SSLContext`` (as httpx).
+        cert: a client certificate: a PEM path, or ``(certificate, key)`` paths.
+        proxy: a proxy URL for every request (``http://`` or ``https://``; credentials in it become
+            ``Proxy-Authorization``); overrides the environment.
+        trust_env: read ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ``SSL_CERT_FILE``
+            and ``SSL_CERT_DIR`` as httpx does.
+        max_response_bytes: the largest JSON body and the largest event of a stream, decoded.
         credentials: asked for the ``Authorization`` (and ``DPoP``) headers of every request to the
             endpoint, and only of those (MCP "Authorization", "Access Token Usage").
 
     Raises:
-        TransportError: ``url`` is not an absolute http(s) URL.
+        TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, its port is out of
+            range, or a CA bundle or client certificate cannot be loaded.
+        ValueError: ``verify``, ``cert`` or ``proxy`` given together with ``transport``, or
+            ``max_response_bytes`` below 1.
     """
 
     def __init__(
@@ -156,36 +253,60 @@ class HttpTransport:
         timeout: httpx.Timeout | float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Any] = trio.sleep,
+        verify: VerifyTypes = True,
+        cert: CertTypes | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         credentials: RequestCredentials | None = None,
     ) -> None:
         """Prepare the transport; no connection is made until the first message."""
-        try:
-            self._url = httpx.URL(url)
-        except (httpx.InvalidURL, TypeError) as exc:
-            raise TransportError(f"invalid MCP server URL {url!r}: {exc}") from exc
-        if self._url.scheme not in ("http", "https") or not self._url.host:
-            raise TransportError(f"invalid MCP server URL {url!r}: expected an absolute http:// or https:// URL")
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes}")
+        if transport is not None and (verify is not True or cert is not None or proxy is not None):
+            raise ValueError(
+                "verify, cert and proxy configure mcpfsm's own connection layer; configure them on the http_transport"
+            )
+        parsed = _parse_url(url, "MCP server URL")
+        custom = filter_custom_headers(headers)
+        lowered = {name.lower() for name in custom}
+        self._credentials: list[tuple[str, str]] = [
+            (name, value) for name, value in custom.items() if name.lower() in _CREDENTIAL_HEADERS
+        ]
+        if parsed.username or parsed.password:
+            # As httpx: credentials in the URL win over an Authorization header.
+            self._credentials = [(n, v) for n, v in self._credentials if n.lower() != "authorization"]
+            self._credentials.append(("Authorization", _basic(parsed.username, parsed.password)))
+        self._endpoint = parsed.copy_with(username=None, password=None, fragment=None)
+        self._home: Origin = _origin(self._endpoint)
+        self._base: list[tuple[str, str]] = [
+            ("Accept", "application/json, text/event-stream"),
+            ("Content-Type", "application/json"),
+            *((("User-Agent", USER_AGENT),) if "user-agent" not in lowered else ()),
+            *((("Accept-Encoding", ACCEPT_ENCODING),) if "accept-encoding" not in lowered else ()),
+            *((n, v) for n, v in custom.items() if n.lower() not in _CREDENTIAL_HEADERS),
+        ]
         timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
             DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
         )
         self._extensions = {"timeout": timeouts.as_dict()}
+        self._timeouts = _timeouts(timeouts)
+        self._max = max_response_bytes
         self._httpx = transport
-        self._pool: ConnectionPool | None = None
-        self._target = self._url.raw_path.decode("ascii")
+        self._pools: dict[Origin, ConnectionPool] = {}
+        self._verify = verify
+        self._cert = cert
+        self._trust_env = trust_env
+        self._tls: ssl.SSLContext | None = None
         if transport is None:
-            self._pool = ConnectionPool(
-                scheme=self._url.scheme,
-                host=self._url.raw_host.decode("ascii"),
-                port=self._url.port or (443 if self._url.scheme == "https" else 80),
-                timeouts=_timeouts(timeouts),
-                max_connections=_MAX_CONNECTIONS,
-                keepalive_expiry=_KEEPALIVE_EXPIRY,
-            )
-        self._base: list[tuple[str, str]] = [
-            ("Accept", "application/json, text/event-stream"),
-            ("Content-Type", "application/json"),
-            *filter_custom_headers(headers).items(),
-        ]
+            if proxy is not None:
+                _parse_url(proxy, "proxy URL")
+                self._proxies = ProxyRules.explicit(proxy)
+            else:
+                self._proxies = ProxyRules.from_environment(urllib.request.getproxies() if trust_env else {})
+            if verify is not True or cert is not None:
+                self._tls = ssl_context(verify, cert, trust_env=trust_env)  # a bad path fails here, not later
+            self._pool_for(self._endpoint)
         self._sleep = sleep
         self._authorization = credentials
         self._closed = False
@@ -200,8 +321,8 @@ class HttpTransport:
 
     @property
     def url(self) -> str:
-        """The MCP endpoint."""
-        return str(self._url)
+        """The MCP endpoint (where a 308 moved it, if one did), without credentials."""
+        return str(self._endpoint)
 
     async def open(self, inbound: InboundHandler) -> None:
         """Route notifications and server-to-client requests from event streams to ``inbound``."""
@@ -213,34 +334,143 @@ class HttpTransport:
         Returns ``None`` when the server accepts a notification or a response of ours (202).
 
         Raises:
-            TransportError: network failure, timeout, an HTTP error without a JSON-RPC body,
-                or a stream that ended before its response.
-            ProtocolError: the reply is not JSON-RPC, or has an unexpected content type.
+            TransportError: network failure, timeout, an HTTP error without a JSON-RPC body, a
+                redirect that is not followed, an answer beyond ``max_response_bytes``, or a
+                stream that ended before its response.
+            ProtocolError: the reply is not JSON-RPC, or has an unexpected content type or coding.
         """
         if self._closed:
             raise TransportError("the HTTP transport is closed")
-        request_headers = [*self._base, *headers.items()]
+        request_id, method = outgoing_request(message)
+        resendable = request_id is not None and is_read_only(method)
         with _mapped("POST to MCP server"):
-            response = await self._request("POST", request_headers, message.encode())
+            response = await self._follow("POST", headers, message.encode(), resendable=resendable)
         try:
-            return await self._answer(response, message, headers)
+            return await self._answer(response, request_id, headers)
         finally:
             with _mapped("closing HTTP response"):
                 await response.aclose()
 
-    async def _request(self, method: str, headers: list[tuple[str, str]], body: bytes = b"") -> HttpResponse:
-        # Every request to the endpoint, and nothing else, carries the credentials (MCP "Authorization").
-        if self._authorization is not None:
-            headers = [*headers, *self._authorization.headers(method, str(self._url))]
-        if self._pool is not None:
-            return await self._pool.request(method, self._target, headers, body)
-        assert self._httpx is not None
-        request = httpx.Request(method, self._url, headers=headers, content=body or None, extensions=self._extensions)
+    # --- redirects, credentials, one request -------------------------------------------------------
+
+    async def _follow(
+        self, method: str, extra: Mapping[str, str], body: bytes = b"", *, resendable: bool
+    ) -> HttpResponse:
+        # RFC 9110 §15.4, as httpx follows redirects; see the module docstring.
+        url = self._endpoint
+        start = _origin(url)
+        permanent = True
+        for hops in range(MAX_REDIRECTS + 1):
+            headers = self._headers_for(url, start, method, extra)
+            response = await self._request(url, method, headers, body, resendable)
+            status = response.status
+            location = response.headers.get("location")
+            if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
+                return response
+            await response.aclose()
+            target = self._redirect_target(url, location)
+            if status in _NOT_FOLLOWED_FOR_POST and method != "GET":
+                raise TransportError(
+                    f"HTTP {status}: the server redirects to {_redacted(target)}, which would turn this {method}"
+                    f" into a GET; mcpfsm follows only 307 and 308 for a {method} (point the client at that URL)",
+                    status=status,
+                )
+            if hops == MAX_REDIRECTS:
+                raise TransportError(
+                    f"more than {MAX_REDIRECTS} redirects (the last to {_redacted(target)})", status=status
+                )
+            permanent = permanent and status == 308
+            if permanent:
+                # A 308 (and only while every hop so far was one) moves the endpoint for good.
+                self._endpoint = target
+            logger.debug("following HTTP {} to {}", status, _redacted(target))
+            url = target
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+    def _redirect_target(self, url: httpx.URL, location: str) -> httpx.URL:
+        try:
+            target = url.join(location)
+        except (httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise TransportError(f"the server redirects to an invalid URL: {exc}") from exc
+        if target.scheme not in ("http", "https") or not target.host:
+            raise TransportError(f"the server redirects to {_redacted(target)}, which is no http(s) URL")
+        # Credentials in a Location are never used (httpx ignores them too); a fragment is never sent.
+        return target.copy_with(username=None, password=None, fragment=None)
+
+    def _headers_for(
+        self, url: httpx.URL, start: Origin, method: str, extra: Mapping[str, str]
+    ) -> list[tuple[str, str]]:
+        origin = _origin(url)
+        if method == "GET":
+            # A resuming GET has no body and asks for a stream only (its Accept comes in `extra`).
+            replaced = {"accept", "content-type"}
+            headers = [(n, v) for n, v in self._base if n.lower() not in replaced]
+        else:
+            headers = list(self._base)
+        if origin == self._home:
+            headers += self._credentials
+            if self._authorization is not None:
+                # The token (and a DPoP proof for this method and URL) only ever goes to the endpoint's origin.
+                headers += self._authorization.headers(method, str(url))
+        if origin == start:
+            headers += extra.items()
+        else:
+            headers += ((n, v) for n, v in extra.items() if n.lower() != SESSION_HEADER.lower())
+        return headers
+
+    async def _request(
+        self, url: httpx.URL, method: str, headers: list[tuple[str, str]], body: bytes, resendable: bool
+    ) -> HttpResponse:
+        if self._httpx is None:
+            pool = self._pool_for(url)
+            return await pool.request(method, url.raw_path.decode("ascii"), headers, body, resendable=resendable)
+        request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)
         return _HttpxResponse(await self._httpx.handle_async_request(request))
 
-    async def _answer(self, response: HttpResponse, message: str, sent: Mapping[str, str]) -> Reply | None:
+    def _pool_for(self, url: httpx.URL) -> ConnectionPool:
+        origin = _origin(url)
+        pool = self._pools.get(origin)
+        if pool is None:
+            scheme, host, port = origin
+            proxy = self._proxies.select(scheme, host, url.port)
+            tls = self._context() if scheme == "https" else None
+            pool = ConnectionPool(
+                scheme=scheme,
+                host=host,
+                port=port,
+                timeouts=self._timeouts,
+                max_connections=_MAX_CONNECTIONS,
+                keepalive_expiry=_KEEPALIVE_EXPIRY,
+                ssl_context=tls,
+                proxy=None if proxy is None else self._route(proxy),
+            )
+            self._pools[origin] = pool
+        return pool
+
+    def _context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = ssl_context(self._verify, self._cert, trust_env=self._trust_env)
+        return self._tls
+
+    def _route(self, proxy: str) -> ProxyRoute:
+        url = _parse_url(proxy, "proxy URL")
+        authorization = _basic(url.username, url.password) if url.username or url.password else None
+        return ProxyRoute(
+            scheme=url.scheme,
+            host=url.host,
+            port=_origin(url)[2],
+            authorization=authorization,
+            ssl_context=self._context() if url.scheme == "https" else None,
+        )
+
+    # --- the answer ----------------------------------------------------------------------------------
+
+    async def _answer(self, response: HttpResponse, request_id: object, sent: Mapping[str, str]) -> Reply | None:
         status = response.status
         headers = response.headers
+        if "content-length" in headers and "transfer-encoding" in headers:
+            # RFC 9112 §6.3 (the default pool refuses these in its framing; a caller's transport may not).
+            raise TransportError(f"HTTP {status} with both Content-Length and Transfer-Encoding (RFC 9112 §6.3)")
         session_id = headers.get("mcp-session-id")
         nonce = headers.get("dpop-nonce")
         media = _media_type(response)
@@ -248,17 +478,15 @@ class HttpTransport:
             if status in (202, 204):
                 return None
             if media == "application/json":
-                with _mapped("reading HTTP response"):
-                    return Reply(await response.read(), status, session_id, dpop_nonce=nonce)
+                return Reply(await self._read_body(response), status, session_id, dpop_nonce=nonce)
             if media == "text/event-stream":
-                answer = await self._read_stream(response, outgoing_request_id(message), sent)
+                answer = await self._read_stream(response, request_id, sent)
                 return Reply(answer, status, session_id, dpop_nonce=nonce)
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r};"
                 " expected application/json or text/event-stream"
             )
-        with _mapped("reading HTTP error response"):
-            body = await response.read()
+        body = await self._read_body(response, what="reading HTTP error response")
         challenges = _field_values(headers, "www-authenticate")
         if media == "application/json" and _is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
@@ -266,8 +494,48 @@ class HttpTransport:
             _status_message(response, body), status=status, www_authenticate=challenges, dpop_nonce=nonce
         )
 
+    def _decoder(self, response: HttpResponse, *, limit: int | None) -> ContentDecoder:
+        coding = None if isinstance(response, _HttpxResponse) and response.decoded else response.headers.get(
+            "content-encoding"
+        )
+        try:
+            return ContentDecoder(coding, limit=limit)
+        except ContentDecodeError as exc:
+            raise ProtocolError(str(exc)) from exc
+
+    @staticmethod
+    async def _abort(response: HttpResponse) -> None:
+        with _mapped("closing HTTP response"):
+            await response.abort()
+
+    def _too_large(self, what: str) -> TransportError:
+        return TransportError(
+            f"{what} is larger than max_response_bytes ({self._max} bytes); the rest was not read"
+            " and the connection was closed"
+        )
+
+    async def _read_body(self, response: HttpResponse, *, what: str = "reading HTTP response") -> bytes:
+        limit = self._max
+        decoder = self._decoder(response, limit=limit)
+        length = response.headers.get("content-length", "")
+        if "content-encoding" not in response.headers and length.isdigit() and int(length) > limit:
+            await self._abort(response)
+            raise self._too_large(f"the server's answer (Content-Length {length})")
+        pieces: list[bytes] = []
+        try:
+            with _mapped(what):
+                async for chunk in response.chunks():
+                    pieces.extend(decoder.decode(chunk))
+                pieces.extend(decoder.finish())
+        except BodyTooLarge as exc:
+            await self._abort(response)
+            raise self._too_large("the server's answer") from exc
+        except ContentDecodeError as exc:
+            raise ProtocolError(str(exc)) from exc
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
+
     async def _read_stream(self, response: HttpResponse, request_id: object, sent: Mapping[str, str]) -> str:
-        parser = SseParser()
+        parser = SseParser(max_event_bytes=self._max)
         answer = await self._consume(response, parser, request_id)
         if answer is not None:
             return answer
@@ -280,7 +548,7 @@ class HttpTransport:
             resumes += 1
             await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
             # A fresh parser: half a line from the cut stream must not be glued onto the new one.
-            parser = SseParser(last_event_id=parser.last_event_id, retry=parser.retry)
+            parser = SseParser(max_event_bytes=self._max, last_event_id=parser.last_event_id, retry=parser.retry)
             answer = await self._resume(parser, request_id, sent)
             if answer is not None:
                 return answer
@@ -290,18 +558,13 @@ class HttpTransport:
         )
 
     async def _resume(self, parser: SseParser, request_id: object, sent: Mapping[str, str]) -> str | None:
-        headers = [
-            ("Accept", "text/event-stream"),
-            *((n, v) for n, v in self._base if n.lower() not in ("accept", "content-type")),
-            *_session_headers(sent),
-            ("Last-Event-ID", parser.last_event_id or ""),
-        ]
+        headers = {"Accept": "text/event-stream", **dict(_session_headers(sent))}
+        headers["Last-Event-ID"] = parser.last_event_id or ""
         with _mapped("resuming the event stream"):
-            response = await self._request("GET", headers)
+            response = await self._follow("GET", headers, resendable=True)
         try:
             if response.status != 200 or _media_type(response) != "text/event-stream":
-                with _mapped("reading HTTP error response"):
-                    body = await response.read()
+                body = await self._read_body(response, what="reading HTTP error response")
                 raise TransportError(
                     "could not resume the event stream: " + _status_message(response, body),
                     status=response.status,
@@ -312,22 +575,42 @@ class HttpTransport:
                 await response.aclose()
 
     async def _consume(self, response: HttpResponse, parser: SseParser, request_id: object) -> str | None:
+        decoder = self._decoder(response, limit=None)
         try:
             with _mapped("reading the event stream"):
                 async for chunk in response.chunks():
-                    try:
-                        events = parser.feed(chunk)
-                    except SseError as exc:
-                        raise ProtocolError(f"malformed event stream: {exc}") from exc
-                    for event in events:
-                        answer = await self._dispatch(event, request_id)
+                    for piece in decoder.decode(chunk):
+                        answer = await self._feed(parser, piece, request_id)
                         if answer is not None:
                             return answer
+                for piece in decoder.finish():
+                    answer = await self._feed(parser, piece, request_id)
+                    if answer is not None:
+                        return answer
+        except SseTooLarge as exc:
+            # The connection goes, with whatever the server still sends on it.
+            await self._abort(response)
+            raise self._too_large("an event of the server's stream") from exc
+        except ContentDecodeError as exc:
+            raise ProtocolError(str(exc)) from exc
         finally:
             # Ends the stream before a resuming GET; send() closing it again is a no-op.
             with _mapped("closing HTTP response"):
                 await response.aclose()
         parser.close()
+        return None
+
+    async def _feed(self, parser: SseParser, piece: bytes, request_id: object) -> str | None:
+        try:
+            events = parser.feed(piece)
+        except SseTooLarge:
+            raise  # _consume closes the connection and says so
+        except SseError as exc:
+            raise ProtocolError(f"malformed event stream: {exc}") from exc
+        for event in events:
+            answer = await self._dispatch(event, request_id)
+            if answer is not None:
+                return answer
         return None
 
     async def _dispatch(self, event: SseEvent, request_id: object) -> str | None:
@@ -357,8 +640,9 @@ class HttpTransport:
         WARNING). A background task routes what arrives to the inbound handler. A stream that breaks
         (network, read timeout), or that the server ends after giving event ids, is reopened after the
         server's ``retry`` delay (default 1 s) with ``Last-Event-ID``, until three reopened streams in a
-        row bring nothing or the server refuses one; a stream the server ends without ids stays closed.
-        A second call replaces the stream; :meth:`end_session` and :meth:`aclose` close it.
+        row bring nothing or the server refuses one; a stream the server ends without ids stays closed,
+        and so does one that sends an event beyond ``max_response_bytes``. A second call replaces the
+        stream; :meth:`end_session` and :meth:`aclose` close it.
         """
         await self._close_stream()
         if self._closed:
@@ -386,20 +670,15 @@ class HttpTransport:
             await stream.aclose()
 
     async def _open_get(self, headers: Mapping[str, str], last_event_id: str | None) -> HttpResponse | None:
-        request_headers = [
-            ("Accept", "text/event-stream"),
-            *((n, v) for n, v in self._base if n.lower() not in ("accept", "content-type")),
-            *_session_headers(headers),
-        ]
+        extra = {"Accept": "text/event-stream", **dict(_session_headers(headers))}
         if last_event_id is not None:
-            request_headers.append(("Last-Event-ID", last_event_id))
+            extra["Last-Event-ID"] = last_event_id
         with _mapped("opening the server's event stream"):
-            response = await self._request("GET", request_headers)
+            response = await self._follow("GET", extra, resendable=True)
         if response.status == 200 and _media_type(response) == "text/event-stream":
             return response
         try:
-            with _mapped("reading HTTP error response"):
-                body = await response.read()
+            body = await self._read_body(response, what="reading HTTP error response")
         finally:
             with _mapped("closing HTTP response"):
                 await response.aclose()
@@ -412,11 +691,15 @@ class HttpTransport:
         # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network, read timeout) is
         # reopened, and so is one the server ended after giving event ids (it expects a resume with
         # Last-Event-ID); one it ended without ids was closed on purpose. Three reopened streams in a row
-        # that bring nothing, or any refusal, end the loop: it is bounded.
-        parser = SseParser()
+        # that bring nothing, any refusal, or an event beyond max_response_bytes end the loop: it is bounded.
+        parser = SseParser(max_event_bytes=self._max)
         idle = 0
         while True:
-            received, broken = await self._follow(response, parser)
+            try:
+                received, broken = await self._listen_once(response, parser)
+            except TransportError as exc:
+                logger.warning("the server's event stream is closed and not reopened: {}", exc)
+                return
             idle = 0 if received else idle + 1
             if not broken and parser.last_event_id is None:
                 logger.debug("the server closed its event stream")
@@ -425,7 +708,7 @@ class HttpTransport:
                 logger.debug("the server's event stream brought nothing {} times in a row; not reopening it", idle)
                 return
             await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
-            parser = SseParser(last_event_id=parser.last_event_id, retry=parser.retry)
+            parser = SseParser(max_event_bytes=self._max, last_event_id=parser.last_event_id, retry=parser.retry)
             try:
                 reopened = await self._open_get(headers, parser.last_event_id)
             except TransportError as exc:
@@ -435,19 +718,30 @@ class HttpTransport:
                 return
             response = reopened
 
-    async def _follow(self, response: HttpResponse, parser: SseParser) -> tuple[bool, bool]:
+    async def _listen_once(self, response: HttpResponse, parser: SseParser) -> tuple[bool, bool]:
         # Route every message of one standalone stream until it ends: (any byte arrived, it broke).
+        # An event beyond max_response_bytes raises TransportError (the connection is dropped).
         received = broken = False
         try:
+            decoder = self._decoder(response, limit=None)
             with _mapped("reading the server's event stream"):
                 async for chunk in response.chunks():
                     received = True
-                    try:
-                        events = parser.feed(chunk)
-                    except SseError as exc:
-                        raise ProtocolError(f"malformed event stream: {exc}") from exc
-                    for event in events:
-                        await self._dispatch(event, None)
+                    for piece in decoder.decode(chunk):
+                        try:
+                            events = parser.feed(piece)
+                        except SseTooLarge:
+                            raise
+                        except SseError as exc:
+                            raise ProtocolError(f"malformed event stream: {exc}") from exc
+                        for event in events:
+                            await self._dispatch(event, None)
+        except SseTooLarge as exc:
+            await self._abort(response)
+            raise self._too_large("an event of the server's event stream") from exc
+        except ContentDecodeError as exc:
+            logger.debug("the server's event stream broke: {}", exc)
+            broken = True
         except McpError as exc:
             logger.debug("the server's event stream broke: {}", exc)
             broken = True
@@ -467,22 +761,27 @@ class HttpTransport:
         await self._close_stream()
         if self._closed or _header(headers, SESSION_HEADER) is None:
             return
-        request_headers = [*self._base, *_session_headers(headers)]
         try:
             with _mapped("DELETE of the MCP session"):
-                response = await self._request("DELETE", request_headers)
+                response = await self._follow("DELETE", dict(_session_headers(headers)), resendable=True)
                 await response.aclose()
         except TransportError as exc:
             logger.debug("could not end the MCP session: {}", exc)
 
     async def aclose(self) -> None:
-        """Close the standalone stream and release the connection pool; idempotent."""
+        """Close the standalone stream and release the connection pools; idempotent."""
         if self._closed:
             return
         self._closed = True
         await self._background.aclose()
-        if self._pool is not None:
-            await self._pool.aclose()
+        pools, self._pools = self._pools, {}
+        for pool in pools.values():
+            await pool.aclose()
+
+
+async def _once(content: bytes) -> AsyncGenerator[bytes, None]:
+    if content:
+        yield content
 
 
 async def _unwind(chunks: AsyncGenerator[bytes, None]) -> None:
@@ -533,7 +832,7 @@ def _status_message(response: HttpResponse, body: bytes) -> str:
     hint = _STATUS_HINTS.get(status)
     if hint:
         text += f": {hint}"
-    snippet = body[:200].decode("utf-8", "replace").strip()
+    snippet = body[:_ERROR_BODY_SNIPPET].decode("utf-8", "replace").strip()
     if snippet:
         text += f" ({snippet})"
     return text

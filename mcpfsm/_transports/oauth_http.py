@@ -17,6 +17,8 @@ Every httpx exception becomes a :class:`~mcpfsm.TransportError` in one place, ch
 from __future__ import annotations
 
 import contextlib
+import os
+import ssl
 from collections.abc import AsyncGenerator, Sequence
 from typing import Final, cast
 
@@ -40,8 +42,10 @@ class OAuthHttp:
         timeout: connect, read, write and pool timeouts (default 30 s each).
         transport: an ``httpx.AsyncBaseTransport`` to use instead of httpx's default (tests use
             ``httpx.MockTransport``).
-        verify: TLS verification, as httpx takes it (``True``, ``False``, a CA bundle path, an ``SSLContext``).
-        cert: a client certificate, as httpx takes it.
+        verify: TLS verification, as httpx takes it (``True``, ``False``, a CA bundle path, an ``SSLContext``);
+            the client's own ``verify=``, so the authorization side trusts what the MCP endpoint's does.
+        cert: a client certificate: a PEM path, or ``(certificate, key)`` paths.
+        proxy: a proxy URL for every request, as httpx takes it.
         trust_env: read proxies and CA settings from the environment, as httpx does.
         user_agent: the ``User-Agent`` header.
     """
@@ -51,8 +55,9 @@ class OAuthHttp:
         *,
         timeout: httpx.Timeout | float | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
-        verify: bool | str = True,
-        cert: str | tuple[str, str] | None = None,
+        verify: bool | str | os.PathLike[str] | ssl.SSLContext = True,
+        cert: str | os.PathLike[str] | tuple[str | os.PathLike[str], str | os.PathLike[str]] | None = None,
+        proxy: str | None = None,
         trust_env: bool = True,
         user_agent: str = "mcpfsm",
     ) -> None:
@@ -61,8 +66,9 @@ class OAuthHttp:
             follow_redirects=False,
             timeout=_TIMEOUT if timeout is None else timeout,
             transport=transport,
-            verify=verify,
-            cert=cert,
+            verify=verify if isinstance(verify, bool | ssl.SSLContext) else os.fspath(verify),
+            cert=_cert(cert),
+            proxy=proxy,
             trust_env=trust_env,
             headers={"User-Agent": user_agent},
         )
@@ -97,3 +103,13 @@ class OAuthHttp:
     async def aclose(self) -> None:
         """Close the connections; idempotent."""
         await self._client.aclose()
+
+
+def _cert(
+    cert: str | os.PathLike[str] | tuple[str | os.PathLike[str], str | os.PathLike[str]] | None,
+) -> str | tuple[str, str] | None:
+    if cert is None:
+        return None
+    if isinstance(cert, tuple):
+        return (os.fspath(cert[0]), os.fspath(cert[1]))
+    return os.fspath(cert)

@@ -8,18 +8,23 @@ constant work per request whatever the number of connections:
   goes back only when the response said it may be reused and its whole body was read;
 - an idle connection the server has closed (readable while idle) or one idle for longer than
   ``keepalive_expiry`` is discarded at checkout;
-- a request that fails on a *reused* connection before any byte of the response arrived is sent
-  once more on a fresh connection: the server closing an idle connection while the request was
-  on its way is a normal keep-alive race. Nothing else is ever resent, since a request the server
-  may have processed (a tool call) may have side effects;
+- a *resendable* request (one the caller marks read-only) that fails on a *reused* connection
+  before any byte of the response arrived is sent once more on a fresh connection: the server
+  closing an idle connection while the request was on its way is a normal keep-alive race. Any
+  other request is never resent once its first byte was written (RFC 9110 §9.2.2: the server may
+  have acted on it, and a tool call may have side effects): the failure raises :class:`NotResent`;
+- through a forward proxy (:class:`ProxyRoute`), ``http://`` requests go to the proxy in absolute
+  form (RFC 9112 §3.2.2) and ``https://`` ones through a ``CONNECT`` tunnel (RFC 9110 §9.3.6), with
+  ``Proxy-Authorization`` when the proxy URL carried credentials;
 - each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`;
 - at most ``max_connections`` connections exist at once; further requests wait for one;
 - every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`.
 
 Errors: :class:`WireError` (the pool is closed, or a response was closed before its body was
-read), :class:`WireTimeout`, :class:`~mcpfsm._core.h1.H1Error` (a request that cannot be written, a
-server that closed the connection mid-response or broke HTTP/1.1 framing), and ``OSError`` or
-``trio.BrokenResourceError`` from the socket. ``_http._mapped`` turns them into
+read), :class:`NotResent`, :class:`TunnelError`, :class:`WireTimeout`,
+:class:`~mcpfsm._core.h1.H1Error` (a request that cannot be written, a server that closed the
+connection mid-response or broke HTTP/1.1 framing), and ``OSError`` or
+``trio.BrokenResourceError`` from the socket. ``http._mapped`` turns them into
 :class:`~mcpfsm.TransportError`. Cancellation is never wrapped; a cancelled request closes its
 connection.
 """
@@ -37,7 +42,17 @@ import trio
 
 from .._core.h1 import H1Error, ResponseReader, encode_request
 
-__all__ = ["ConnectionPool", "HttpResponse", "Timeouts", "WireError", "WireReply", "WireTimeout"]
+__all__ = [
+    "ConnectionPool",
+    "HttpResponse",
+    "NotResent",
+    "ProxyRoute",
+    "Timeouts",
+    "TunnelError",
+    "WireError",
+    "WireReply",
+    "WireTimeout",
+]
 
 _RECEIVE_BYTES: Final = 65536
 # Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
@@ -46,6 +61,14 @@ _DRAIN_SECONDS: Final = 0.001
 
 class WireError(Exception):
     """The pool is closed, or a response was used after it was closed."""
+
+
+class NotResent(WireError):
+    """A request that is not resendable failed on a kept-alive connection before any answer (RFC 9110 §9.2.2)."""
+
+
+class TunnelError(WireError):
+    """The proxy did not open a ``CONNECT`` tunnel to the origin."""
 
 
 class WireTimeout(WireError):
@@ -77,6 +100,25 @@ class Timeouts:
     pool: float = 30.0
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyRoute:
+    """A forward proxy every connection of a pool goes through.
+
+    Attributes:
+        scheme: ``"http"`` or ``"https"`` (TLS to the proxy itself).
+        host: the proxy's host name or IP address (without brackets).
+        port: the proxy's port.
+        authorization: the ``Proxy-Authorization`` value, if the proxy URL carried credentials.
+        ssl_context: for an ``https`` proxy.
+    """
+
+    scheme: str
+    host: str
+    port: int
+    authorization: str | None = None
+    ssl_context: ssl.SSLContext | None = None
+
+
 class HttpResponse(Protocol):
     """An HTTP response whose body is read on demand; what ``HttpTransport`` consumes."""
 
@@ -106,6 +148,16 @@ class HttpResponse(Protocol):
     async def aclose(self) -> None:
         """Release the connection; idempotent. Closing before the body ended closes the connection."""
         ...
+
+    async def abort(self) -> None:
+        """Release the connection without reading further and never reuse it; idempotent."""
+        ...
+
+
+async def _handshake(stream: trio.abc.Stream, context: ssl.SSLContext, host: str) -> trio.SSLStream[trio.abc.Stream]:
+    tls = trio.SSLStream(stream, context, server_hostname=host, https_compatible=True)
+    await tls.do_handshake()
+    return tls
 
 
 def _readable(fd: int) -> bool:
@@ -232,6 +284,10 @@ class WireReply:
         else:
             self._discard()
 
+    async def abort(self) -> None:
+        """Close the connection at once, whatever is left of the body (a body over a limit)."""
+        self._discard()
+
     def _release(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
@@ -254,6 +310,7 @@ class ConnectionPool:
         max_connections: connections open at once, busy or idle.
         keepalive_expiry: seconds an idle connection is kept.
         ssl_context: for ``https`` (default: ``ssl.create_default_context()``).
+        proxy: the forward proxy to go through, if any.
 
     Raises:
         ValueError: the scheme is neither http nor https, or ``max_connections`` is below 1.
@@ -269,6 +326,7 @@ class ConnectionPool:
         max_connections: int = 100,
         keepalive_expiry: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
+        proxy: ProxyRoute | None = None,
     ) -> None:
         """Prepare the pool; connections are opened on demand."""
         if scheme not in ("http", "https"):
@@ -281,6 +339,13 @@ class ConnectionPool:
         authority = f"[{host}]" if ":" in host else host
         self._authority = authority if port == default_port else f"{authority}:{port}"
         self._tls = (ssl_context or ssl.create_default_context()) if scheme == "https" else None
+        self._proxy = proxy
+        # RFC 9110 §9.3.6: CONNECT names host and port; RFC 9112 §3.2.2: a proxy gets absolute-form targets.
+        self._tunnel_target = f"{authority}:{port}"
+        self._absolute_prefix = f"{scheme}://{self._authority}" if proxy is not None and self._tls is None else ""
+        self._proxy_headers: tuple[tuple[str, str], ...] = (
+            (("Proxy-Authorization", proxy.authorization),) if proxy is not None and proxy.authorization else ()
+        )
         self._timeouts = timeouts
         self._max = max_connections
         self._expiry = keepalive_expiry
@@ -300,28 +365,42 @@ class ConnectionPool:
         return len(self._idle)
 
     async def request(
-        self, method: str, target: str, headers: Sequence[tuple[str, str]], body: bytes = b""
+        self,
+        method: str,
+        target: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes = b"",
+        *,
+        resendable: bool = False,
     ) -> WireReply:
         """Send one request and return its response once the head has arrived.
 
-        The caller reads the body from the reply and must ``aclose()`` it.
+        The caller reads the body from the reply and must ``aclose()`` it. ``resendable`` says the
+        request changes nothing on the server, so a keep-alive race may resend it once.
 
         Raises:
             H1Error: the request cannot be written (nothing was sent), the server closed the
                 connection before its response head was complete, or the head is malformed.
+            NotResent: a request that is not resendable failed on a kept-alive connection before
+                any byte of the answer.
+            TunnelError: the proxy refused the ``CONNECT`` tunnel.
             WireError: the pool is closed.
             WireTimeout: a wait took longer than its timeout.
             OSError, trio.BrokenResourceError: connecting or talking to the server failed.
         """
+        if self._absolute_prefix:
+            target = self._absolute_prefix + target
+        if self._proxy_headers and self._tls is None:
+            headers = [*headers, *self._proxy_headers]
         data = encode_request(method, target, self._authority, headers, body)
         connection, reused = await self._checkout(fresh=False)
         try:
-            reader = await self._exchange(connection, data, method, retry=reused)
+            reader = await self._exchange(connection, data, method, reused=reused, resendable=resendable)
         except _Stale:
             self._release(connection, reusable=False)
             connection, _ = await self._checkout(fresh=True)
             try:
-                reader = await self._exchange(connection, data, method, retry=False)
+                reader = await self._exchange(connection, data, method, reused=False, resendable=False)
             except BaseException:
                 self._release(connection, reusable=False)
                 raise
@@ -374,19 +453,37 @@ class ConnectionPool:
 
     async def _connect(self) -> _Connection:
         timeout = self._timeouts.connect
+        proxy = self._proxy
         with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-            tcp = await trio.open_tcp_stream(self._host, self._port)
-            if self._tls is None:
-                return _Connection(tcp, tcp.socket)
+            host, port = (proxy.host, proxy.port) if proxy is not None else (self._host, self._port)
+            tcp = await trio.open_tcp_stream(host, port)
             try:
-                tls = trio.SSLStream(tcp, self._tls, server_hostname=self._host, https_compatible=True)
-                await tls.do_handshake()
+                stream: trio.abc.Stream = tcp
+                if proxy is not None and proxy.scheme == "https":
+                    stream = await _handshake(stream, proxy.ssl_context or ssl.create_default_context(), proxy.host)
+                if self._tls is not None:
+                    if proxy is not None:
+                        await self._tunnel(stream)
+                    stream = await _handshake(stream, self._tls, self._host)
             except BaseException:
                 tcp.socket.close()
                 raise
-            return _Connection(tls, tcp.socket)
+            return _Connection(stream, tcp.socket)
         assert scope.cancelled_caught
         raise WireTimeout("ConnectTimeout", timeout)
+
+    async def _tunnel(self, stream: trio.abc.Stream) -> None:
+        # RFC 9110 §9.3.6: CONNECT host:port; any 2xx makes the connection a tunnel right after the head.
+        target = self._tunnel_target
+        await stream.send_all(encode_request("CONNECT", target, target, self._proxy_headers))
+        reader = ResponseReader("CONNECT")
+        while (head := reader.read_head()) is None:
+            reader.receive(await stream.receive_some(_RECEIVE_BYTES))
+        if not 200 <= head.status < 300:
+            reason = f" {head.reason}" if head.reason else ""
+            raise TunnelError(f"the proxy refused to open a tunnel to {target}: HTTP {head.status}{reason}")
+        if reader.unread:
+            raise TunnelError(f"the proxy sent data before the tunnel to {target} was used")
 
     def _release(self, connection: _Connection, *, reusable: bool) -> None:
         if reusable and connection.writable and not self._closed:
@@ -399,12 +496,14 @@ class ConnectionPool:
 
     # --- one exchange ------------------------------------------------------------------------
 
-    async def _exchange(self, connection: _Connection, data: bytes, method: str, *, retry: bool) -> ResponseReader:
+    async def _exchange(
+        self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool
+    ) -> ResponseReader:
         reader = ResponseReader(method)
         try:
             await self._send(connection, data)
         except (OSError, trio.BrokenResourceError) as exc:
-            if retry:
+            if reused and resendable:
                 raise _Stale from exc
             # The server may have answered before it stopped reading (413, 431): read the answer,
             # but never write on this connection again.
@@ -418,8 +517,15 @@ class ConnectionPool:
                 if reader.read_head() is not None:
                     return reader
         except (OSError, trio.BrokenResourceError, H1Error) as exc:
-            if retry and not reader.received:
-                raise _Stale from exc
+            if reused and not reader.received:
+                if resendable:
+                    raise _Stale from exc
+                # RFC 9110 §9.2.2: the server may have read and acted on the request before the
+                # connection broke; only the caller may decide to send it again.
+                raise NotResent(
+                    "the server closed a kept-alive connection without answering; the request was not"
+                    " resent because the server may have acted on it (RFC 9110 §9.2.2)"
+                ) from exc
             if send_error is not None:
                 raise send_error from None
             raise

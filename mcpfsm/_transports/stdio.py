@@ -1,10 +1,14 @@
 """stdio transport: a trio subprocess speaking newline-delimited JSON-RPC (MCP "Transports").
 
 The child's stdout is read by one task that routes each response to the request waiting for it;
-notifications and server-to-client requests go to the inbound handler. stderr is drained into
-DEBUG logs so a chatty child never blocks on a full pipe. Headers are accepted and ignored:
-there are none on stdio. Closing (also on cancellation) closes stdin, waits briefly, then
-terminates and finally kills the child.
+notifications and server-to-client requests go to the inbound handler. Lines are cut in linear
+time (:class:`~mcpfsm._core.lines.LineFramer`); a line longer than ``max_response_bytes`` is
+skipped without being buffered and fails the request it answers (the others go on, and so does
+the child). stderr is drained into DEBUG logs so a chatty child never blocks on a full pipe, and
+its last lines are kept: when the child exits or closes stdout before answering, the error names
+its exit status and ends with them. Headers are accepted and ignored: there are none on stdio.
+Closing (also on cancellation) closes stdin, waits briefly, then terminates and finally kills the
+child.
 
 The two reader tasks are trio *system* tasks with a cancel scope each
 (:class:`~mcpfsm._transports.background.BackgroundTasks`), not children of a nursery held open between
@@ -25,15 +29,19 @@ from typing import Final
 import trio
 from loguru import logger
 
+from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES
 from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
+from .._core.lines import LineFramer, OversizedLine
 from .background import BackgroundTasks
 from .base import NO_HEADERS, InboundHandler, Reply
 
 __all__ = ["StdioTransport"]
 
-_MAX_LINE: Final = 64 * 1024 * 1024
 _CLOSE_GRACE: Final = 2.0
+_RECEIVE_BYTES: Final = 65536
+_STDERR_TAIL_BYTES: Final = 4096
+_STDERR_TAIL_LINES: Final = 10
 
 
 class _Pending:
@@ -53,18 +61,30 @@ class StdioTransport:
         command: the program and its arguments.
         env: extra environment variables for the child (merged over ``os.environ``).
         cwd: working directory of the child.
+        max_response_bytes: the longest line accepted from the child, in bytes.
     """
 
     def __init__(
-        self, command: Sequence[str], *, env: Mapping[str, str] | None = None, cwd: str | None = None
+        self,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         """Prepare the transport; the child starts when the transport is entered.
 
         Raises:
             TransportError: ``command`` is empty.
+            ValueError: ``max_response_bytes`` is below 1.
         """
         if isinstance(command, str) or not command:
             raise TransportError("stdio command must be a non-empty list of program and arguments")
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes}")
+        self._max = max_response_bytes
+        self._stderr_tail = b""
+        self._stderr_done = trio.Event()
         self._command = list(command)
         self._env = None if env is None else {**os.environ, **env}
         self._cwd = cwd
@@ -158,25 +178,49 @@ class StdioTransport:
     async def _read_stdout(self) -> None:
         process = self._process
         assert process is not None and process.stdout is not None
-        buffer = b""
+        framer = LineFramer(limit=self._max)
         try:
-            while True:
-                chunk = await process.stdout.receive_some(65536)
-                if not chunk:
-                    break
-                buffer += chunk
-                if len(buffer) > _MAX_LINE and b"\n" not in buffer:
-                    raise ProtocolError(f"MCP server sent a line longer than {_MAX_LINE} bytes")
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
+            while chunk := await process.stdout.receive_some(_RECEIVE_BYTES):
+                for line in framer.feed(chunk if isinstance(chunk, bytes) else bytes(chunk)):
+                    if isinstance(line, OversizedLine):
+                        self._skip(line)
+                    elif line.strip():
                         await self._route(line)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             pass
         except McpError as exc:
             self._fail(TransportError(f"MCP server process stream is unusable: {exc}"))
             return
-        self._fail(TransportError("the MCP server process closed its stdout before answering"))
+        self._fail(await self._ended(process))
+
+    async def _ended(self, process: trio.Process) -> TransportError:
+        # stdout is closed: give the child a moment to exit and stderr to drain, so the error can say why.
+        with trio.move_on_after(_CLOSE_GRACE):
+            await process.wait()
+            await self._stderr_done.wait()
+        status = process.returncode
+        if status is None:
+            message = "the MCP server process closed its stdout before answering"
+        elif status < 0:
+            message = f"the MCP server process was killed by signal {-status} before answering"
+        else:
+            message = f"the MCP server process exited with status {status} before answering"
+        lines = [line for line in self._stderr_tail.decode("utf-8", "replace").splitlines() if line.strip()]
+        if lines:
+            message += "; the last lines of its stderr:\n" + "\n".join(lines[-_STDERR_TAIL_LINES:])
+        return TransportError(message)
+
+    def _skip(self, line: OversizedLine) -> None:
+        error = TransportError(
+            f"a line of {line.size} bytes from the MCP server process is larger than max_response_bytes"
+            f" ({self._max} bytes); it was skipped without being buffered"
+        )
+        pending = None if line.id is None else self._pending.get(line.id)
+        if pending is None:
+            logger.warning("ignoring a message: {}", error)
+            return
+        pending.reply = error
+        pending.event.set()
 
     async def _route(self, line: bytes) -> None:
         try:
@@ -206,10 +250,14 @@ class StdioTransport:
         process = self._process
         assert process is not None and process.stderr is not None
         try:
-            while chunk := await process.stderr.receive_some(65536):
+            while chunk := await process.stderr.receive_some(_RECEIVE_BYTES):
+                # Keep only the end: what a failing server says last is why it failed.
+                self._stderr_tail = (self._stderr_tail + chunk)[-_STDERR_TAIL_BYTES:]
                 logger.debug("MCP server stderr: {}", chunk.decode("utf-8", "replace").rstrip())
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
+        finally:
+            self._stderr_done.set()
 
     async def open_stream(self, headers: Mapping[str, str]) -> bool:
         """Nothing to open: everything the server sends unasked already arrives on stdout. Returns False."""

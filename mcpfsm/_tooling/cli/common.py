@@ -11,12 +11,14 @@ import contextlib
 import json
 import re
 import shlex
+import ssl
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Final, NoReturn, TypeVar
 
+import httpx
 from loguru import logger
 
 from ..._client.client import Client
@@ -24,6 +26,7 @@ from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
 from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
+from ..._transports.tls import ssl_context
 from .credentials import add_auth_options, auth_from
 
 __all__ = [
@@ -127,7 +130,18 @@ def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -
     parser.add_argument(
         "--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)"
     )
-    parser.add_argument("--timeout", type=positive, metavar="SECONDS", help="HTTP timeout (default: 30 s, read 300 s)")
+    parser.add_argument(
+        "--timeout",
+        type=positive,
+        metavar="SECONDS",
+        help="bound each HTTP connect, write and read (default: 30 s, read 300 s)",
+    )
+    parser.add_argument(
+        "--cacert", metavar="FILE", help="trust the CA certificates in this PEM file for https (not the defaults)"
+    )
+    parser.add_argument(
+        "--cert", metavar="FILE", help="client certificate for https: a PEM file with the certificate and its key"
+    )
     add_auth_options(parser)
 
 
@@ -241,7 +255,13 @@ def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def target(args: argparse.Namespace) -> str:
-    return str(args.url) if args.stdio is None else f"stdio server {args.stdio!r}"
+    if args.stdio is not None:
+        return f"stdio server {args.stdio!r}"
+    try:
+        # Credentials in the URL never appear in a message.
+        return str(httpx.URL(args.url).copy_with(username=None, password=None))
+    except (httpx.InvalidURL, TypeError):
+        return "the server"
 
 
 def make_client(
@@ -256,8 +276,9 @@ def make_client(
     if args.stdio is not None:
         if args.url is not None:
             raise CliError(Exit.usage, "give either URL or --stdio, not both")
-        if headers:
-            raise CliError(Exit.usage, "--header applies to HTTP servers only, not to --stdio")
+        for option, value in (("--header", headers), ("--cacert", args.cacert), ("--cert", args.cert)):
+            if value:
+                raise CliError(Exit.usage, f"{option} applies to HTTP servers only, not to --stdio")
         try:
             command = shlex.split(args.stdio)
         except ValueError as exc:
@@ -270,6 +291,12 @@ def make_client(
         )
     if args.url is None:
         raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
+    verify: ssl.SSLContext | bool = True
+    if args.cacert is not None or args.cert is not None:
+        try:
+            verify = ssl_context(True if args.cacert is None else args.cacert, args.cert)
+        except TransportError as exc:
+            raise CliError(Exit.usage, f"{exc} (--cacert and --cert take PEM files)") from exc
     try:
         return Client.http(
             args.url,
@@ -279,6 +306,7 @@ def make_client(
             on_notification=on_notification,
             timeout=args.timeout,
             auth=auth_from(args),
+            verify=verify,
             **inputs,
         )
     except ValueError as exc:

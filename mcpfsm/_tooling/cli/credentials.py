@@ -13,6 +13,7 @@ import argparse
 import os
 import sys
 from typing import Final
+from urllib.parse import urlsplit
 
 import trio
 
@@ -60,9 +61,9 @@ def add_auth_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--auth",
         choices=AUTH_CHOICES,
-        default="oauth",
-        help="oauth: stored tokens, else a browser login when asked (default); client-credentials: a headless"
-        " agent; none: no credentials",
+        default=None,
+        help="oauth: stored tokens, else a browser login when asked (the default, unless the URL carries"
+        " credentials); client-credentials: a headless agent; none: no credentials",
     )
     parser.add_argument("--private-key", metavar="FILE", help="client-credentials: a PEM key (private_key_jwt)")
     add_login_options(parser)
@@ -128,7 +129,7 @@ def auth_from(args: argparse.Namespace) -> OAuth | ClientCredentials | None:
     Raises:
         ValueError: inconsistent options or an unreadable key file (a usage error, said in one line).
     """
-    kind = getattr(args, "auth", "oauth")
+    kind = getattr(args, "auth", None) or ("none" if _has_userinfo(getattr(args, "url", None)) else "oauth")
     if kind == "none":
         return None
     secret = args.client_secret or os.environ.get(SECRET_VARIABLE) or None
@@ -162,3 +163,12 @@ def _read_key(path: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ValueError(f"cannot read --private-key {path!r}: {reason}") from exc
+
+
+def _has_userinfo(url: str | None) -> bool:
+    # Credentials in the URL are the user's choice of authorization (HTTP Basic): no OAuth then.
+    try:
+        parts = urlsplit(url or "")
+    except ValueError:
+        return False
+    return parts.username is not None or parts.password is not None

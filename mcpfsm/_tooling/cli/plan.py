@@ -27,7 +27,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
     parser.add_argument("--schema", required=True, metavar="FILE", help="the schema file ('-': stdin)")
     add_args_option(parser)
-    parser.add_argument("--tool", metavar="NAME", help="the tool (its Mcp-Name; picks one of a tools/list result)")
+    parser.add_argument(
+        "--tool",
+        metavar="NAME",
+        help="the tool (its Mcp-Name): needed for a bare inputSchema; picks one of a tools/list result",
+    )
     parser.add_argument("--json", action="store_true", help="print the headers as a JSON object")
 
 
