@@ -318,3 +318,26 @@ async def test_concurrent_writes_to_one_file_store_keep_every_key(tmp_path: Path
         for index in range(10):
             nursery.start_soon(store.set, f"k{index}", {"v": index})
     assert json.loads((tmp_path / "tokens.json").read_text()) == {f"k{i}": {"v": i} for i in range(10)}
+
+
+@pytest.mark.parametrize(
+    ("location", "expected"),
+    [
+        pytest.param("https://mcp.example/moved", "Bearer t0ken", id="same-origin"),
+        pytest.param("https://elsewhere.example/mcp", None, id="other-origin"),
+    ],
+)
+async def test_the_token_follows_a_redirect_only_within_the_endpoints_origin(location: str, expected: str | None) -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((str(request.url), request.headers.get("authorization")))
+        if request.url.path == "/mcp" and request.url.host == "mcp.example":
+            return httpx.Response(307, headers={"Location": location})
+        return httpx.Response(202)
+
+    credentials = Recorder()
+    transport = HttpTransport(MCP, transport=httpx.MockTransport(handler), credentials=credentials)
+    await transport.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    assert seen == [(MCP, "Bearer t0ken"), (location, expected)]
+    assert credentials.asked == [("POST", MCP)] + ([("POST", location)] if expected else [])
