@@ -327,7 +327,9 @@ async def test_concurrent_writes_to_one_file_store_keep_every_key(tmp_path: Path
         pytest.param("https://elsewhere.example/mcp", None, id="other-origin"),
     ],
 )
-async def test_the_token_follows_a_redirect_only_within_the_endpoints_origin(location: str, expected: str | None) -> None:
+async def test_the_token_follows_a_redirect_only_within_the_endpoints_origin(
+    location: str, expected: str | None
+) -> None:
     seen: list[tuple[str, str | None]] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
