@@ -15,13 +15,17 @@ applications that want its logs call ``logger.enable("mcpfsm")``.
 from loguru import logger
 
 from ._client.client import Client
+from ._client.loopback import LoopbackAuthorizer
+from ._client.stores import FileTokenStore, MemoryTokenStore
 from ._client.subscriptions import Subscription
 from ._client.tools import Tool, ToolList
 from ._core.cache import CacheStats, ResponseCache
 from ._core.catalog import Exclusion, ToolDefinition
 from ._core.codec import decode_header_value, encode_header_value
 from ._core.constants import MCPFSM_VERSION
+from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
 from ._core.errors import (
+    AuthorizationError,
     HeaderDecodeError,
     HeaderMismatchError,
     McpError,
@@ -32,7 +36,7 @@ from ._core.errors import (
     SessionExpired,
     TransportError,
 )
-from ._core.events import CallEvent
+from ._core.events import AuthEvent, CallEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import (
@@ -46,6 +50,7 @@ from ._core.results import (
     ToolResult,
 )
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
+from ._machines.authorization import AUTHORIZATION
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
@@ -58,22 +63,32 @@ __version__ = MCPFSM_VERSION
 logger.disable("mcpfsm")
 
 __all__ = [
+    "AUTHORIZATION",
+    "AuthEvent",
+    "AuthorizationError",
     "CacheStats",
     "CallEvent",
     "Client",
+    "ClientCredentials",
     "Completion",
     "EDGES",
     "Edge",
+    "EnterpriseManaged",
     "Exclusion",
+    "FileTokenStore",
     "HeaderDecodeError",
     "HeaderMismatchError",
     "HeaderPlan",
     "HttpTransport",
+    "JwtBearer",
+    "LoopbackAuthorizer",
     "MachineDefinition",
     "McpError",
+    "MemoryTokenStore",
     "MirroredParam",
     "MirroringError",
     "Notification",
+    "OAuth",
     "OutputValidationError",
     "Prompt",
     "PromptArgument",
@@ -92,6 +107,7 @@ __all__ = [
     "Subscription",
     "TERMINAL",
     "TOOL_CALL",
+    "TokenStore",
     "Tool",
     "ToolDefinition",
     "ToolList",

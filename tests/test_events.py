@@ -42,6 +42,7 @@ def event(
 ) -> dict[str, Any]:
     """An expected event without its call_id, at and elapsed (checked separately)."""
     return {
+        "machine": "tool-call",
         "seq": seq,
         "tool": "execute-sql",
         "state": state,

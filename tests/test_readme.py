@@ -3,11 +3,14 @@ CI runs exactly the README's test command."""
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 import subprocess
 import sys
 from pathlib import Path
 
+from mcpfsm._tooling.peer_process import run_authserver
 from tests.peer.fixtures import start_http_peer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -15,9 +18,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def python_blocks() -> list[str]:
-    """The README's Python blocks: the first example, the input handlers, the rest of the surface."""
+    """The README's Python blocks: the first example, the input handlers, the rest of the surface, then
+    authorization interactive and headless."""
     blocks = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
-    assert len(blocks) == 3
+    assert len(blocks) == 5
     return blocks
 
 
@@ -92,6 +96,59 @@ def test_the_readme_handler_example_answers_two_input_rounds(tmp_path: Path) -> 
     shown = re.search(r"It prints .*?\n```\n(.*?)```", README, flags=re.DOTALL)
     assert shown is not None
     assert lines[2:] == shown[1].splitlines()
+
+
+def test_the_readme_interactive_login_runs_with_a_browser(tmp_path: Path) -> None:
+    # The "browser" is a command that follows the login's redirects to the client's loopback listener.
+    example = python_blocks()[3]
+    (tmp_path / "login.py").write_text(example, encoding="utf-8")
+    browser = tmp_path / "browser.py"
+    browser.write_text("import sys, httpx\nhttpx.get(sys.argv[1], follow_redirects=True, timeout=30)\n")
+    env = {**os.environ, "BROWSER": f"{sys.executable} {browser} %s"}
+    runs = []
+    with run_authserver({"challenge_scope": "mcp:basic"}) as server:
+        for _ in range(2):
+            done = subprocess.run(
+                [sys.executable, "login.py", server.mcp_url],
+                capture_output=True,
+                text=True,
+                timeout=60,
+                cwd=tmp_path,
+                env=env,
+            )
+            assert done.returncode == 0, done.stderr
+            runs.append(done)
+        paths = [entry["path"] for entry in server.log()]
+    issuer = server.base_url
+    assert runs[0].stdout.splitlines() == [
+        "auth: starting None None ",
+        "auth: discovering_resource unauthorized None ",
+        "auth: discovering_issuer resource_found None mcp:basic",
+        f"auth: registering issuer_found {issuer} mcp:basic",
+        f"auth: authorizing identified {issuer} mcp:basic",
+        f"auth: exchanging redirected {issuer} mcp:basic",
+        f"auth: authorized granted {issuer} mcp:basic",
+        "tools: ['test-tool']",
+    ]
+    assert runs[0].stderr.startswith(
+        "mcpfsm: log in to authorize access (waiting up to 300 s for http://127.0.0.1:33418/callback):\n"
+    )
+    assert (runs[1].stdout, runs[1].stderr) == ("tools: ['test-tool']\n", "")  # the stored token: no login
+    assert paths.count("/authorize") == 1
+    assert stat.S_IMODE((tmp_path / "tokens.json").stat().st_mode) == 0o600
+
+
+def test_the_readme_headless_agent_runs(tmp_path: Path) -> None:
+    *_, example = python_blocks()
+    (tmp_path / "agent.py").write_text(example, encoding="utf-8")
+    scenario = {"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}}
+    with run_authserver(scenario) as server:
+        done = subprocess.run(
+            [sys.executable, "agent.py", server.mcp_url], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+        grants = [entry["form"]["grant_type"] for entry in server.log() if entry["path"] == "/token"]
+    assert (done.returncode, done.stdout, done.stderr) == (0, "test-tool called\n", "")
+    assert grants == ["client_credentials"]
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpfsm import CallEvent
+from mcpfsm import AuthEvent, CallEvent
 from mcpfsm._tooling.trace import parse_events, select_call, sequence_diagram
 
 BASE = {
@@ -214,6 +214,31 @@ def test_parse_events_round_trip() -> None:
 def test_parse_events_names_the_line(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=rf"^{message}$"):
         parse_events(text)
+
+
+def test_select_call_skips_authorization_flows_in_the_log() -> None:
+    flow = [
+        AuthEvent(
+            call_id="a-1", seq=0, tool="", state="starting", previous=None, trigger=None, attempt=1, at="t", elapsed=0.0
+        ),
+        AuthEvent(
+            call_id="a-1",
+            seq=1,
+            tool="",
+            state="failed",
+            previous="starting",
+            trigger="challenged_again",
+            attempt=1,
+            at="t",
+            elapsed=0.0,
+        ),
+    ]
+    records = "\n".join(e.to_json() for e in [*SUCCESS, *flow])
+    parsed = parse_events(records)
+    assert parsed == [*SUCCESS, *flow]
+    assert select_call(parsed) == SUCCESS
+    with pytest.raises(ValueError, match=r"^no events of call 'a-1' \(calls recorded: c-1\)$"):
+        select_call(parsed, "a-1")
 
 
 def test_select_call_defaults_to_the_last_call() -> None:

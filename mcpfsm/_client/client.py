@@ -9,6 +9,8 @@
   shared (single-flight) relist;
 - :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine,
   reaching the client through a narrow :class:`~mcpfsm._drivers.tool_call.CallPort`;
+- :class:`~mcpfsm._client.authorization.AuthorizationLayer` — with ``auth=``, the token on every request
+  to the MCP endpoint and an authorization flow (the second machine) when the server asks for one;
 - :class:`~mcpfsm._drivers.input.InputHandlers` — the user's input handlers (elicitation, sampling,
   roots), shared by the machine, :meth:`Client.request` and the session's answers to legacy server requests;
 - :mod:`~mcpfsm._client.subscriptions` — ``listen()`` in both eras.
@@ -34,6 +36,7 @@ from loguru import logger
 from .._core.cache import ResponseCache
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
+from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
 from .._core.errors import OutputValidationError, TransportError
 from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
@@ -53,21 +56,26 @@ from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandle
 from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
+from .._transports.oauth_http import OAuthHttp
 from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation, subscriptions
+from .authorization import AuthorizationLayer, StaticToken
 from .catalog import Catalog
 from .session import NotificationCallback, Session
 from .subscriptions import Subscription
 from .tools import Tool, ToolList
 
-__all__ = ["Client", "LogLevel", "Protocol"]
+__all__ = ["Auth", "Client", "LogLevel", "Protocol"]
 
 Protocol = Literal["auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"]
 """What ``protocol=`` accepts: ``"auto"`` probes; a version pins it."""
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 """What ``log_level=`` accepts: the syslog severities of MCP "Logging", least severe first."""
+
+Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
+"""What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
 
 _VERSION: Final = MCPFSM_VERSION
 _VALIDATE_OUTPUT: Final = get_args(ValidateOutput)
@@ -250,6 +258,7 @@ class Client:
         log_level: LogLevel | None = None,
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
+        auth: Auth | None = None,
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
 
@@ -259,15 +268,28 @@ class Client:
         ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``);
         ``verify`` (``True``, ``False``, a CA bundle path or an ``ssl.SSLContext``), ``cert`` (a client
         certificate), ``proxy`` and ``trust_env`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
-        ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that pool. ``max_response_bytes`` bounds a JSON
-        body and one event of a stream. The input handlers and their options are those of :class:`Client`.
+        ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that pool, and the HTTP client of the authorization
+        side. ``max_response_bytes`` bounds a JSON body and one event of a stream. The input handlers and
+        their options are those of :class:`Client`. ``auth`` authorizes the client (README,
+        "Authorization"): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
+        :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`, or a static bearer token; the token
+        goes on every request to ``url`` and nowhere else.
 
         Raises:
             TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
                 client certificate cannot be loaded.
-            ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``.
-            ValueError, TypeError: as for :class:`Client`.
+            ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``; ``auth``
+                together with an ``Authorization`` header or credentials in ``url``, or a malformed ``auth``.
+            ValueError, TypeError: as for :class:`Client`; ``auth`` of none of the accepted kinds.
         """
+        layer: AuthorizationLayer | StaticToken | None = None
+        if auth is not None:
+            if any(name.lower() == "authorization" for name in headers or {}) or _has_userinfo(url):
+                raise ValueError("give either auth= or an Authorization header (or credentials in the URL), not both")
+            layer = _authorization(
+                auth, url=url, protocol=protocol, timeout=timeout, verify=verify, cert=cert, proxy=proxy,
+                trust_env=trust_env,
+            )
         transport = HttpTransport(
             url,
             headers=headers,
@@ -278,8 +300,9 @@ class Client:
             proxy=proxy,
             trust_env=trust_env,
             max_response_bytes=max_response_bytes,
+            credentials=layer,
         )
-        return cls(
+        client = cls(
             transport,
             protocol=protocol,
             on_event=on_event,
@@ -294,6 +317,19 @@ class Client:
             cache=cache,
             validate_output=validate_output,
         )
+        if layer is not None:
+            client._authorize_with(layer)
+        return client
+
+    def _authorize_with(self, layer: AuthorizationLayer | StaticToken) -> None:
+        # The layer publishes its flows' events on this client's bus and sits in the session path.
+        if isinstance(layer, AuthorizationLayer):
+            layer.audit = self._audit
+            cache = self._session.cache
+            if cache is not None:
+                # SEP-2549: cached answers never cross authorization contexts; a new token or issuer empties it.
+                layer.binding.on_change.append(cache.clear)
+        self._session.authorization = layer
 
     @classmethod
     def stdio(
@@ -364,6 +400,8 @@ class Client:
                 await self._session.end()
             finally:
                 await self._transport.aclose()
+                if self._session.authorization is not None:
+                    await self._session.authorization.aclose()
 
     @property
     def protocol_version(self) -> str | None:
@@ -653,3 +691,35 @@ def _completion_argument(argument: tuple[str, str] | Mapping[str, str]) -> dict[
         if isinstance(name, str) and isinstance(value, str):
             return {"name": name, "value": value}
     raise TypeError("argument must be (name, value) or {'name': ..., 'value': ...} with string name and value")
+
+
+def _has_userinfo(url: str) -> bool:
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return False  # HttpTransport says what is wrong with it
+    return bool(parsed.username or parsed.password)
+
+
+def _authorization(
+    auth: Auth,
+    *,
+    url: str,
+    protocol: str,
+    timeout: httpx.Timeout | float | None,
+    verify: VerifyTypes,
+    cert: CertTypes | None,
+    proxy: str | None,
+    trust_env: bool,
+) -> AuthorizationLayer | StaticToken:
+    if isinstance(auth, str):
+        return StaticToken(auth)
+    if not isinstance(auth, OAuth | ClientCredentials | JwtBearer | EnterpriseManaged):
+        raise TypeError(
+            "auth must be mcpfsm.OAuth, ClientCredentials, JwtBearer, EnterpriseManaged or a token string,"
+            f" got {type(auth).__name__}"
+        )
+    http = OAuthHttp(
+        timeout=timeout, verify=verify, cert=cert, proxy=proxy, trust_env=trust_env, user_agent=f"mcpfsm/{_VERSION}"
+    )
+    return AuthorizationLayer(auth, mcp_url=url, protocol=protocol, http=http)

@@ -10,9 +10,13 @@ sends unasked. A request goes down through one layer per concern, in the manner 
 - the response cache (:func:`~mcpfsm._client.caching.through`, SEP-2549): a fresh entry answers a
   cacheable modern request without sending it;
 - :meth:`Session.exchange` — one request with one id: ``_meta``, headers, the transport, the reply's
-  id checked, a JSON-RPC error raised with the HTTP status it came with.
+  id checked, a JSON-RPC error raised with the HTTP status it came with;
+- :meth:`Session.send` — one message's trip to the server: through the authorization layer
+  (``mcpfsm._client.authorization``: the token on the request, a flow on 401 or 403, the message resent
+  unchanged) when the client has credentials, else straight to the transport. Every message goes this
+  way (requests, notifications, our answers), and so below era negotiation: a 401 is never an era signal.
 
-Authorization and telemetry are further layers between the two. Notifications invalidate the cache
+Telemetry is a further layer between ``request`` and ``exchange``. Notifications invalidate the cache
 and reach the open subscriptions (:class:`~mcpfsm._client.notifications.NotificationHub`) before
 ``on_notification``.
 
@@ -64,8 +68,9 @@ from .._core.jsonrpc import (
 from .._core.plan import HeaderPlan, plan_request
 from .._drivers.input import InputHandlers
 from .._transports.background import BackgroundTasks
-from .._transports.base import SESSION_HEADER, Transport
+from .._transports.base import SESSION_HEADER, Reply, Transport
 from . import caching, negotiation
+from .authorization import AuthorizationLayer, StaticToken
 from .notifications import NotificationHub
 
 __all__ = ["Session"]
@@ -117,6 +122,8 @@ class Session:
         """The negotiated protocol version; ``None`` while no era is settled."""
         self.session_id: str | None = None
         """The legacy ``Mcp-Session-Id`` in effect (never set in the modern era)."""
+        self.authorization: AuthorizationLayer | StaticToken | None = None
+        """The authorization layer every message goes through, or ``None`` (no credentials)."""
         self.unconfirmed = False
         """True while a pinned 2026-07-28 has had no answer in that era (set by negotiation)."""
         self._next_id = 0
@@ -311,7 +318,8 @@ class Session:
         if session is not None:
             headers[SESSION_HEADER] = session
         try:
-            reply = await self.transport.send(message, headers)
+            tool = params.get("name") if method == "tools/call" and params is not None else None
+            reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
         except TransportError as exc:
             if exc.status == 404 and session is not None:
                 raise self._expired(session) from exc
@@ -376,12 +384,21 @@ class Session:
                 self._meta[LOG_LEVEL_KEY] = self.log_level
         return self._meta
 
+    async def send(self, message: str, headers: Mapping[str, str], *, tool: str = "") -> Reply | None:
+        """One message's trip: through the authorization layer when there is one, else to the transport.
+
+        ``tool`` names the tool of a ``tools/call`` for the authorization events.
+        """
+        if self.authorization is None:
+            return await self.transport.send(message, headers)
+        return await self.authorization.send(self.transport.send, message, headers, tool=tool)
+
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification with the headers of the version in effect."""
         headers = plan_request(method, params, protocol_version=self.version).as_dict()
         if self.session_id is not None:
             headers[SESSION_HEADER] = self.session_id
-        await self.transport.send(encode_notification(method, params), headers)
+        await self.send(encode_notification(method, params), headers)
 
     # --- cancellation -----------------------------------------------------------------------------
 
@@ -440,7 +457,7 @@ class Session:
                 logger.warning("the {} handler raised {}; answering -32603", request.method, type(exc).__name__)
                 answer = encode_error(request.id, INTERNAL_ERROR, f"the client's {request.method} handler failed")
         try:
-            await self.transport.send(answer, self._session_headers())
+            await self.send(answer, self._session_headers())
         except McpError as exc:
             # The server may give up on its request; ours is still open and worth waiting for.
             logger.warning("could not answer the server's {!r} request: {}", request.method, exc)

@@ -11,8 +11,10 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     ├── TransportError           network failure, timeout, HTTP error without a JSON-RPC body,
     │   │                        a stream that ended before its response (MCP "Transports")
     │   └── SessionExpired       HTTP 404 on a request that carried a legacy Mcp-Session-Id
-    └── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
-        └── OutputValidationError  a tool's structuredContent does not match its outputSchema
+    ├── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
+    │   └── OutputValidationError  a tool's structuredContent does not match its outputSchema
+    └── AuthorizationError       the OAuth 2.1 flow cannot go on (.state, .reason, .error,
+                                 .error_description); never quotes a token, code or secret
 
 Foreign exceptions (httpx, trio, OS) are mapped to these in one place per transport and
 always chained with ``raise ... from exc``. Cancellation is never wrapped.
@@ -25,6 +27,7 @@ from typing import Any
 from .constants import HEADER_MISMATCH
 
 __all__ = [
+    "AuthorizationError",
     "HeaderDecodeError",
     "HeaderMismatchError",
     "McpError",
@@ -90,11 +93,23 @@ class TransportError(McpError):
 
     Attributes:
         status: the HTTP status code when there was a response, else ``None``.
+        www_authenticate: the ``WWW-Authenticate`` field values of that response (RFC 9110 §11.6.1),
+            in order; empty when it had none. The authorization layer reads them on a 401 or 403.
+        dpop_nonce: the response's ``DPoP-Nonce`` header (RFC 9449 §8, §9), or ``None``.
     """
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        www_authenticate: tuple[str, ...] = (),
+        dpop_nonce: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
+        self.www_authenticate = www_authenticate
+        self.dpop_nonce = dpop_nonce
 
 
 class SessionExpired(TransportError):
@@ -136,6 +151,38 @@ class OutputValidationError(ProtocolError):
         self.tool = tool
         self.result = result
         self.problems = problems
+
+
+class AuthorizationError(McpError):
+    """The authorization flow (OAuth 2.1, MCP "Authorization") cannot go on.
+
+    The message is ``"{state}: {reason}"`` plus the server's OAuth error when it sent one; it never
+    quotes a token, code, verifier, secret or assertion (README, "Authorization").
+
+    Attributes:
+        state: the state of the authorization machine the flow was in (``"discovering_resource"``, …).
+        reason: what went wrong, in protocol words.
+        error: the OAuth ``error`` code a server answered (RFC 6749 §5.2), or ``None``.
+        error_description: the server's ``error_description``, or ``None``.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        state: str,
+        error: str | None = None,
+        error_description: str | None = None,
+    ) -> None:
+        message = f"{state}: {reason}"
+        if error is not None:
+            message += f" (error={error!r}"
+            message += f", error_description={error_description!r})" if error_description is not None else ")"
+        super().__init__(message)
+        self.state = str(state)
+        self.reason = reason
+        self.error = error
+        self.error_description = error_description
 
 
 def rpc_error(code: int, message: str, data: Any = None) -> RpcError:

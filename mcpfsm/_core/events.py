@@ -1,6 +1,11 @@
-"""Audit events: one :class:`CallEvent` per state a tool call enters (README, "Reading the audit events").
+"""Audit events: one event per state a machine's run enters (README, "Reading the audit events").
 
-Pure: building and serialising events does no I/O; the driver publishes them.
+A tool call publishes one :class:`CallEvent` per state it enters (``machine == "tool-call"``); an
+authorization flow publishes one :class:`AuthEvent` per state (``machine == "authorization"``): the same
+fields plus the issuer, the resource and the scopes, never a token, code, verifier, secret or assertion.
+Both go to the same ``on_event`` callback and ``events()`` channels.
+
+Pure: building and serialising events does no I/O; the drivers publish them.
 """
 
 from __future__ import annotations
@@ -8,9 +13,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-__all__ = ["CallEvent", "error_summary"]
+__all__ = ["AuthEvent", "CallEvent", "error_summary"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -38,6 +43,8 @@ class CallEvent:
         input_responses: on ``resending`` and ``retry_resending``, the answers sent, by key, when the client
             was created with ``audit_answers=True``; ``None`` otherwise (the default: the user's answers
             never reach an event).
+        machine: the machine the run belongs to: ``"tool-call"`` here, ``"authorization"`` for an
+            :class:`AuthEvent`.
     """
 
     call_id: str
@@ -54,10 +61,12 @@ class CallEvent:
     round: int = 0
     input_requests: Mapping[str, str] | None = None
     input_responses: Mapping[str, Any] | None = None
+    machine: str = "tool-call"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of every field (one JSON Lines record)."""
         return {
+            "machine": self.machine,
             "call_id": self.call_id,
             "seq": self.seq,
             "tool": self.tool,
@@ -82,30 +91,90 @@ class CallEvent:
     def from_dict(cls, data: Mapping[str, Any]) -> CallEvent:
         """Rebuild an event from :meth:`to_dict` output (for reading audit logs).
 
-        Records written before the input-round fields existed read as ``round=0`` with no input fields.
+        A record whose ``machine`` is ``"authorization"`` becomes an :class:`AuthEvent`; a record without
+        ``machine`` (written before there were two machines) is a tool-call event. Records written before
+        the input-round fields existed read as ``round=0`` with no input fields.
+
+        Raises:
+            ValueError: a field is missing or has the wrong type.
+        """
+        if data.get("machine") == AuthEvent.MACHINE:
+            return AuthEvent.from_dict(data)
+        try:
+            return CallEvent(**_common_fields(data))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a CallEvent record: {exc}") from exc
+
+
+def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "call_id": str(data["call_id"]),
+        "seq": int(data["seq"]),
+        "tool": str(data["tool"]),
+        "state": str(data["state"]),
+        "previous": None if data.get("previous") is None else str(data["previous"]),
+        "trigger": None if data.get("trigger") is None else str(data["trigger"]),
+        "attempt": int(data["attempt"]),
+        "at": str(data["at"]),
+        "elapsed": float(data["elapsed"]),
+        "headers": None if data.get("headers") is None else dict(data["headers"]),
+        "error": None if data.get("error") is None else dict(data["error"]),
+        "round": int(data.get("round", 0)),
+        "input_requests": None if data.get("input_requests") is None else dict(data["input_requests"]),
+        "input_responses": None if data.get("input_responses") is None else dict(data["input_responses"]),
+    }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthEvent(CallEvent):
+    """The fact that one authorization flow entered one state (README, "Authorization").
+
+    The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming the flow, ``tool`` the tool
+    whose call drew the challenge (``""`` for any other request), ``attempt`` 1 for the first flow a request
+    starts and 2 for a step-up after it, ``headers`` always ``None`` and ``round`` always 0 (with no input
+    fields). Nothing secret is ever recorded.
+
+    Attributes:
+        issuer: the authorization server's issuer, once chosen.
+        resource: the protected resource identifier (the ``resource`` parameter), once known.
+        scopes: the scopes requested or held, in order.
+    """
+
+    MACHINE: ClassVar[str] = "authorization"
+
+    machine: str = MACHINE
+    issuer: str | None = None
+    resource: str | None = None
+    scopes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of every field (one JSON Lines record)."""
+        return {
+            **CallEvent.to_dict(self),
+            "issuer": self.issuer,
+            "resource": self.resource,
+            "scopes": list(self.scopes),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuthEvent:
+        """Rebuild an event from :meth:`to_dict` output.
 
         Raises:
             ValueError: a field is missing or has the wrong type.
         """
         try:
-            return cls(
-                call_id=str(data["call_id"]),
-                seq=int(data["seq"]),
-                tool=str(data["tool"]),
-                state=str(data["state"]),
-                previous=None if data.get("previous") is None else str(data["previous"]),
-                trigger=None if data.get("trigger") is None else str(data["trigger"]),
-                attempt=int(data["attempt"]),
-                at=str(data["at"]),
-                elapsed=float(data["elapsed"]),
-                headers=None if data.get("headers") is None else dict(data["headers"]),
-                error=None if data.get("error") is None else dict(data["error"]),
-                round=int(data.get("round", 0)),
-                input_requests=None if data.get("input_requests") is None else dict(data["input_requests"]),
-                input_responses=None if data.get("input_responses") is None else dict(data["input_responses"]),
+            scopes = data.get("scopes") or []
+            if not isinstance(scopes, list) or not all(isinstance(scope, str) for scope in scopes):
+                raise ValueError("scopes is not a list of strings")
+            return AuthEvent(
+                **_common_fields(data),
+                issuer=None if data.get("issuer") is None else str(data["issuer"]),
+                resource=None if data.get("resource") is None else str(data["resource"]),
+                scopes=tuple(scopes),
             )
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a CallEvent record: {exc}") from exc
+            raise ValueError(f"not an AuthEvent record: {exc}") from exc
 
 
 def error_summary(error: BaseException) -> dict[str, Any]:

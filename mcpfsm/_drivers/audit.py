@@ -1,5 +1,7 @@
 """Publishing audit events to ``on_event``, ``events()`` subscribers and loguru (README, "Reading the audit events").
 
+Tool calls and authorization flows publish on the same bus (``event.machine`` tells them apart).
+
 Delivery never blocks or breaks a call: ``on_event`` exceptions are logged and ignored, and each
 ``events()`` subscriber has a bounded buffer; when it is full the event is dropped for that
 subscriber and one WARNING says so (a tool call never waits for a slow auditor).
@@ -23,7 +25,7 @@ DEFAULT_BUFFER: Final = 1024
 
 
 class AuditBus:
-    """Fans each :class:`CallEvent` out to its sinks."""
+    """Fans each event (:class:`CallEvent`, and its subclass ``AuthEvent``) out to its sinks."""
 
     __slots__ = ("_dropped", "_on_event", "_subscribers")
 
@@ -42,13 +44,25 @@ class AuditBus:
         """
         return self._on_event is not None or bool(self._subscribers)
 
-    def log(self, call_id: str, tool: str, previous: str | None, state: str, trigger: str | None) -> None:
+    def log(
+        self,
+        call_id: str,
+        tool: str,
+        previous: str | None,
+        state: str,
+        trigger: str | None,
+        *,
+        machine: str = "tool-call",
+    ) -> None:
         """Log one transition at DEBUG with ``call_id`` bound: the loguru sink of :meth:`publish`."""
-        logger.bind(call_id=call_id).debug("tool call {} {} -> {} ({})", tool, previous, state, trigger)
+        if machine == "tool-call":
+            logger.bind(call_id=call_id).debug("tool call {} {} -> {} ({})", tool, previous, state, trigger)
+        else:
+            logger.bind(call_id=call_id).debug("{} {} -> {} ({})", machine, previous, state, trigger)
 
     def publish(self, event: CallEvent) -> None:
-        """Deliver ``event`` to every sink without blocking."""
-        self.log(event.call_id, event.tool, event.previous, event.state, event.trigger)
+        """Deliver ``event`` (a :class:`CallEvent` or an ``AuthEvent``) to every sink without blocking."""
+        self.log(event.call_id, event.tool, event.previous, event.state, event.trigger, machine=event.machine)
         if self._on_event is not None:
             try:
                 self._on_event(event)

@@ -11,10 +11,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from .authorization import AUTHORIZATION
 from .definition import MachineDefinition
 from .tool_call import TOOL_CALL
 
 __all__ = ["MACHINES"]
 
-MACHINES: Final[Mapping[str, MachineDefinition[Any, Any]]] = MappingProxyType({TOOL_CALL.name: TOOL_CALL})
+MACHINES: Final[Mapping[str, MachineDefinition[Any, Any]]] = MappingProxyType(
+    {TOOL_CALL.name: TOOL_CALL, AUTHORIZATION.name: AUTHORIZATION}
+)
 """Every machine by name, in the order the documentation presents them."""

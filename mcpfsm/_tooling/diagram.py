@@ -80,9 +80,9 @@ def svg(dot_text: str, title: str) -> str:
 
 def _walkthroughs() -> Mapping[str, Callable[[], str]]:
     # Imported here: the walkthroughs need the client and the test server, the diagrams only the machines.
-    from .walkthrough import render
+    from . import walkthrough, walkthrough_auth
 
-    return {"tool-call": render}
+    return {"tool-call": walkthrough.render, "authorization": walkthrough_auth.render}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import os
 import queue
 import subprocess
@@ -31,7 +32,15 @@ from typing import IO, Any, Final, cast
 
 import httpx
 
-__all__ = ["ComponentMissing", "PeerStartError", "RunningPeer", "missing_modules", "run_peer"]
+__all__ = [
+    "ComponentMissing",
+    "PeerStartError",
+    "RunningAuthServer",
+    "RunningPeer",
+    "missing_modules",
+    "run_authserver",
+    "run_peer",
+]
 
 _READY: Final = "READY "
 _PEER_MODULES: Final = ("mcp", "uvicorn")
@@ -93,6 +102,72 @@ class RunningPeer:
     def clear_log(self) -> None:
         """Forget the requests logged so far."""
         httpx.post(f"{self.base_url}/control/log/clear").raise_for_status()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningAuthServer:
+    """A running test authorization server (``python -m mcpfsm._tooling.authserver``) and its control surface.
+
+    One origin serves the protected MCP endpoint (`mcp_url`), its metadata, the authorization servers and
+    `/_log`, `/_log/clear` and `/_config` (see that module's docstring).
+    """
+
+    base_url: str
+    process: subprocess.Popen[bytes]
+
+    @property
+    def mcp_url(self) -> str:
+        """The protected MCP endpoint."""
+        return f"{self.base_url}/mcp"
+
+    def configure(self, scenario: Mapping[str, Any]) -> None:
+        """Start afresh with ``scenario`` (a JSON object of the server's `Scenario` fields); empties the log.
+
+        Raises `httpx.HTTPStatusError` when the server refuses the scenario (an unknown field, say).
+        """
+        httpx.post(f"{self.base_url}/_config", json=dict(scenario)).raise_for_status()
+
+    def log(self) -> list[dict[str, Any]]:
+        """Every request the server received since start (or the last clear or configure), oldest first."""
+        response = httpx.get(f"{self.base_url}/_log")
+        response.raise_for_status()
+        return cast(list[dict[str, Any]], response.json())
+
+    def clear_log(self) -> None:
+        """Forget the requests logged so far."""
+        httpx.post(f"{self.base_url}/_log/clear").raise_for_status()
+
+    def revoke(self, *, refresh_tokens: bool = False) -> None:
+        """Make every access token invalid (and every refresh token with `refresh_tokens`; clients stay).
+
+        The next MCP request draws a 401.
+        """
+        httpx.post(f"{self.base_url}/_revoke", json={"refresh_tokens": refresh_tokens}).raise_for_status()
+
+
+@contextmanager
+def run_authserver(
+    scenario: Mapping[str, Any] | None = None,
+    *,
+    port: int = 0,
+    timeout: float = 20.0,
+    cwd: str | os.PathLike[str] | None = None,
+) -> Iterator[RunningAuthServer]:
+    """Run the test authorization server (HTTP, 127.0.0.1) for the duration of the block; like :func:`run_peer`.
+
+    Raises:
+        PeerStartError: no READY line within `timeout` seconds, or the server exited or printed something
+            else first (the error carries the tail of its stderr).
+    """
+    argv = [sys.executable, "-m", "mcpfsm._tooling.authserver", "--config", json.dumps(dict(scenario or {}))]
+    argv += ["--port", str(port)]
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+        try:
+            base = _await_ready(process, stderr, timeout)
+            yield RunningAuthServer(base_url=base, process=process)
+        finally:
+            _stop(process)
 
 
 def missing_modules() -> list[str]:

@@ -173,11 +173,13 @@ def parse_events(text: str) -> list[CallEvent]:
 
 
 def select_call(events: Sequence[CallEvent], call_id: str | None = None) -> list[CallEvent]:
-    """The events of call ``call_id``, or of the last call recorded when ``call_id`` is ``None``.
+    """The events of tool call ``call_id``, or of the last call recorded when ``call_id`` is ``None``.
 
     Raises:
         ValueError: there are no events, or none of call ``call_id``.
     """
+    # An audit log also holds the authorization flows' events (machine "authorization"); a trace shows calls.
+    events = [event for event in events if event.machine == "tool-call"]
     if not events:
         raise ValueError("no events recorded")
     wanted = events[-1].call_id if call_id is None else call_id

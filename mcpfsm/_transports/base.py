@@ -10,14 +10,22 @@ members (MCP 2026-07-28, "Transports": a client may use any transport that carri
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Final, Protocol
 
 from .._core.jsonrpc import Notification, Request
 
-__all__ = ["NO_HEADERS", "SESSION_HEADER", "InboundHandler", "Reply", "Transport", "filter_custom_headers"]
+__all__ = [
+    "NO_HEADERS",
+    "SESSION_HEADER",
+    "InboundHandler",
+    "Reply",
+    "RequestCredentials",
+    "Transport",
+    "filter_custom_headers",
+]
 
 NO_HEADERS: Final[Mapping[str, str]] = MappingProxyType({})
 """An empty, immutable header mapping (the default of :meth:`Transport.send`)."""
@@ -40,11 +48,29 @@ class Reply:
         body: the JSON-RPC response text (an error response included).
         status: the HTTP status it arrived with; ``None`` on transports without one (stdio).
         session_id: the ``Mcp-Session-Id`` header of the answer, if it had one (HTTP only).
+        www_authenticate: the ``WWW-Authenticate`` field values of an HTTP 4xx answer (RFC 9110 §11.6.1),
+            in order (HTTP only); what the authorization layer reads on a 401 or 403.
+        dpop_nonce: the answer's ``DPoP-Nonce`` header (RFC 9449 §9), if it had one (HTTP only).
     """
 
     body: str | bytes
     status: int | None = None
     session_id: str | None = None
+    www_authenticate: tuple[str, ...] = ()
+    dpop_nonce: str | None = None
+
+
+class RequestCredentials(Protocol):
+    """The authorization headers of each HTTP request to the MCP endpoint (MCP "Authorization").
+
+    An HTTP transport given credentials asks them once per request it sends to its endpoint (the POST of
+    every message, a resuming or standalone ``GET``, the session ``DELETE``) and sends nothing of theirs
+    anywhere else. A DPoP proof is bound to the method and URL (RFC 9449 §4.2), hence the arguments.
+    """
+
+    def headers(self, method: str, url: str) -> Sequence[tuple[str, str]]:
+        """The headers to add (``Authorization``, ``DPoP``); empty when no token is held."""
+        ...
 
 
 class Transport(Protocol):

@@ -64,7 +64,7 @@ from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_me
 from .._core.proxies import ProxyRules
 from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
 from .background import BackgroundTask, BackgroundTasks
-from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, filter_custom_headers
+from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
 from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
 from .tls import CertTypes, VerifyTypes, ssl_context
 
@@ -235,6 +235,8 @@ class HttpTransport:
         trust_env: read ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ``SSL_CERT_FILE``
             and ``SSL_CERT_DIR`` as httpx does.
         max_response_bytes: the largest JSON body and the largest event of a stream, decoded.
+        credentials: asked for the ``Authorization`` (and ``DPoP``) headers of every request to the
+            endpoint, and only of those (MCP "Authorization", "Access Token Usage").
 
     Raises:
         TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, its port is out of
@@ -256,6 +258,7 @@ class HttpTransport:
         proxy: str | None = None,
         trust_env: bool = True,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        credentials: RequestCredentials | None = None,
     ) -> None:
         """Prepare the transport; no connection is made until the first message."""
         if max_response_bytes < 1:
@@ -305,6 +308,7 @@ class HttpTransport:
                 self._tls = ssl_context(verify, cert, trust_env=trust_env)  # a bad path fails here, not later
             self._pool_for(self._endpoint)
         self._sleep = sleep
+        self._authorization = credentials
         self._closed = False
         self._inbound: InboundHandler | None = None
         self._background = BackgroundTasks()
@@ -405,6 +409,9 @@ class HttpTransport:
             headers = list(self._base)
         if origin == self._home:
             headers += self._credentials
+            if self._authorization is not None:
+                # The token (and a DPoP proof for this method and URL) only ever goes to the endpoint's origin.
+                headers += self._authorization.headers(method, str(url))
         if origin == start:
             headers += extra.items()
         else:
@@ -465,23 +472,27 @@ class HttpTransport:
             # RFC 9112 §6.3 (the default pool refuses these in its framing; a caller's transport may not).
             raise TransportError(f"HTTP {status} with both Content-Length and Transfer-Encoding (RFC 9112 §6.3)")
         session_id = headers.get("mcp-session-id")
+        nonce = headers.get("dpop-nonce")
         media = _media_type(response)
         if 200 <= status < 300:
             if status in (202, 204):
                 return None
             if media == "application/json":
-                return Reply(await self._read_body(response), status, session_id)
+                return Reply(await self._read_body(response), status, session_id, dpop_nonce=nonce)
             if media == "text/event-stream":
                 answer = await self._read_stream(response, request_id, sent)
-                return Reply(answer, status, session_id)
+                return Reply(answer, status, session_id, dpop_nonce=nonce)
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r};"
                 " expected application/json or text/event-stream"
             )
         body = await self._read_body(response, what="reading HTTP error response")
+        challenges = _field_values(headers, "www-authenticate")
         if media == "application/json" and _is_jsonrpc_error(body):
-            return Reply(body, status, session_id)
-        raise TransportError(_status_message(response, body), status=status)
+            return Reply(body, status, session_id, challenges, nonce)
+        raise TransportError(
+            _status_message(response, body), status=status, www_authenticate=challenges, dpop_nonce=nonce
+        )
 
     def _decoder(self, response: HttpResponse, *, limit: int | None) -> ContentDecoder:
         coding = None if isinstance(response, _HttpxResponse) and response.decoded else response.headers.get(
@@ -788,6 +799,15 @@ async def _unwind(chunks: AsyncGenerator[bytes, None]) -> None:
 def _header(headers: Mapping[str, str], name: str) -> str | None:
     lowered = name.lower()
     return next((value for key, value in headers.items() if key.lower() == lowered), None)
+
+
+def _field_values(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
+    # Every value of a header field that may repeat: httpx keeps them apart, the pool joins them with ", "
+    # (RFC 9110 §5.3: the same field either way).
+    if isinstance(headers, httpx.Headers):
+        return tuple(headers.get_list(name))
+    value = headers.get(name)
+    return () if value is None else (value,)
 
 
 def _session_headers(sent: Mapping[str, str]) -> list[tuple[str, str]]:

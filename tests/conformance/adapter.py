@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import httpx
 import trio
 from loguru import logger
 
@@ -208,6 +209,88 @@ def accepting_as_offered(context: Mapping[str, Any]) -> dict[str, Any]:
     return {"on_elicitation": accept_as_offered}
 
 
+# --- authorization (the auth/* scenarios) ---------------------------------------------------------------
+
+REDIRECT_URI = "http://localhost:3000/callback"
+"""The redirect URI the suite's mock authorization servers expect; nothing listens there."""
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+"""The Client ID Metadata Document URL ``auth/basic-cimd`` checks for exactly; nobody serves it."""
+
+
+async def headless_authorize(url: str) -> str:
+    """The user agent of the auth scenarios: GET the authorization URL without following redirects.
+
+    The suite's mock authorization servers auto-approve with a ``302`` to the redirect URI carrying ``code``,
+    ``state`` and ``iss``; its ``Location`` is what a browser would have been sent back to.
+
+    Raises:
+        mcpfsm.AuthorizationError: the authorization endpoint did not redirect.
+    """
+    async with httpx.AsyncClient(follow_redirects=False, timeout=REQUEST_TIMEOUT_S) as client:
+        answer = await client.get(url)
+    location = answer.headers.get("location")
+    if not answer.is_redirect or location is None:
+        raise mcpfsm.AuthorizationError(
+            f"the authorization endpoint answered HTTP {answer.status_code}, not a redirect", state="authorizing"
+        )
+    return location
+
+
+def oauth(context: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    """The authorization code flow with the headless user agent (every auth scenario without its own entry)."""
+    auth = mcpfsm.OAuth(
+        redirect_uri=REDIRECT_URI, authorize=headless_authorize, client_metadata_url=CLIENT_METADATA_URL, **options
+    )
+    return {"auth": auth}
+
+
+def pre_registered(context: Mapping[str, Any]) -> dict[str, Any]:
+    """``auth/pre-registration``: the credentials from the context, bound to the issuer it names."""
+    return oauth(
+        context,
+        client_id=context["client_id"],
+        client_secret=context["client_secret"],
+        client_issuer=context["issuer"],
+    )
+
+
+def dpop(context: Mapping[str, Any]) -> dict[str, Any]:
+    """``auth/dpop`` and ``auth/dpop-nonce``: DPoP-bound tokens (SEP-1932)."""
+    return oauth(context, dpop=True)
+
+
+def client_secret(context: Mapping[str, Any]) -> dict[str, Any]:
+    """``auth/client-credentials-basic``: client credentials with a secret (client_secret_basic)."""
+    return {"auth": mcpfsm.ClientCredentials(context["client_id"], client_secret=context["client_secret"])}
+
+
+def client_key(context: Mapping[str, Any]) -> dict[str, Any]:
+    """``auth/client-credentials-jwt``: client credentials with a private key (private_key_jwt)."""
+    key = mcpfsm.ClientCredentials(
+        context["client_id"],
+        private_key_pem=context["private_key_pem"],
+        signing_algorithm=context.get("signing_algorithm", "ES256"),
+    )
+    return {"auth": key}
+
+
+def enterprise(context: Mapping[str, Any]) -> dict[str, Any]:
+    """``auth/enterprise-managed-authorization``: the IdP's ID token exchanged for an ID-JAG (SEP-990)."""
+    auth = mcpfsm.EnterpriseManaged(
+        context["client_id"],
+        context["client_secret"],
+        context["idp_client_id"],
+        context["idp_id_token"],
+        context["idp_token_endpoint"],
+    )
+    return {"auth": auth}
+
+
+def workload(context: Mapping[str, Any]) -> dict[str, Any]:
+    """``auth/wif-jwt-bearer``: the workload's JWT with the jwt-bearer grant."""
+    return {"auth": mcpfsm.JwtBearer(context["client_id"], context["valid_jwt"])}
+
+
 @dataclass(frozen=True)
 class Scenario:
     """How the adapter runs one scenario.
@@ -234,10 +317,18 @@ SCENARIOS: dict[str, Scenario] = {
     "json-schema-2020-12-preservation": Scenario(echo_listed_schema),
     "sep-2322-client-request-state": Scenario(input_required_tools, options=confirming),
     "elicitation-sep1034-client-defaults": Scenario(generic, options=accepting_as_offered),
-    # sse-retry, http-invalid-tool-headers, auth/* and everything else: generic. The auth scenarios get
-    # their credentials through `options` once mcpfsm has an OAuth client (issue 12).
+    "auth/pre-registration": Scenario(options=pre_registered),
+    "auth/client-credentials-basic": Scenario(options=client_secret),
+    "auth/client-credentials-jwt": Scenario(options=client_key),
+    "auth/enterprise-managed-authorization": Scenario(options=enterprise),
+    "auth/wif-jwt-bearer": Scenario(options=workload),
+    "auth/dpop": Scenario(options=dpop),
+    "auth/dpop-nonce": Scenario(options=dpop),
+    # sse-retry, http-invalid-tool-headers and everything else: generic; any other auth/* scenario: generic
+    # with the OAuth flow (the calls draw the step-up 403 and the post-migration 401).
 }
-"""Per-scenario behaviour; a scenario missing here runs ``Scenario()`` (generic steps, no options)."""
+"""Per-scenario behaviour; a scenario missing here runs ``Scenario()`` (generic steps, no options), or
+``Scenario(options=oauth)`` for an ``auth/*`` scenario."""
 
 
 async def main(url: str) -> int:
@@ -249,7 +340,7 @@ async def main(url: str) -> int:
     except json.JSONDecodeError as exc:
         print(f"[adapter] MCP_CONFORMANCE_CONTEXT is not JSON: {exc}", file=sys.stderr)
         return 2
-    scenario = SCENARIOS.get(name, Scenario())
+    scenario = SCENARIOS.get(name) or (Scenario(options=oauth) if name.startswith("auth/") else Scenario())
     try:
         client = mcpfsm.Client.http(url, protocol=protocol, timeout=REQUEST_TIMEOUT_S, **scenario.options(context))
     except ValueError as exc:  # a wire version mcpfsm does not speak: say so, then let it negotiate

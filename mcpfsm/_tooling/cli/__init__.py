@@ -21,13 +21,13 @@ from types import ModuleType
 from typing import Final
 
 from ... import __version__
-from . import call, demo, diagram, listen, plan, prompt, prompts, read, resources, tools, trace
+from . import call, demo, diagram, listen, login, logout, plan, prompt, prompts, read, resources, tools, trace
 from .common import Exit, Parser, classify, configure_logging, error_line, formatter, leaf
 
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, tools, call, resources, read, prompts, prompt, listen, plan, trace, diagram
+    demo, tools, call, resources, read, prompts, prompt, listen, plan, trace, diagram, login, logout
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
@@ -47,6 +47,7 @@ exit codes:
   {Exit.drift:<4} diagram --check: the generated diagrams are out of date
   {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,
        Graphviz for diagram)
+  {Exit.unauthorized:<4} authorization failed (login refused or not completed, tokens refused)
   {Exit.internal:<4} internal error (a bug in mcpfsm; -v prints the traceback)
   {Exit.interrupted:<4} interrupted (Ctrl-C)
 """

@@ -24,9 +24,10 @@ from loguru import logger
 from ..._client.client import Client
 from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
-from ..._core.errors import McpError, MirroringError, RpcError, TransportError
+from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
 from ..._transports.tls import ssl_context
+from .credentials import add_auth_options, auth_from
 
 __all__ = [
     "MAX_ERROR",
@@ -72,6 +73,7 @@ class Exit(IntEnum):
     rpc_error = 8
     drift = 9
     missing_component = 10
+    unauthorized = 11
     internal = 70
     interrupted = 130
 
@@ -140,6 +142,7 @@ def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -
     parser.add_argument(
         "--cert", metavar="FILE", help="client certificate for https: a PEM file with the certificate and its key"
     )
+    add_auth_options(parser)
 
 
 def add_args_option(parser: argparse.ArgumentParser) -> None:
@@ -167,6 +170,8 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         return Exit.interrupted, "interrupted"
     if isinstance(exc, MirroringError):
         return Exit.invalid_schema, str(exc)
+    if isinstance(exc, AuthorizationError):
+        return Exit.unauthorized, f"authorization failed: {exc}"
     if isinstance(exc, RpcError):
         return Exit.rpc_error, f"the server answered JSON-RPC error {exc.code}: {exc.message}"
     if isinstance(exc, TransportError):
@@ -300,9 +305,12 @@ def make_client(
             on_event=on_event,
             on_notification=on_notification,
             timeout=args.timeout,
+            auth=auth_from(args),
             verify=verify,
             **inputs,
         )
+    except ValueError as exc:
+        raise CliError(Exit.usage, str(exc)) from exc
     except TransportError as exc:
         raise CliError(Exit.bad_url, str(exc)) from exc
 

@@ -1,0 +1,177 @@
+"""The default ``authorize`` of :class:`~mcpfsm.OAuth`: the system browser and a loopback listener (RFC 8252).
+
+:class:`LoopbackAuthorizer` listens on the redirect URI's loopback address and port (RFC 8252 §7.3), tells
+the user where to log in (one line on stderr, with the URL, since a browser may not open on a remote
+shell), opens the system browser there, and waits for the one request the authorization server sends the
+browser back with. That request's URL is the answer; the browser gets a page saying the window can be
+closed. Nobody completing the login within ``timeout`` seconds is an :class:`~mcpfsm.AuthorizationError`
+that says so; the listener is closed in every case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import sys
+import webbrowser
+from collections.abc import Callable
+from typing import Final
+from urllib.parse import parse_qs, urlsplit
+
+import trio
+
+from .._core.credentials import DEFAULT_REDIRECT_URI
+from .._core.errors import AuthorizationError
+from .._core.oauth import AUTHORIZING, is_loopback_host
+
+__all__ = ["LoopbackAuthorizer"]
+
+_MAX_REQUEST: Final = 16 * 1024
+_READ_SECONDS: Final = 10.0
+
+
+def _stderr_line(text: str) -> None:
+    sys.stderr.write(text + "\n")
+    sys.stderr.flush()
+
+
+class LoopbackAuthorizer:
+    """Open the browser at the authorization URL and receive the redirect on ``redirect_uri`` (loopback only).
+
+    Args:
+        redirect_uri: an ``http`` URL on ``127.0.0.1``, ``[::1]`` or ``localhost`` with an explicit port; the
+            same URL the client registers.
+        timeout: seconds to wait for the browser to come back.
+        open_browser: open the system browser (``webbrowser.open``); ``False`` only shows the URL.
+        announce: receives the line telling the user where to log in (default: written to stderr).
+
+    Raises:
+        ValueError: ``redirect_uri`` is not a loopback ``http`` URL with a port.
+    """
+
+    def __init__(
+        self,
+        redirect_uri: str = DEFAULT_REDIRECT_URI,
+        *,
+        timeout: float = 300.0,
+        open_browser: bool = True,
+        announce: Callable[[str], object] | None = None,
+    ) -> None:
+        """Check ``redirect_uri``; nothing listens until the authorizer is called."""
+        try:
+            parts = urlsplit(redirect_uri)
+            host, port = parts.hostname, parts.port
+        except ValueError:
+            host, port = None, None
+        if parts.scheme != "http" or not is_loopback_host(host) or port is None:
+            raise ValueError(
+                f"the default authorize listens on a loopback http redirect_uri with a port, got {redirect_uri!r}"
+            )
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        self.redirect_uri = redirect_uri
+        self.timeout = timeout
+        self.open_browser = open_browser
+        self._announce = announce or _stderr_line
+        self._host = host.strip("[]") if host else "127.0.0.1"
+        self._port = port
+        self._path = parts.path or "/"
+        self._netloc = parts.netloc
+
+    def __repr__(self) -> str:
+        return f"LoopbackAuthorizer({self.redirect_uri!r}, timeout={self.timeout:g})"
+
+    async def __call__(self, url: str) -> str:
+        """Send the user to ``url`` and return the URL the browser was redirected to.
+
+        Raises:
+            AuthorizationError: the redirect URI's port cannot be listened on, or nobody completed the
+                login within ``timeout`` seconds.
+        """
+        try:
+            listeners = await trio.open_tcp_listeners(self._port, host=self._host)
+        except OSError as exc:
+            raise AuthorizationError(
+                f"cannot listen on {self.redirect_uri} for the browser's redirect: {exc.strerror or exc}",
+                state=AUTHORIZING,
+            ) from exc
+        received: list[str] = []
+        try:
+            self._announce(
+                f"mcpfsm: log in to authorize access (waiting up to {self.timeout:g} s for {self.redirect_uri}):\n"
+                f"  {url}"
+            )
+            with trio.move_on_after(self.timeout):
+                async with trio.open_nursery() as nursery:
+                    for listener in listeners:
+                        nursery.start_soon(self._serve, listener, received, nursery.cancel_scope)
+                    if self.open_browser:
+                        nursery.start_soon(self._open, url)
+        finally:
+            for listener in listeners:
+                await listener.aclose()
+        if not received:
+            raise AuthorizationError(
+                f"nobody completed the login within {self.timeout:g} s (the browser never came back to"
+                f" {self.redirect_uri})",
+                state=AUTHORIZING,
+            )
+        return received[0]
+
+    async def _open(self, url: str) -> None:
+        try:
+            opened = await trio.to_thread.run_sync(webbrowser.open, url, abandon_on_cancel=True)
+        except Exception:  # webbrowser's own errors (a broken BROWSER setting): the URL is shown anyway
+            opened = False
+        if not opened:
+            self._announce("mcpfsm: no browser could be opened; open the URL above yourself")
+
+    async def _serve(self, listener: trio.SocketListener, received: list[str], done: trio.CancelScope) -> None:
+        while True:
+            stream = await listener.accept()
+            async with stream:
+                target = await self._read_target(stream)
+                if target is None:
+                    continue
+                path, _, query = target.partition("?")
+                fields = parse_qs(query)
+                if path != self._path or not ("code" in fields or "error" in fields):
+                    await _respond(stream, 404, "Not the authorization redirect.")
+                    continue
+                if "error" in fields:
+                    await _respond(stream, 200, f"The authorization server refused: {fields['error'][0]}.")
+                else:
+                    await _respond(stream, 200, "mcpfsm received the authorization. You can close this window.")
+                received.append(f"http://{self._netloc}{target}")
+                done.cancel()
+                return
+
+    async def _read_target(self, stream: trio.SocketStream) -> str | None:
+        # One request head, at most 16 KiB, within 10 s; anything else is dropped without an answer.
+        data = b""
+        with trio.move_on_after(_READ_SECONDS):
+            while b"\r\n\r\n" not in data and len(data) < _MAX_REQUEST:
+                try:
+                    chunk = await stream.receive_some(4096)
+                except trio.BrokenResourceError:
+                    return None
+                if not chunk:
+                    break
+                data += chunk
+        line = data.split(b"\r\n", 1)[0].decode("latin-1")
+        method, _, rest = line.partition(" ")
+        target = rest.rpartition(" ")[0]
+        if method != "GET" or not target.startswith("/"):
+            return None
+        return target
+
+
+async def _respond(stream: trio.SocketStream, status: int, text: str) -> None:
+    page = f"<!doctype html><title>mcpfsm</title><p>{html.escape(text)}</p>\n".encode()
+    reason = "OK" if status == 200 else "Not Found"
+    head = (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
+        f"Content-Length: {len(page)}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n"
+    ).encode()
+    with contextlib.suppress(trio.BrokenResourceError):
+        await stream.send_all(head + page)

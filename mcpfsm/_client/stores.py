@@ -1,0 +1,149 @@
+"""Token stores: where a client keeps client registrations and tokens (README, "Authorization").
+
+- :class:`MemoryTokenStore` — the default: a dict per client, gone with the process;
+- :class:`FileTokenStore` — one JSON file shared by every client that names it (``mcpfsm login`` writes
+  one under the user's configuration directory, :func:`default_token_path`). It holds secrets, so it is
+  created ``0600`` inside a ``0700`` directory and replaced atomically (a temporary file in the same
+  directory, then ``os.replace``), so a reader never sees half a file.
+
+Both implement :class:`~mcpfsm.TokenStore`; the keys are those of ``mcpfsm._core.credentials``
+(registrations by issuer, tokens by issuer and resource). Neither ever logs or shows a value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+from loguru import logger
+
+__all__ = ["FileTokenStore", "MemoryTokenStore", "default_token_path"]
+
+
+class MemoryTokenStore:
+    """A token store in memory (the default of every credential that takes ``store=``)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._values: dict[str, dict[str, Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryTokenStore({len(self._values)} entries)"
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        """The value stored under ``key`` (a copy), or ``None``."""
+        value = self._values.get(key)
+        return None if value is None else dict(value)
+
+    async def set(self, key: str, value: Mapping[str, Any]) -> None:
+        """Store a copy of ``value`` under ``key``."""
+        self._values[key] = dict(value)
+
+    async def delete(self, key: str) -> None:
+        """Forget ``key``."""
+        self._values.pop(key, None)
+
+
+class FileTokenStore:
+    """A token store in one JSON file, private to the user (mode 0600), written atomically.
+
+    Args:
+        path: the file; its directory is created (mode 0700) on the first write.
+
+    Writes from one process are serialised; two processes writing at once each replace the whole file, so
+    the last one wins (nothing is ever half-written). A file that is not a JSON object is treated as empty
+    (with one WARNING) and replaced on the next write. A write that fails (a read-only disk, say) is logged
+    as a WARNING and the client goes on with the tokens in memory.
+    """
+
+    __slots__ = ("_lock", "path")
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        """Use the file at ``path``; nothing is read until the first ``get``."""
+        self.path = Path(path)
+        self._lock = trio.Lock()
+
+    def __repr__(self) -> str:
+        return f"FileTokenStore({str(self.path)!r})"
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        """The value stored under ``key``, or ``None``."""
+        values = await trio.to_thread.run_sync(self._read)
+        value = values.get(key)
+        return dict(value) if isinstance(value, dict) else None
+
+    async def set(self, key: str, value: Mapping[str, Any]) -> None:
+        """Store ``value`` under ``key`` and rewrite the file."""
+        async with self._lock:
+            await trio.to_thread.run_sync(self._update, key, dict(value))
+
+    async def delete(self, key: str) -> None:
+        """Forget ``key`` and rewrite the file (nothing is written when it was absent)."""
+        async with self._lock:
+            await trio.to_thread.run_sync(self._update, key, None)
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            logger.warning("cannot read the token store {}: {}", self.path, exc.strerror or exc)
+            return {}
+        try:
+            values = json.loads(text)
+        except ValueError:
+            values = None
+        if not isinstance(values, dict):
+            logger.warning("the token store {} is not a JSON object; it is treated as empty", self.path)
+            return {}
+        return values
+
+    def _update(self, key: str, value: dict[str, Any] | None) -> None:
+        values = self._read()
+        if value is None:
+            if key not in values:
+                return
+            del values[key]
+        else:
+            values[key] = value
+        try:
+            self._write(values)
+        except OSError as exc:
+            logger.warning("cannot write the token store {}: {}", self.path, exc.strerror or exc)
+
+    def _write(self, values: dict[str, Any]) -> None:
+        directory = self.path.parent
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=directory)
+        try:
+            # mkstemp creates the file 0600 (readable by the owner only) before anything is written.
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                json.dump(values, handle, indent=1, sort_keys=True)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+
+
+def default_token_path() -> Path:
+    """Where ``mcpfsm login`` keeps tokens: ``$XDG_CONFIG_HOME/mcpfsm/tokens.json`` (``~/.config`` by default).
+
+    On Windows, ``%APPDATA%/mcpfsm/tokens.json``.
+    """
+    if sys.platform == "win32" and os.environ.get("APPDATA"):
+        return Path(os.environ["APPDATA"]) / "mcpfsm" / "tokens.json"
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "mcpfsm" / "tokens.json"

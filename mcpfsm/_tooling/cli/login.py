@@ -1,0 +1,67 @@
+"""``mcpfsm login URL``: log in to a protected MCP server in the browser and store its tokens."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+import trio
+
+from ..._client.client import Client
+from ..._client.stores import default_token_path
+from ..._core.events import AuthEvent, CallEvent
+from .common import PROTOCOLS, CliError, Exit, connection_errors, positive, print_line
+from .credentials import add_login_options, auth_from
+
+__all__ = ["NAME", "configure", "run"]
+
+NAME: Final = "login"
+SUMMARY: Final = "log in to a protected server; store its tokens"
+DESCRIPTION: Final = (
+    "Connect to URL; when the server asks for authorization, run the OAuth 2.1 login: the URL to open is\n"
+    "printed (and opened in the browser), then the browser's redirect is received on --redirect-uri.\n"
+    "The tokens are stored in the user's configuration directory, where every other command finds\n"
+    "them for URL (--auth oauth, the default). Stored tokens the server still accepts are kept as they are."
+)
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add the command's arguments."""
+    parser.add_argument("url", metavar="URL", help="the MCP endpoint, e.g. https://example.com/mcp")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)")
+    parser.add_argument("--timeout", type=positive, metavar="SECONDS", help="HTTP timeout (default: 30 s, read 300 s)")
+    add_login_options(parser)
+
+
+def run(args: argparse.Namespace) -> Exit:
+    """Log in."""
+    args.auth = "oauth"
+    events: list[AuthEvent] = []
+
+    def keep(event: CallEvent) -> None:
+        if isinstance(event, AuthEvent):
+            events.append(event)
+
+    try:
+        client = Client.http(
+            args.url, protocol=args.protocol, timeout=args.timeout, auth=auth_from(args), on_event=keep
+        )
+    except ValueError as exc:
+        raise CliError(Exit.usage, str(exc)) from exc
+
+    async def login() -> None:
+        with connection_errors(args.url):
+            async with client:
+                pass
+
+    trio.run(login)
+    granted = [event for event in events if event.state == "authorized"]
+    if not granted and not events:
+        print_line(f"{args.url}: no login needed (the server accepted the stored token, or asks for none)")
+        return Exit.ok
+    last = granted[-1]
+    scopes = " ".join(last.scopes) or "none asked for"
+    print_line(
+        f"logged in to {args.url} (issuer {last.issuer}, scopes: {scopes}); tokens stored in {default_token_path()}"
+    )
+    return Exit.ok

@@ -1,0 +1,193 @@
+"""``mcpfsm login`` / ``logout`` and ``--auth``, run for real against the test authorization server.
+
+The test is the user's browser: it reads the login URL the command prints on stderr (its readiness signal),
+fetches it following redirects, which lands on the command's loopback listener, and the command finishes.
+Every run gets its own configuration directory (``XDG_CONFIG_HOME``), so no real tokens are touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from mcpfsm._tooling.cli import Exit
+from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
+from tests.peer.fixtures import REPO_ROOT
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[RunningAuthServer]:
+    with run_authserver({}) as running:
+        yield running
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def environment(config: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONIOENCODING": "utf-8", "XDG_CONFIG_HOME": str(config)}
+
+
+def command(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpfsm", *args],
+        cwd=REPO_ROOT,
+        env=environment(config),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def login_with_browser(config: Path, *args: str) -> tuple[int, str, list[str], dict[str, Any]]:
+    """Run ``mcpfsm login`` and play the browser; return its exit code, stdout, stderr lines and the page."""
+    lines: list[str] = []
+    page: dict[str, Any] = {}
+    with subprocess.Popen(
+        [sys.executable, "-m", "mcpfsm", "login", *args, "--no-browser"],
+        cwd=REPO_ROOT,
+        env=environment(config),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stderr is not None and process.stdout is not None
+        try:
+            # The URL line follows the "log in" line; reading blocks until the command prints it.
+            for line in process.stderr:
+                lines.append(line.rstrip("\n"))
+                if line.startswith("  http"):
+                    answer = httpx.get(line.strip(), follow_redirects=True, timeout=30)
+                    page = {"status": answer.status_code, "text": answer.text}
+                    break
+            stderr = process.stderr
+            rest = threading.Thread(target=lambda: lines.extend(x.rstrip("\n") for x in stderr))
+            rest.start()
+            out = process.stdout.read()
+            code = process.wait(timeout=60)
+            rest.join(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    return code, out, lines, page
+
+
+def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
+    server: RunningAuthServer, tmp_path: Path
+) -> None:
+    server.configure({"challenge_scope": "mcp:basic"})
+    redirect = f"http://127.0.0.1:{free_port()}/callback"
+    code, out, lines, page = login_with_browser(tmp_path, server.mcp_url, "--redirect-uri", redirect)
+    assert code == Exit.ok, lines
+    tokens = tmp_path / "mcpfsm" / "tokens.json"
+    assert (
+        out
+        == f"logged in to {server.mcp_url} (issuer {server.base_url}, scopes: mcp:basic); tokens stored in {tokens}\n"
+    )
+    assert lines[0] == f"mcpfsm: log in to authorize access (waiting up to 300 s for {redirect}):"
+    assert lines[1].startswith(f"  {server.base_url}/authorize?response_type=code&client_id=client-")
+    assert lines[2:] == ["mcpfsm: waiting for the browser (up to 300 s; Ctrl-C to give up)"]
+    assert page == {
+        "status": 200,
+        "text": "<!doctype html><title>mcpfsm</title><p>mcpfsm received the authorization. You can close this"
+        " window.</p>\n",
+    }
+    assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
+    stored = json.loads(tokens.read_text())
+    assert sorted(stored) == [
+        f"binding {server.mcp_url}",
+        f"registration {server.base_url}",
+        f"tokens {server.base_url} {server.mcp_url}",
+    ]
+    paths = [entry["path"] for entry in server.log()]
+    assert paths.count("/authorize") == 1
+
+    server.clear_log()
+    listed = command(tmp_path, "tools", server.mcp_url, "--json")
+    assert (listed.returncode, json.loads(listed.stdout)["tools"][0]["name"], listed.stderr) == (0, "test-tool", "")
+    assert [entry["path"] for entry in server.log()] == ["/mcp", "/mcp"]
+    token = stored[f"tokens {server.base_url} {server.mcp_url}"]["access_token"]
+    assert {entry["headers"]["authorization"] for entry in server.log()} == {f"Bearer {token}"}
+
+    again = command(tmp_path, "login", server.mcp_url)
+    assert (again.returncode, again.stdout) == (
+        0,
+        f"{server.mcp_url}: no login needed (the server accepted the stored token, or asks for none)\n",
+    )
+
+    out_run = command(tmp_path, "logout", server.mcp_url)
+    assert (out_run.returncode, out_run.stdout) == (
+        0,
+        f"logged out of {server.mcp_url}: its tokens were removed from {tokens}\n",
+    )
+    assert sorted(json.loads(tokens.read_text())) == [f"registration {server.base_url}"]
+    assert command(tmp_path, "logout", server.mcp_url).stdout == f"{server.mcp_url}: no tokens stored in {tokens}\n"
+
+    refused = command(tmp_path, "tools", server.mcp_url, "--auth", "none")
+    assert (refused.returncode, refused.stderr) == (
+        Exit.rpc_error,
+        "mcpfsm: error: the server answered JSON-RPC error -32001: Unauthorized\n",
+    )
+
+
+def test_a_login_nobody_completes_times_out_with_one_line(server: RunningAuthServer, tmp_path: Path) -> None:
+    server.configure({})
+    redirect = f"http://127.0.0.1:{free_port()}/callback"
+    run = command(tmp_path, "login", server.mcp_url, "--no-browser", "--redirect-uri", redirect, "--login-timeout", "1")
+    assert run.returncode == Exit.unauthorized
+    assert run.stderr.splitlines()[2:] == [
+        "mcpfsm: waiting for the browser (up to 1 s; Ctrl-C to give up)",
+        f"mcpfsm: error: authorization failed: authorizing: nobody completed the login within 1 s (the browser never"
+        f" came back to {redirect})",
+    ]
+    assert (
+        not (tmp_path / "mcpfsm" / "tokens.json").exists()
+        or "tokens" not in (tmp_path / "mcpfsm" / "tokens.json").read_text()
+    )
+
+
+def test_client_credentials_from_the_command_line(server: RunningAuthServer, tmp_path: Path) -> None:
+    server.configure({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}})
+    env_run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mcpfsm",
+            "tools",
+            server.mcp_url,
+            "--auth",
+            "client-credentials",
+            "--client-id",
+            "agent",
+            "--json",
+        ],
+        cwd=REPO_ROOT,
+        env={**environment(tmp_path), "MCPFSM_CLIENT_SECRET": "agent-secret"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (env_run.returncode, env_run.stderr) == (0, "")
+    token = [entry for entry in server.log() if entry["path"] == "/token"]
+    assert [entry["form"]["grant_type"] for entry in token] == ["client_credentials"]
+    usage = command(tmp_path, "tools", server.mcp_url, "--auth", "client-credentials")
+    assert (usage.returncode, usage.stderr) == (
+        Exit.usage,
+        "mcpfsm: error: --auth client-credentials needs --client-id\n",
+    )
