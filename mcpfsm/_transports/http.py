@@ -59,7 +59,7 @@ from loguru import logger
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_modern, is_read_only
 from .._core.content_coding import ACCEPT_ENCODING, BodyTooLarge, ContentDecodeError, ContentDecoder
 from .._core.errors import McpError, ProtocolError, TransportError
-from .._core.h1 import H1Error
+from .._core.h1 import H1Error, field_problem
 from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_message
 from .._core.proxies import ProxyRules
 from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
@@ -241,8 +241,9 @@ class HttpTransport:
     Raises:
         TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, its port is out of
             range, or a CA bundle or client certificate cannot be loaded.
-        ValueError: ``verify``, ``cert`` or ``proxy`` given together with ``transport``, or
-            ``max_response_bytes`` below 1.
+        ValueError: ``verify``, ``cert`` or ``proxy`` given together with ``transport``,
+            ``max_response_bytes`` below 1, or a header in ``headers`` that cannot be sent (a name that is
+            no token, a value with a control or non-ASCII character; the message never quotes the value).
     """
 
     def __init__(
@@ -269,6 +270,9 @@ class HttpTransport:
             )
         parsed = _parse_url(url, "MCP server URL")
         custom = filter_custom_headers(headers)
+        for name, value in custom.items():
+            if (problem := field_problem(name, value)) is not None:
+                raise ValueError(problem)
         lowered = {name.lower() for name in custom}
         self._credentials: list[tuple[str, str]] = [
             (name, value) for name, value in custom.items() if name.lower() in _CREDENTIAL_HEADERS
@@ -424,6 +428,10 @@ class HttpTransport:
         if self._httpx is None:
             pool = self._pool_for(url)
             return await pool.request(method, url.raw_path.decode("ascii"), headers, body, resendable=resendable)
+        for name, value in headers:
+            # What the pool's framing refuses, refused here too: httpx and h11 would quote the value.
+            if (problem := field_problem(name, value)) is not None:
+                raise H1Error(problem)
         request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)
         return _HttpxResponse(await self._httpx.handle_async_request(request))
 

@@ -26,6 +26,7 @@ from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
 from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
+from ..._core.h1 import field_problem
 from ..._transports.tls import ssl_context
 from .credentials import add_auth_options, auth_from
 
@@ -243,14 +244,24 @@ def json_kind(value: object) -> str:
 
 
 def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    # A header often carries a credential: errors name the header (or its position), never its value.
     headers: dict[str, str] = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, start=1):
         name, colon, value = pair.partition(":")
         name = name.strip()
+        if not colon:
+            raise CliError(Exit.usage, f"--header number {number} has no ':' (expected 'Name: value')")
         # The RFC 9110 token rule that x-mcp-header values follow too (SEP-2243).
-        if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
-            raise CliError(Exit.usage, f"--header {pair!r} is not 'Name: value' with a valid header name")
-        headers[name] = value.strip()
+        if not HEADER_NAME_TOKEN.fullmatch(name):
+            raise CliError(Exit.usage, f"--header {name!r} is not a valid header name (expected 'Name: value')")
+        value = value.strip()
+        if field_problem(name, value) is not None:
+            raise CliError(
+                Exit.usage,
+                f"--header {name}: the value cannot be sent in an HTTP header (visible ASCII with inner spaces"
+                " or tabs only; the value is not shown)",
+            )
+        headers[name] = value
     return headers
 
 
