@@ -81,6 +81,11 @@ def test_state_only_backoff_doubles_to_a_cap() -> None:
     assert [state_only_backoff(n) for n in range(1, 7)] == [0.05, 0.1, 0.2, 0.25, 0.25, 0.25]
 
 
+def test_state_only_backoff_stays_at_its_cap_for_any_streak() -> None:
+    # A streak as long as a large max_input_rounds allows: no float overflow on the way to the cap.
+    assert [state_only_backoff(n) for n in (1100, 10**6)] == [0.25, 0.25]
+
+
 def test_capabilities_and_refusals_follow_what_is_offered() -> None:
     nothing = Offered()
     assert nothing.capabilities() == {}

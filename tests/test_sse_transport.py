@@ -435,7 +435,12 @@ async def test_a_modern_stream_is_never_resumed() -> None:
     assert sleeps.delays == []
 
 
-@pytest.mark.parametrize(("retry", "delay"), [(250, 0.25), (None, 1.0), (0, 0.0)], ids=["retry-250", "default", "zero"])
+@pytest.mark.parametrize(
+    ("retry", "delay"),
+    [(250, 0.25), (None, 1.0), (0, 0.0), (10**30, 60.0), (10**1000, 60.0)],
+    # The server's retry is clamped to a minute before any arithmetic (a 1001-digit one is a valid field).
+    ids=["retry-250", "default", "zero", "retry-huge-clamped", "retry-1001-digits-clamped"],
+)
 async def test_a_legacy_stream_cut_before_its_response_is_resumed_with_get(retry: int | None, delay: float) -> None:
     streams: list[Chunks] = []
     script = Script(

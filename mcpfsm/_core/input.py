@@ -70,6 +70,8 @@ _HANDLER: Final = {ELICITATION: "on_elicitation", SAMPLING: "on_sampling", ROOTS
 _ACTIONS: Final = ("accept", "decline", "cancel")
 _BACKOFF_FIRST: Final = 0.05
 _BACKOFF_CAP: Final = 0.25
+# More doublings than this are past the cap anyway.
+_BACKOFF_DOUBLINGS: Final = 8
 
 
 def result_type(method: str, result: Mapping[str, Any]) -> str:
@@ -188,7 +190,8 @@ def state_only_backoff(streak: int) -> float:
 
     50 ms, doubling, at most 250 ms: a server that sheds load this way is not hammered.
     """
-    return float(min(_BACKOFF_FIRST * 2 ** max(streak - 1, 0), _BACKOFF_CAP))
+    # The exponent is bounded first: a long streak (a large max_input_rounds) must not overflow a float.
+    return float(min(_BACKOFF_FIRST * 2 ** min(max(streak - 1, 0), _BACKOFF_DOUBLINGS), _BACKOFF_CAP))
 
 
 def fill_defaults(schema: Any, content: Mapping[str, Any]) -> dict[str, Any]:

@@ -62,7 +62,7 @@ from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.h1 import H1Error, field_problem
 from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_message
 from .._core.proxies import ProxyRules
-from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
+from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge, reconnection_delay
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
 from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
@@ -83,7 +83,6 @@ USER_AGENT: Final = f"mcpfsm/{MCPFSM_VERSION}"
 _MAX_CONNECTIONS: Final = 100
 _KEEPALIVE_EXPIRY: Final = 30.0
 _MAX_RESUMES: Final = 3
-_DEFAULT_RETRY_MS: Final = 1000
 _STATUS_HINTS: Final = {
     413: "the request was too large for the server (body or headers)",
     431: "the request headers were too large for the server (mirrored Mcp-Param-* values count)",
@@ -554,7 +553,7 @@ class HttpTransport:
         resumable = version is not None and not is_modern(version)
         while resumable and parser.last_event_id and resumes < _MAX_RESUMES:
             resumes += 1
-            await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
+            await self._sleep(reconnection_delay(parser.retry))
             # A fresh parser: half a line from the cut stream must not be glued onto the new one.
             parser = SseParser(max_event_bytes=self._max, last_event_id=parser.last_event_id, retry=parser.retry)
             answer = await self._resume(parser, request_id, sent)
@@ -647,7 +646,7 @@ class HttpTransport:
         cannot be lost), or with False when it answers 405 (it offers none) or fails (logged at
         WARNING). A background task routes what arrives to the inbound handler. A stream that breaks
         (network, read timeout), or that the server ends after giving event ids, is reopened after the
-        server's ``retry`` delay (default 1 s) with ``Last-Event-ID``, until three reopened streams in a
+        server's ``retry`` delay (default 1 s, at most 60 s) with ``Last-Event-ID``, until three reopened streams in a
         row bring nothing or the server refuses one; a stream the server ends without ids stays closed,
         and so does one that sends an event beyond ``max_response_bytes``. A second call replaces the
         stream; :meth:`end_session` and :meth:`aclose` close it.
@@ -715,7 +714,7 @@ class HttpTransport:
             if idle >= _MAX_RESUMES:
                 logger.debug("the server's event stream brought nothing {} times in a row; not reopening it", idle)
                 return
-            await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
+            await self._sleep(reconnection_delay(parser.retry))
             parser = SseParser(max_event_bytes=self._max, last_event_id=parser.last_event_id, retry=parser.retry)
             try:
                 reopened = await self._open_get(headers, parser.last_event_id)
