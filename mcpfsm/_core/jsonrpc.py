@@ -4,6 +4,12 @@ Encodes requests and notifications, and classifies one decoded message from the 
 :class:`Response`, :class:`Notification` or server-to-client :class:`Request`. Anything that is
 not valid JSON-RPC raises :class:`~mcpfsm.ProtocolError` naming what was wrong, so a malformed
 reply never surfaces as an unrelated ``KeyError`` or ``TypeError``.
+
+JSON lets a string escape half of a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which is no Unicode
+text (RFC 8259 §8.2: "unpredictable"); UTF-8 cannot carry it, so a cursor, a ``requestState`` or a name
+holding one could never be sent back. :func:`decode_message` refuses such a message as a
+:class:`~mcpfsm.ProtocolError`, and the encoders refuse such a string of the caller's as a ``ValueError``,
+instead of a ``UnicodeEncodeError`` at the transport.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "holds_lone_surrogate",
     "modern_meta",
     "outgoing_request",
     "outgoing_request_id",
@@ -36,6 +43,11 @@ __all__ = [
 
 _REQUEST_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?(?:0|[1-9][0-9]{0,17})),"method":"([^"\\]*)"[,}]')
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# What can decode to a surrogate: a \uD800-\uDFFF escape, or (json.loads decodes bytes with
+# "surrogatepass") the UTF-8-style bytes ED A0-BF. A cheap scan first; only a hit walks the value.
+_SURROGATE_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
+_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,7 +98,8 @@ def encode_request(request_id: int | str, method: str, params: Mapping[str, Any]
     """Serialise a JSON-RPC request.
 
     Raises:
-        ValueError: ``params`` holds something JSON cannot carry (nan, inf, non-str keys, objects).
+        ValueError: ``params`` holds something JSON cannot carry (nan, inf, non-str keys, objects, a
+            string with a lone UTF-16 surrogate).
     """
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
     if params is not None:
@@ -114,9 +127,15 @@ def encode_error(request_id: int | str | None, code: int, message: str) -> str:
 
 def _encode(message: Mapping[str, Any]) -> str:
     try:
-        return _dumps(message)
+        text = _dumps(message)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"cannot encode JSON-RPC message as JSON: {exc}") from exc
+    # str.isascii() is a flag check: only text with non-ASCII characters is scanned.
+    if not text.isascii() and _SURROGATE.search(text):
+        raise ValueError(
+            "cannot encode JSON-RPC message: a string holds a lone UTF-16 surrogate, which UTF-8 cannot carry"
+        )
+    return text
 
 
 def outgoing_request_id(message: str) -> int | str | None:
@@ -157,12 +176,40 @@ def decode_message(text: str | bytes) -> Any:
     """Decode JSON text from the peer.
 
     Raises:
-        ProtocolError: the text is not JSON.
+        ProtocolError: the text is not JSON, or a string in it holds a lone UTF-16 surrogate.
     """
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"peer sent invalid JSON: {exc}") from exc
+    if isinstance(text, str):
+        suspect = _SURROGATE_TEXT.search(text) is not None
+    else:
+        suspect = _SURROGATE_BYTES.search(text) is not None
+    if suspect and holds_lone_surrogate(value):
+        raise ProtocolError(
+            "peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text (RFC 8259 §8.2)"
+        )
+    return value
+
+
+def holds_lone_surrogate(value: Any) -> bool:
+    """Tell whether a decoded JSON value holds a string (or key) with a lone UTF-16 surrogate.
+
+    Iterative, so a deeply nested value cannot exhaust the stack.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def parse_message(payload: Any) -> Message:
