@@ -254,18 +254,24 @@ async def test_credentials_bound_to_another_issuer_never_leave() -> None:
     assert port.fetched == [("GET", PRM_URL), ("GET", AS_URL)]
 
 
-async def test_a_failing_authorize_callable_fails_the_flow_with_its_reason() -> None:
+async def test_a_failing_authorize_callable_fails_the_flow_naming_its_type_only() -> None:
+    # Its message may carry the redirect URL with the code in it: never in the error or an event.
     class Refusing(Port):
         async def authorize(self, url: str) -> str:
-            raise RuntimeError("the user closed the window")
+            raise RuntimeError("browser failed at http://localhost/callback?code=SECRET-CODE&state=x")
 
     port = Refusing({PRM_URL: (200, PRM), AS_URL: (200, {**METADATA, "client_id_metadata_document_supported": True})})
     credential = mcpfsm.OAuth(client_metadata_url="https://app.example/client.json")
+    events: list[mcpfsm.CallEvent] = []
+    port.audit = AuditBus(events.append)
     flow = AuthorizationFlow(port, binding(credential), Entry.unauthorized, www_authenticate=("Bearer",))
-    with pytest.raises(
-        mcpfsm.AuthorizationError, match=r"^authorizing: authorize raised RuntimeError: the user closed the window$"
-    ):
+    with pytest.raises(mcpfsm.AuthorizationError, match=r"^authorizing: authorize raised RuntimeError$"):
         await flow.run()
+    assert (events[-1].state, events[-1].error) == (
+        "failed",
+        {"type": "AuthorizationError", "code": None, "message": "authorizing: authorize raised RuntimeError"},
+    )
+    assert [event for event in events if "SECRET" in event.to_json()] == []
 
 
 # --- stores ---------------------------------------------------------------------------------------------------

@@ -651,7 +651,8 @@ class AuthorizationFlow:
             except AuthorizationError:
                 raise
             except Exception as exc:
-                raise AuthorizationError(f"authorize raised {type(exc).__name__}: {exc}", state=state) from exc
+                # Its type only: its message may hold the redirect URL, with the code and state in it.
+                raise AuthorizationError(f"authorize raised {type(exc).__name__}", state=state) from exc
             if not isinstance(redirect, str):
                 raise AuthorizationError(
                     f"authorize returned a {type(redirect).__name__}, not the redirect URL", state=state
