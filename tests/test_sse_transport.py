@@ -534,6 +534,21 @@ async def test_a_refused_resumption_is_a_transport_error_and_the_client_stays_us
     assert script.calls[3:] == [("POST", "tools/call"), ("GET", None), ("POST", "tools/list"), ("DELETE", None)]
 
 
+async def test_a_404_on_the_resuming_get_ends_the_call_without_renewing_the_session_or_resending() -> None:
+    # The 404 answered the GET: it says nothing of the message, which the server may have acted on.
+    script = Script(*HANDSHAKE, sse(event("", id="1")), status(404), json_result({"tools": []}))
+
+    async with client(script, LEGACY) as c:
+        with pytest.raises(
+            mcpfsm.TransportError, match=r"^could not resume the event stream: HTTP 404 Not Found$"
+        ) as caught:
+            await c.call_tool("echo", {})
+        assert caught.value.status is None
+        assert len(await c.tools()) == 0
+
+    assert script.calls[3:] == [("POST", "tools/call"), ("GET", None), ("POST", "tools/list"), ("DELETE", None)]
+
+
 async def test_resumption_waits_the_retry_delay_on_the_trio_clock(autojump_clock: trio.abc.Clock) -> None:
     script = Script(*HANDSHAKE, sse(event("", id="1", retry=1500)), sse(lambda body: event(answer(2), id="2")))
     transport = HttpTransport(URL, transport=httpx.MockTransport(script))

@@ -572,10 +572,9 @@ class HttpTransport:
         try:
             if response.status != 200 or _media_type(response) != "text/event-stream":
                 body = await self._read_body(response, what="reading HTTP error response")
-                raise TransportError(
-                    "could not resume the event stream: " + _status_message(response, body),
-                    status=response.status,
-                )
+                # No status: it answered the GET, not the message. A 401 here is no challenge to the POST (the
+                # authorization layer would resend it, and a tool would run twice), nor a 404 an expired session.
+                raise TransportError("could not resume the event stream: " + _status_message(response, body))
             return await self._consume(response, parser, request_id)
         finally:
             with _mapped("closing HTTP response"):
