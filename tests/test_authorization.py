@@ -234,7 +234,8 @@ async def test_the_token_never_goes_to_the_authorization_side(site: Site) -> Non
     site.configure(refresh_tokens=True, scopes_supported=["offline_access"], challenge_scope="a", step_up_scope="b")
     async with site.client(oauth(), protocol="2026-07-28") as client:
         await client.call_tool("test-tool", {})
-        # A 401 with the token held: rediscovery (A9) and a refresh at the same issuer (A40).
+        # A 401 with the token held: rediscovery (the issuer may have changed, SEP-2352) and a refresh at the same
+        # issuer (RFC 6749 §6).
         site.server.revoke()
         await client.tools()
     paths = [entry["path"] for entry in site.log()]
@@ -635,7 +636,8 @@ async def test_a_cancelled_flow_ends_cancelled_and_the_next_request_starts_afres
         assert events[-1].error == {"type": "Cancelled", "code": None, "message": "the flow was cancelled"}
         stuck = False
         assert [tool.name for tool in await client.tools()] == ["test-tool"]
-    # The registration finished before the cancellation, so it is reused (A42).
+    # The registration finished before the cancellation, so it is reused (specs/authorization.md, "Cancelled
+    # while the user logs in").
     assert [e["path"] for e in site.log()].count("/register") == 1
 
 
