@@ -57,7 +57,12 @@ def main() -> None:
             params = message.get("params") or {}
             meta = params.get("_meta") or {}
             trace = {key: meta[key] for key in ("traceparent", "tracestate", "baggage") if key in meta}
-            record = {"method": message["method"], "id": message["id"], "name": params.get("name"), "trace": trace or None}
+            record = {
+                "method": message["method"],
+                "id": message["id"],
+                "name": params.get("name"),
+                "trace": trace or None,
+            }
             log.write(json.dumps(record) + "\n")
             log.flush()
             sys.stdout.write(json.dumps(answer(message["method"], message["id"], params)) + "\n")

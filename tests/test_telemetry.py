@@ -50,7 +50,12 @@ def otel() -> Iterator[Otel]:
 
 def http(peer: HttpPeer) -> dict[str, Any]:
     port = int(peer.url.rsplit(":", 1)[1].split("/", 1)[0])
-    return {"network.transport": "tcp", "network.protocol.name": "http", "server.address": "127.0.0.1", "server.port": port}
+    return {
+        "network.transport": "tcp",
+        "network.protocol.name": "http",
+        "server.address": "127.0.0.1",
+        "server.port": port,
+    }
 
 
 def node(
@@ -174,7 +179,13 @@ async def test_a_plain_call_over_http_is_one_tree_and_its_context_reaches_the_se
     assert otel.tree() == agent(
         request("server/discover", 1, endpoint),
         request("tools/list", 2, endpoint),
-        tool_call("execute-sql", events[0].call_id, "succeeded", PLAIN, [request("tools/call", 3, endpoint, tool="execute-sql")]),
+        tool_call(
+            "execute-sql",
+            events[0].call_id,
+            "succeeded",
+            PLAIN,
+            [request("tools/call", 3, endpoint, tool="execute-sql")],
+        ),
     )
     # The user's on_event still gets every event.
     assert [e.state for e in events] == ["resolving", "planning", "sending", "succeeded"]
@@ -353,17 +364,20 @@ async def test_tracestate_and_baggage_of_the_callers_context_reach_the_server(ot
     assert [(e["jsonrpc_method"], e["trace"]) for e in fresh.log()] == [
         (
             method,
-            {"traceparent": traceparent(spans[number]), "tracestate": "rojo=00f067aa0ba902b7", "baggage": "tenant=acme"},
+            {
+                "traceparent": traceparent(spans[number]),
+                "tracestate": "rojo=00f067aa0ba902b7",
+                "baggage": "tenant=acme",
+            },
         )
         for method, number in [("tools/call", 1)]
     ]
 
 
 async def test_many_concurrent_calls_each_parent_their_own_request(otel: Otel, fresh: HttpPeer) -> None:
-    async with mcpfsm.Client.http(fresh.url, protocol=MODERN) as client:
-        async with trio.open_nursery() as nursery:
-            for number in range(20):
-                nursery.start_soon(client.call_tool, "echo", {"text": str(number)})
+    async with mcpfsm.Client.http(fresh.url, protocol=MODERN) as client, trio.open_nursery() as nursery:
+        for number in range(20):
+            nursery.start_soon(client.call_tool, "echo", {"text": str(number)})
     calls = [span for span in otel.tree() if span["name"] == "tool-call echo"]
     assert len(calls) == 20
     assert [len(call["children"]) for call in calls] == [1] * 20
@@ -380,7 +394,11 @@ async def test_arguments_and_results_are_recorded_only_on_opt_in(
     async with mcpfsm.Client.http(fresh.url, protocol=MODERN) as client:
         await client.call_tool("echo", {"text": "shared"})
     recorded = [
-        {key: json.loads(str(value)) for key, value in (span.attributes or {}).items() if key.startswith("gen_ai.tool.call.")}
+        {
+            key: json.loads(str(value))
+            for key, value in (span.attributes or {}).items()
+            if key.startswith("gen_ai.tool.call.")
+        }
         for span in otel.spans()
         if span.name == "tools/call echo"
     ]
@@ -456,7 +474,11 @@ async def test_a_cancelled_call_ends_its_spans_as_cancelled(otel: Otel, fresh: H
     )
     assert call["events"][-1] == event("cancelled", "cancelled", error_type="Cancelled")
     [sent] = call["children"]
-    assert (sent["name"], sent["attributes"]["error.type"], sent["status"]) == ("tools/call slow", "Cancelled", ("ERROR", None))
+    assert (sent["name"], sent["attributes"]["error.type"], sent["status"]) == (
+        "tools/call slow",
+        "Cancelled",
+        ("ERROR", None),
+    )
 
 
 # --- stdio, against a subprocess that logs what it received ----------------------------------------
@@ -551,7 +573,12 @@ async def test_a_failed_call_over_stdio(otel: Otel, tmp_path: Path) -> None:
             message="deliberate failure",
         ),
         tool_call(
-            "oops", second, "succeeded", PLAIN, [request("tools/call", 3, PIPE, tool="oops", error="tool_error")], error="tool_error"
+            "oops",
+            second,
+            "succeeded",
+            PLAIN,
+            [request("tools/call", 3, PIPE, tool="oops", error="tool_error")],
+            error="tool_error",
         ),
     )
     spans = by_id(otel)
@@ -639,7 +666,12 @@ async def test_an_authorization_flow_is_a_span_under_the_request_that_was_challe
                     assert secret == "wrong"
         base, url = server.base_url, server.mcp_url
     port = int(base.rsplit(":", 1)[1])
-    endpoint = {"network.transport": "tcp", "network.protocol.name": "http", "server.address": "127.0.0.1", "server.port": port}
+    endpoint = {
+        "network.transport": "tcp",
+        "network.protocol.name": "http",
+        "server.address": "127.0.0.1",
+        "server.port": port,
+    }
     [root] = otel.tree()
     [call] = root["children"]
     [sent] = call["children"]
