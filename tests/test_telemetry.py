@@ -344,6 +344,32 @@ async def test_input_rounds_are_requests_of_the_call(otel: Otel, fresh: HttpPeer
     )
 
 
+async def test_prompts_and_resources_name_their_target(otel: Otel, fresh: HttpPeer) -> None:
+    with otel.tracer.start_as_current_span("agent"):
+        async with mcpfsm.Client.http(fresh.url, protocol=MODERN) as client:
+            prompt = await client.get_prompt("greet", {"name": "Ada"})
+            readme = await client.read_resource("res://static/readme")
+            with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32602: Unknown resource: res://nope$"):
+                await client.read_resource("res://nope")
+    assert prompt.messages[0]["content"]["text"] == "Say hello to Ada in a plain style."
+    assert readme.contents[0]["text"] == "hello from a static resource"
+    endpoint = http(fresh)
+
+    def read(request_id: int, uri: str, **failure: Any) -> dict[str, Any]:
+        span = request("resources/read", request_id, endpoint, **failure)
+        span["attributes"]["mcp.resource.uri"] = uri
+        return span
+
+    greet = request("prompts/get", 1, endpoint)
+    greet["name"] = "prompts/get greet"
+    greet["attributes"]["gen_ai.prompt.name"] = "greet"
+    assert otel.tree() == agent(
+        greet,
+        read(2, "res://static/readme"),
+        read(3, "res://nope", error="-32602", message="Unknown resource: res://nope"),
+    )
+
+
 async def test_tracestate_and_baggage_of_the_callers_context_reach_the_server(otel: Otel, fresh: HttpPeer) -> None:
     remote = SpanContext(
         trace_id=0x4BF92F3577B34DA6A3CE929D0E0E4736,

@@ -165,10 +165,9 @@ def endpoint_attributes(url: str | None, *, pipe: bool) -> dict[str, Any]:
     if parts.hostname:
         attributes[SERVER_ADDRESS] = parts.hostname
         try:
-            port = parts.port
-        except ValueError:
+            port = parts.port if parts.port is not None else _DEFAULT_PORTS.get(parts.scheme.lower())
+        except ValueError:  # not a port number: none is recorded
             port = None
-        port = port if port is not None else _DEFAULT_PORTS.get(parts.scheme.lower())
         if port is not None:
             attributes[SERVER_PORT] = port
     return attributes
