@@ -6,8 +6,11 @@ Run from the repository root:  python bench/otel.py [--calls N] [--rounds R] [--
 One local peer server (the official SDK's MCPServer, tests/peer, modern era) serves one client process per
 mode, started once and warmed up; each round asks every process in turn (in a shuffled order) for ``--calls``
 calls (the same ``execute-sql`` call through a listed ``Tool`` as bench/call.py) and reads back its CPU time
-(``time.process_time()``, all of that process's threads, so a span processor's work counts) per call. The
-median round of each mode is printed with its ratio to ``absent``:
+(``time.process_time()``, all of that process's threads, so a span processor's work counts) per call. Each
+mode is printed with its median and its fastest round, and its ratio to ``absent``: the median of the
+per-round ratios ("paired", the figure to quote: a load change between rounds cancels out), the ratio of the
+medians, and the ratio of the fastest rounds. On a busy machine prefer many short rounds (``--calls 200
+--rounds 60``).
 
 - ``absent``: the ``otel`` extra not installed (``opentelemetry`` unimportable in that process);
 - ``no-provider``: ``opentelemetry.trace`` and ``opentelemetry.metrics`` imported, no provider configured;
@@ -146,12 +149,16 @@ def main(calls: int, rounds: int, concurrency: int, baseline: Path | None) -> No
             for process in processes.values():
                 process.communicate(timeout=60)
     label = "sequential" if concurrency == 1 else f"{concurrency} concurrent"
-    print(f"{label}: {calls} calls x {rounds} rounds, median client CPU per call")
+    print(f"{label}: {calls} calls x {rounds} rounds, client CPU per call (median, min), and / absent")
     median = {mode: statistics.median(values) for mode, values in cpu.items()}
     for mode in modes:
-        spread = f"{min(cpu[mode]):7.1f} .. {max(cpu[mode]):7.1f}"
-        ratio = median[mode] / median["absent"]
-        print(f"  {mode:12s} {median[mode]:8.1f} us   (rounds {spread})   / absent = {ratio:.3f}")
+        # Paired: this mode over `absent` in the same round, so a load change between rounds cancels out.
+        paired = statistics.median(value / base for value, base in zip(cpu[mode], cpu["absent"], strict=True))
+        print(
+            f"  {mode:12s} median {median[mode]:7.1f} us  min {min(cpu[mode]):7.1f} us"
+            f"   / absent: paired {paired:.3f}  median {median[mode] / median['absent']:.3f}"
+            f"  min {min(cpu[mode]) / min(cpu['absent']):.3f}"
+        )
     print(json.dumps({"calls": calls, "rounds": rounds, "concurrency": concurrency, "cpu_us": cpu}))
 
 
