@@ -85,7 +85,7 @@ class Instrumentation:
         capture: record tool arguments and results (opt-in: they may hold anything).
     """
 
-    __slots__ = ("_capture", "_duration", "_endpoint", "_runs", "_tracer")
+    __slots__ = ("_capture", "_duration", "_endpoint", "_last", "_runs", "_tracer")
 
     def __init__(
         self,
@@ -108,6 +108,7 @@ class Instrumentation:
         self._endpoint = dict(endpoint)
         self._capture = capture
         self._runs: dict[str, Span] = {}
+        self._last: dict[str, CallEvent] = {}
 
     # --- the session layer ------------------------------------------------------------------------------
 
@@ -138,6 +139,7 @@ class Instrumentation:
                 span.set_attribute(conventions.ARGUMENTS, _json(params["arguments"]))
             token = otel_context.attach(current)
         failure: tuple[str, str | None, str | None] | None = None
+        settled: str | None = None
         started = time.perf_counter()
         try:
             result = await send(params)
@@ -149,7 +151,7 @@ class Instrumentation:
                 # The handshake's version is settled after this layer returns: take it from the answer.
                 version = result.get("protocolVersion")
                 if isinstance(version, str):
-                    attributes[conventions.PROTOCOL_VERSION] = version
+                    settled = version
             if method == "tools/call" and result.get("isError") is True:
                 failure = (conventions.TOOL_ERROR, None, None)
             if span is not None and self._capture and method == "tools/call":
@@ -160,9 +162,11 @@ class Instrumentation:
             if token is not None:
                 otel_context.detach(token)
             outcome = _outcome(session, carried, failure)
+            if settled is not None:
+                outcome[conventions.PROTOCOL_VERSION] = settled
             attributes.update(outcome)
             if span is not None:
-                span.set_attributes(attributes)
+                span.set_attributes(outcome)
                 if failure is not None:
                     span.set_status(Status(StatusCode.ERROR, failure[2]))
                 span.end()
@@ -191,7 +195,7 @@ class Instrumentation:
                 _fail(span, exc)
                 raise
             finally:
-                del self._runs[call.call_id]
+                self._ended(call.call_id, span)
             if result.is_error:
                 span.set_attribute(conventions.ERROR_TYPE, conventions.TOOL_ERROR)
                 span.set_status(Status(StatusCode.ERROR))
@@ -219,21 +223,28 @@ class Instrumentation:
                 _fail(span, exc)
                 raise
             finally:
-                del self._runs[flow.flow_id]
+                self._ended(flow.flow_id, span)
+
+    def _ended(self, run_id: str, span: Span) -> None:
+        # The last state entered, and what an authorization flow learnt, once: each attribute set costs.
+        del self._runs[run_id]
+        last = self._last.pop(run_id, None)
+        if last is not None:
+            span.set_attribute(conventions.STATE, last.state)
+            if isinstance(last, AuthEvent):
+                span.set_attributes(conventions.flow_attributes(last))
 
     def observe(self, on_event: Callable[[CallEvent], object] | None) -> Callable[[CallEvent], object] | None:
         """The client's ``on_event``: each event becomes a span event of its run's span, then goes to ``on_event``."""
         if self._tracer is None:
             return on_event
-        runs = self._runs
+        runs, last = self._runs, self._last
 
         def sink(event: CallEvent) -> None:
             span = runs.get(event.call_id)
             if span is not None:
                 span.add_event(event.state, conventions.event_attributes(event))
-                span.set_attribute(conventions.STATE, event.state)
-                if isinstance(event, AuthEvent):
-                    span.set_attributes(conventions.flow_attributes(event))
+                last[event.call_id] = event
             if on_event is not None:
                 on_event(event)
 
