@@ -17,9 +17,9 @@ sends unasked. A request goes down through one layer per concern, in the manner 
   way (requests, notifications, our answers), and so below era negotiation: a 401 is never an era signal.
 
 Telemetry (``mcpfsm._client.telemetry``), when an application configured OpenTelemetry, wraps each
-:meth:`Session.exchange` (one span per JSON-RPC id, the trace context in ``_meta``). Notifications invalidate the cache
-and reach the open subscriptions (:class:`~mcpfsm._client.notifications.NotificationHub`) before
-``on_notification``.
+:meth:`Session.exchange` (one span per JSON-RPC id, the trace context in ``_meta``). Notifications
+invalidate the cache and reach the open subscriptions (:class:`~mcpfsm._client.notifications.NotificationHub`)
+before ``on_notification``.
 
 What the server sends unasked goes to :meth:`Session.inbound`: notifications to ``on_notification``,
 requests (``ping``, and in the 2025-11-25 era ``elicitation/create``, ``sampling/createMessage``,
