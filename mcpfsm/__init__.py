@@ -50,6 +50,7 @@ from ._core.results import (
     ToolResult,
 )
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
+from ._drivers.audit_log import AuditLog
 from ._machines.authorization import AUTHORIZATION
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
@@ -64,6 +65,7 @@ logger.disable("mcpfsm")
 
 __all__ = [
     "AUTHORIZATION",
+    "AuditLog",
     "AuthEvent",
     "AuthorizationError",
     "CacheStats",
