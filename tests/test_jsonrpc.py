@@ -106,7 +106,6 @@ LONE: Final = r"^peer sent a string holding a lone UTF-16 surrogate, which is no
         pytest.param('{"x":["\\ude00\\ud83d"]}', id="pair-in-the-wrong-order"),
         pytest.param('{"\\ud800":1}', id="in-a-key"),
         pytest.param(b'{"x":"\\ud800"}', id="escaped-in-bytes"),
-        pytest.param(b'{"x":"\xed\xa0\x80"}', id="utf8-encoded-surrogate-bytes"),
         pytest.param('{"x":"\ud800"}', id="raw-in-text"),
         pytest.param("[" * 500 + '"\\ud800"' + "]" * 500, id="deep"),
     ],
@@ -114,6 +113,17 @@ LONE: Final = r"^peer sent a string holding a lone UTF-16 surrogate, which is no
 def test_a_lone_surrogate_is_a_protocol_error_when_decoded(text: str | bytes) -> None:
     with pytest.raises(ProtocolError, match=LONE):
         decode_message(text)
+
+
+def test_bytes_are_strict_utf8_so_an_encoded_surrogate_is_invalid() -> None:
+    # RFC 3629 §3: the UTF-8 of a surrogate code point is ill-formed (json.loads alone would pass it through).
+    with pytest.raises(
+        ProtocolError,
+        match=r"^peer sent invalid JSON: 'utf-8' codec can't decode byte 0xed in position 6: invalid continuation"
+        r" byte$",
+    ):
+        decode_message(b'{"x":"\xed\xa0\x80"}')
+    assert decode_message(b'\xef\xbb\xbf{"x":"caf\xc3\xa9"}') == {"x": "caf\u00e9"}
 
 
 @pytest.mark.parametrize(

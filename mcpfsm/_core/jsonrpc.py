@@ -44,10 +44,8 @@ __all__ = [
 _REQUEST_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?(?:0|[1-9][0-9]{0,17})),"method":"([^"\\]*)"[,}]')
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# What can decode to a surrogate: a \uD800-\uDFFF escape, or (json.loads decodes bytes with
-# "surrogatepass") the UTF-8-style bytes ED A0-BF. A cheap scan first; only a hit walks the value.
-_SURROGATE_TEXT = re.compile(r"\\u[dD][89a-fA-F]|[\ud800-\udfff]")
-_SURROGATE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
+_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE = "peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text (RFC 8259 §8.2)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -173,23 +171,28 @@ def outgoing_request(message: str) -> tuple[int | str | None, str | None]:
 
 
 def decode_message(text: str | bytes) -> Any:
-    """Decode JSON text from the peer.
+    """Decode JSON text from the peer: UTF-8 bytes (a leading BOM is skipped), or text decoded from them.
 
     Raises:
-        ProtocolError: the text is not JSON, or a string in it holds a lone UTF-16 surrogate.
+        ProtocolError: the text is not UTF-8 JSON, or a string in it holds a lone UTF-16 surrogate.
     """
     try:
+        if isinstance(text, str):
+            if not text.isascii():
+                text.encode("utf-8")  # only a surrogate code point fails: not Unicode text
+        else:
+            # Strict UTF-8, as MCP messages are (json.loads on bytes would let surrogates through).
+            text = text.decode("utf-8-sig")
         value = json.loads(text)
+    except UnicodeEncodeError as exc:
+        raise ProtocolError(_LONE) from exc
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"peer sent invalid JSON: {exc}") from exc
-    if isinstance(text, str):
-        suspect = _SURROGATE_TEXT.search(text) is not None
-    else:
-        suspect = _SURROGATE_BYTES.search(text) is not None
-    if suspect and holds_lone_surrogate(value):
-        raise ProtocolError(
-            "peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text (RFC 8259 §8.2)"
-        )
+    # An escaped lone surrogate decodes to a str that no encoder takes back: find one (a backslash is
+    # rare in most answers, and finding the first is a memchr), then walk the value only on a hit.
+    backslash = text.find("\\")
+    if backslash >= 0 and _ESCAPE.search(text, backslash) and holds_lone_surrogate(value):
+        raise ProtocolError(_LONE)
     return value
 
 
