@@ -128,11 +128,14 @@ def _encode(message: Mapping[str, Any]) -> str:
         text = _dumps(message)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"cannot encode JSON-RPC message as JSON: {exc}") from exc
-    # str.isascii() is a flag check: only text with non-ASCII characters is scanned.
-    if not text.isascii() and _SURROGATE.search(text):
-        raise ValueError(
-            "cannot encode JSON-RPC message: a string holds a lone UTF-16 surrogate, which UTF-8 cannot carry"
-        )
+    # str.isascii() is a flag check: only text with non-ASCII characters is tried, by the encoder itself.
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                "cannot encode JSON-RPC message: a string holds a lone UTF-16 surrogate, which UTF-8 cannot carry"
+            ) from None
     return text
 
 
