@@ -8,6 +8,7 @@
   dozen bytes longer); ``--id-last`` writes ``result`` before ``id``, as the TypeScript SDK does;
 - ``tools/call`` ``shout`` ``{"bytes": N}``: first a ``notifications/message`` line with ``N`` bytes of
   data, then an ordinary answer;
+- ``tools/call`` ``lone``: a text content holding a lone UTF-16 surrogate (the JSON escape of U+D800);
 - anything else: ``-32601``.
 
 Notifications from the client are read and ignored. It exits when stdin ends.
@@ -47,6 +48,9 @@ def main() -> None:
             out.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": data}}))
             out.write("\n")
             text = answer(request_id, {"content": [{"type": "text", "text": "shouted"}]}, id_last=id_last)
+        elif method == "tools/call" and params["name"] == "lone":
+            # json.dumps escapes the lone surrogate, as a server's JSON library may.
+            text = answer(request_id, {"content": [{"type": "text", "text": "\ud800"}]}, id_last=id_last)
         else:
             error = {"code": -32601, "message": f"no {method}"}
             text = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})

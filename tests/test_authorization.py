@@ -12,9 +12,10 @@ import json
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -233,7 +234,8 @@ async def test_the_token_never_goes_to_the_authorization_side(site: Site) -> Non
     site.configure(refresh_tokens=True, scopes_supported=["offline_access"], challenge_scope="a", step_up_scope="b")
     async with site.client(oauth(), protocol="2026-07-28") as client:
         await client.call_tool("test-tool", {})
-        # A 401 with the token held: rediscovery (A9) and a refresh at the same issuer (A40).
+        # A 401 with the token held: rediscovery (the issuer may have changed, SEP-2352) and a refresh at the same
+        # issuer (RFC 6749 §6).
         site.server.revoke()
         await client.tools()
     paths = [entry["path"] for entry in site.log()]
@@ -634,7 +636,8 @@ async def test_a_cancelled_flow_ends_cancelled_and_the_next_request_starts_afres
         assert events[-1].error == {"type": "Cancelled", "code": None, "message": "the flow was cancelled"}
         stuck = False
         assert [tool.name for tool in await client.tools()] == ["test-tool"]
-    # The registration finished before the cancellation, so it is reused (A42).
+    # The registration finished before the cancellation, so it is reused (specs/authorization.md, "Cancelled
+    # while the user logs in").
     assert [e["path"] for e in site.log()].count("/register") == 1
 
 
@@ -854,16 +857,177 @@ async def test_no_secret_reaches_a_log_line_an_event_a_repr_or_an_error(site: Si
     finally:
         logger.remove(sink)
         logger.disable("mcpfsm")
-    secrets = {"pre-secret-value"}
-    for entry in site.log():
-        secrets |= {entry["query"].get(name) for name in ("state", "code_challenge")} - {None}
-        form = entry["form"] or {}
-        secrets |= {form.get(name) for name in ("code", "code_verifier", "refresh_token")} - {None}
-        if entry["path"] == "/mcp" and "authorization" in entry["headers"]:
-            secrets.add(entry["headers"]["authorization"].split()[1])
+    secrets = {"pre-secret-value"} | sent_secrets(site)
     assert len(secrets) > 8
     published = "\n".join(lines) + "\n".join(e.to_json() for e in events) + text
     assert [secret for secret in secrets if secret in published] == []
+
+
+def sent_secrets(site: Site, redirects: Sequence[str] = ()) -> set[str]:
+    """Every secret the server saw (and every code and state it redirected with): what must never be published."""
+    found: set[str] = set()
+    for entry in site.log():
+        found |= {entry["query"].get(name) for name in ("state", "code_challenge")} - {None}
+        form = entry["form"] or {}
+        names = ("code", "code_verifier", "refresh_token", "client_secret", "client_assertion", "assertion")
+        found |= {form.get(name) for name in (*names, "subject_token")} - {None}
+        for header in ("authorization", "dpop"):
+            if header in entry["headers"]:
+                found.add(entry["headers"][header].split()[-1])
+    for redirect in redirects:
+        query = parse_qs(urlsplit(redirect).query)
+        found |= {value for name in ("code", "state") for value in query.get(name, ())}
+    return found
+
+
+def recording(redirects: list[str], *, fails: bool = False) -> Any:
+    """The headless user agent, keeping each redirect URL; with ``fails`` it raises with that URL in its message."""
+
+    async def authorize(url: str) -> str:
+        location = await headless_authorize(url)
+        redirects.append(location)
+        if fails:
+            raise RuntimeError(f"the browser gave up at {location}")
+        return location
+
+    return authorize
+
+
+PRE: Final = {"client_id": "pre-client", "client_secret": "pre-secret-value"}
+PRE_SCENARIO: Final = {
+    "pre_registered": PRE,
+    "registration": False,
+    "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+}
+
+
+def _pre(redirects: list[str], *, secret: str = "pre-secret-value", fails: bool = False) -> Any:
+    return lambda base: mcpfsm.OAuth(
+        redirect_uri=REDIRECT,
+        authorize=recording(redirects, fails=fails),
+        client_id="pre-client",
+        client_secret=secret,
+        client_issuer=base,
+    )
+
+
+def _signed(private: str, issuer: str, audience: str) -> str:
+    import jwt as pyjwt
+
+    claims = {"iss": issuer, "sub": "w", "aud": audience, "exp": 4_000_000_000}
+    return pyjwt.encode(claims, private, algorithm="ES256")
+
+
+_, PUBLIC_A = _keypair()
+PRIVATE_B, _ = _keypair()
+
+FAILING_FLOWS: Final = {
+    # id: (scenario, auth(base, redirects), the secrets given to the client, the failure's state and reason)
+    "token-refused": (
+        PRE_SCENARIO,
+        lambda base, r: _pre(r, secret="wrong-secret-value")(base),
+        {"wrong-secret-value"},
+        r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
+        r" client secret'\)$",
+    ),
+    "iss-wrong": (
+        {**PRE_SCENARIO, "iss_mode": "wrong"},
+        lambda base, r: _pre(r)(base),
+        {"pre-secret-value"},
+        r"^authorizing: the redirect's iss 'https://evil.example.com' is not the issuer '.*'$",
+    ),
+    "iss-missing": (
+        {**PRE_SCENARIO, "iss_mode": "omit"},
+        lambda base, r: _pre(r)(base),
+        {"pre-secret-value"},
+        r"^authorizing: the redirect has no iss though '.*' advertises authorization_response_iss_parameter_supported$",
+    ),
+    "authorize-raises": (
+        PRE_SCENARIO,
+        lambda base, r: _pre(r, fails=True)(base),
+        {"pre-secret-value"},
+        r"^authorizing: authorize raised RuntimeError$",
+    ),
+    "token-no-header-can-carry": (
+        {**PRE_SCENARIO, "token_suffix": "\u00e9-TOKEN-SUFFIX"},
+        lambda base, r: _pre(r)(base),
+        {"pre-secret-value", "TOKEN-SUFFIX"},
+        r"^exchanging: the token endpoint's access_token holds characters other than visible ASCII, which no"
+        r" Authorization header can carry \(RFC 6750 §2\.1\)$",
+    ),
+    "scope-never-suffices": (
+        {**PRE_SCENARIO, "forbid_scope": "mcp:admin", "forbid_limit": 10},
+        lambda base, r: _pre(r)(base),
+        {"pre-secret-value"},
+        r"^starting: the MCP server answered HTTP 403 to the request resent after authorization$",
+    ),
+    "resource-mismatch": (
+        {**PRE_SCENARIO, "prm_resource": "https://evil.example.com/mcp"},
+        lambda base, r: _pre(r)(base),
+        {"pre-secret-value"},
+        r"^discovering_resource: the protected resource metadata names resource 'https://evil.example.com/mcp',"
+        r" not this server '.*/mcp'$",
+    ),
+    "metadata-issuer-mismatch": (
+        {**PRE_SCENARIO, "metadata_issuer": "https://attacker.example.com"},
+        lambda base, r: _pre(r)(base),
+        {"pre-secret-value"},
+        r"^discovering_issuer: the metadata issuer 'https://attacker.example.com' is not the expected issuer '.*'$",
+    ),
+    "client-credentials-refused": (
+        {"client_credentials": {"client_id": "agent", "client_secret": "cc-secret-right"}},
+        lambda base, r: mcpfsm.ClientCredentials("agent", client_secret="cc-secret-wrong"),
+        {"cc-secret-wrong", "cc-secret-right"},
+        r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
+        r" client secret'\)$",
+    ),
+    "jwt-bearer-refused": (
+        {"jwt_bearer": {"client_id": "workload", "issuer": "https://workload.example", "public_key_pem": PUBLIC_A}},
+        lambda base, r: mcpfsm.JwtBearer("workload", _signed(PRIVATE_B, "https://workload.example", base)),
+        set(),
+        r"^exchanging: the token endpoint answered HTTP 400 \(error='invalid_grant', error_description='assertion"
+        r" rejected: Signature verification failed'\)$",
+    ),
+    "enterprise-idp-refused": (
+        {**PRE_SCENARIO, "idp": {"client_id": "idp-client", "id_token": "the-right-id-token"}},
+        lambda base, r: mcpfsm.EnterpriseManaged(
+            "pre-client", "pre-secret-value", "idp-client", "a-wrong-id-token", f"{base}/idp/token"
+        ),
+        {"pre-secret-value", "a-wrong-id-token", "the-right-id-token"},
+        r"^asserting: the token exchange endpoint answered HTTP 400 \(error='invalid_grant',"
+        r" error_description='unknown ID token'\)$",
+    ),
+}
+
+
+@pytest.mark.parametrize(("scenario", "auth", "given", "message"), FAILING_FLOWS.values(), ids=FAILING_FLOWS.keys())
+async def test_no_secret_reaches_a_log_line_an_event_a_repr_or_an_error_when_a_flow_fails(
+    site: Site, scenario: dict[str, Any], auth: Any, given: set[str], message: str
+) -> None:
+    site.configure(**scenario)
+    redirects: list[str] = []
+    credential = auth(site.base, redirects)
+    lines: list[str] = []
+    logger.enable("mcpfsm")
+    sink = logger.add(lambda line: lines.append(str(line)), level="DEBUG")
+    events: list[mcpfsm.CallEvent] = []
+    client = site.client(credential, events=events, protocol="2026-07-28")
+    try:
+        with pytest.raises(mcpfsm.AuthorizationError, match=message) as caught:
+            async with client:
+                await client.call_tool("test-tool", {})
+    finally:
+        logger.remove(sink)
+        logger.disable("mcpfsm")
+    error = caught.value
+    layer = client._session.authorization
+    text = repr(client) + repr(credential) + repr(layer) + repr(getattr(layer, "binding", None))
+    text += repr(error) + repr(error.args) + f"{error.reason} {error.error_description}"
+    secrets = given | sent_secrets(site, redirects)
+    published = "\n".join(lines) + "\n".join(e.to_json() for e in events) + text
+    assert [secret for secret in secrets if secret in published] == []
+    assert flow(events)[-1][0] == "failed"
+    assert events[-1].error == {"type": "AuthorizationError", "code": None, "message": str(error)}
 
 
 # --- the API's edges -----------------------------------------------------------------------------------

@@ -254,18 +254,24 @@ async def test_credentials_bound_to_another_issuer_never_leave() -> None:
     assert port.fetched == [("GET", PRM_URL), ("GET", AS_URL)]
 
 
-async def test_a_failing_authorize_callable_fails_the_flow_with_its_reason() -> None:
+async def test_a_failing_authorize_callable_fails_the_flow_naming_its_type_only() -> None:
+    # Its message may carry the redirect URL with the code in it: never in the error or an event.
     class Refusing(Port):
         async def authorize(self, url: str) -> str:
-            raise RuntimeError("the user closed the window")
+            raise RuntimeError("browser failed at http://localhost/callback?code=SECRET-CODE&state=x")
 
     port = Refusing({PRM_URL: (200, PRM), AS_URL: (200, {**METADATA, "client_id_metadata_document_supported": True})})
     credential = mcpfsm.OAuth(client_metadata_url="https://app.example/client.json")
+    events: list[mcpfsm.CallEvent] = []
+    port.audit = AuditBus(events.append)
     flow = AuthorizationFlow(port, binding(credential), Entry.unauthorized, www_authenticate=("Bearer",))
-    with pytest.raises(
-        mcpfsm.AuthorizationError, match=r"^authorizing: authorize raised RuntimeError: the user closed the window$"
-    ):
+    with pytest.raises(mcpfsm.AuthorizationError, match=r"^authorizing: authorize raised RuntimeError$"):
         await flow.run()
+    assert (events[-1].state, events[-1].error) == (
+        "failed",
+        {"type": "AuthorizationError", "code": None, "message": "authorizing: authorize raised RuntimeError"},
+    )
+    assert [event for event in events if "SECRET" in event.to_json()] == []
 
 
 # --- stores ---------------------------------------------------------------------------------------------------
@@ -343,3 +349,71 @@ async def test_the_token_follows_a_redirect_only_within_the_endpoints_origin(
     await transport.send('{"jsonrpc":"2.0","method":"notifications/initialized"}')
     assert seen == [(MCP, "Bearer t0ken"), (location, expected)]
     assert credentials.asked == [("POST", MCP)] + ([("POST", location)] if expected else [])
+
+
+# --- no silent resend through the authorization layer ------------------------------------------------------
+
+
+class LegacyProtectedServer:
+    """A legacy MCP server behind client-credentials tokens, and its authorization server, in one handler.
+
+    ``tools/call`` answers with an event stream cut after an event id; the resuming ``GET`` is refused with a
+    401 challenge (the token "expired" meanwhile). Records every request as (HTTP method, JSON-RPC method).
+    """
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str | None]] = []
+        self.issued = 0
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        mcp = request.url.path == "/mcp"
+        body = json.loads(request.content) if mcp and request.content else {}
+        self.seen.append((request.method, body.get("method") if mcp else request.url.path))
+        if request.url.host == "as.example":
+            if request.url.path == "/token":
+                self.issued += 1
+                return httpx.Response(200, json={"access_token": f"tok-{self.issued}", "token_type": "Bearer"})
+            return httpx.Response(200, json=METADATA)
+        if request.url.path != "/mcp":
+            return httpx.Response(200, json=PRM)
+        challenge = {"WWW-Authenticate": f'Bearer resource_metadata="{PRM_URL}"'}
+        if request.method == "GET" and "last-event-id" in request.headers:
+            return httpx.Response(401, headers=challenge)
+        if request.headers.get("authorization") is None:
+            return httpx.Response(401, headers=challenge)
+        if request.method == "DELETE":
+            return httpx.Response(200)
+        if request.method == "GET":
+            return httpx.Response(405)
+        if "id" not in body:
+            return httpx.Response(202)
+        if body["method"] == "initialize":
+            result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}
+            return httpx.Response(200, json={"jsonrpc": "2.0", "id": body["id"], "result": result})
+        cut = b"id: 1\ndata: \n\n"  # a priming event, then the stream ends before the response
+        return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=cut)
+
+
+async def test_a_401_on_a_resuming_get_is_no_challenge_to_the_message_so_a_call_is_never_sent_twice() -> None:
+    from mcpfsm._client.authorization import AuthorizationLayer
+
+    server = LegacyProtectedServer()
+    mock = httpx.MockTransport(server)
+    credential = mcpfsm.ClientCredentials("agent", client_secret="s")
+    layer = AuthorizationLayer(credential, mcp_url=MCP, protocol="2025-11-25", http=OAuthHttp(transport=mock))
+
+    async def no_wait(seconds: float) -> None:
+        pass
+
+    transport = HttpTransport(MCP, transport=mock, credentials=layer, sleep=no_wait)
+    client = mcpfsm.Client(transport, protocol="2025-11-25")
+    client._authorize_with(layer)
+    async with client:
+        with pytest.raises(
+            mcpfsm.TransportError, match=r"^could not resume the event stream: HTTP 401 Unauthorized$"
+        ) as caught:
+            await client.call_tool("echo", {})
+    # The 401 answered the GET, not the POST: it starts no flow, and the call goes out once.
+    assert (caught.value.status, caught.value.www_authenticate) == (None, ())
+    assert server.issued == 1
+    assert [step for step in server.seen if step[1] == "tools/call"] == [("POST", "tools/call")]

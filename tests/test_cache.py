@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from mcpfsm._core.cache import CacheHint, ResponseCache, cache_hint, cache_key
+from mcpfsm._core.cache import MAX_TTL_MS, CacheHint, ResponseCache, cache_hint, cache_key
 
 MODERN = "2026-07-28"
 
@@ -57,9 +57,13 @@ def test_cache_key(method: str, params: dict[str, Any] | None, key: Any) -> None
         (page(ttl=True), None),
         (page(ttl="60"), None),
         ({**page(), "resultType": "input_required"}, None),
+        (page(ttl=MAX_TTL_MS), CacheHint(ttl_ms=86_400_000, scope="private")),
+        (page(ttl=MAX_TTL_MS + 1), CacheHint(ttl_ms=86_400_000, scope="private")),
+        (page(ttl=10**400), CacheHint(ttl_ms=86_400_000, scope="private")),
     ],
     ids=["private", "public", "scope-absent", "scope-unknown", "ttl-absent", "ttl-zero", "ttl-negative",
-         "ttl-float", "ttl-bool", "ttl-string", "input-required"],
+         "ttl-float", "ttl-bool", "ttl-string", "input-required", "ttl-24h", "ttl-above-24h-clamped",
+         "ttl-huge-clamped"],
 )
 def test_cache_hint(result: dict[str, Any], hint: CacheHint | None) -> None:
     assert cache_hint(result) == hint
@@ -72,6 +76,15 @@ def test_an_entry_is_fresh_until_its_ttl_runs_out_on_the_callers_clock() -> None
     assert cache.get(key, 10.999) == page(ttl=1000)
     assert cache.get(key, 11.0) is None
     assert (len(cache), cache.stats.hits, cache.stats.misses) == (0, 1, 1)
+
+
+def test_a_huge_ttl_is_kept_for_24_hours_at_most() -> None:
+    # A ttlMs of 400 digits would overflow float arithmetic: it is clamped before any.
+    cache = ResponseCache()
+    key = (MODERN, "tools/list", None)
+    assert cache.put(key, page(ttl=10**400), received=10.0) is True
+    assert cache.get(key, 10.0 + 86_399.999) == page(ttl=10**400)
+    assert cache.get(key, 10.0 + 86_400.0) is None
 
 
 def test_hits_are_copies_so_a_caller_cannot_change_the_next_hit() -> None:

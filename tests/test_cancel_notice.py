@@ -1,19 +1,24 @@
 """Telling the server about a cancelled request (MCP cancellation, per transport): modern Streamable
 HTTP closes the response stream and sends nothing more; stdio and legacy HTTP send
-``notifications/cancelled`` with the request id, best effort, without delaying the cancellation."""
+``notifications/cancelled`` with the request id, best effort, without delaying the cancellation.
+
+Each test cancels the call once the server side has received it (an event the transport or the scripted
+server sets), never after a fixed delay: on a busy machine a delay may end before the call was sent."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
 
 import httpx
 import trio
 
 import mcpfsm
 from mcpfsm._transports.base import InboundHandler, Reply
-from tests.fakeserver import FakeServer, blocks
+from tests.fakeserver import FakeServer, Seen
+
+HANG_GUARD: Final = 120
 
 LEGACY = "2025-11-25"
 ECHO = {"name": "echo", "inputSchema": {"type": "object"}}
@@ -27,6 +32,7 @@ class PipeLikeTransport:
     def __init__(self) -> None:
         self.sent: list[dict[str, Any]] = []
         self.hung = False
+        self.hanging = trio.Event()
 
     async def open(self, inbound: InboundHandler) -> None:
         pass
@@ -44,6 +50,7 @@ class PipeLikeTransport:
             return None
         if payload["method"] == "tools/call" and not self.hung:
             self.hung = True
+            self.hanging.set()
             await trio.sleep_forever()
         return Reply(json.dumps({"jsonrpc": "2.0", "id": payload["id"], "result": {"content": []}}))
 
@@ -51,12 +58,25 @@ class PipeLikeTransport:
         pass
 
 
+async def cancelled_once_received(received: trio.Event, call: Callable[[], Awaitable[object]]) -> bool:
+    """Run ``call``, cancel it once ``received`` is set; True when the cancellation ended it."""
+    with trio.fail_after(HANG_GUARD), trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+
+            async def cancel() -> None:
+                await received.wait()
+                scope.cancel()
+
+            nursery.start_soon(cancel)
+            await call()
+            nursery.cancel_scope.cancel()  # it returned: nothing to cancel, and the test fails below
+    return scope.cancelled_caught
+
+
 async def test_a_cancelled_call_without_a_stream_to_close_sends_notifications_cancelled() -> None:
     transport = PipeLikeTransport()
     async with mcpfsm.Client(transport, protocol="2026-07-28") as client:
-        with trio.move_on_after(0.1) as scope:
-            await client.call_tool("echo", {"text": "hi"})
-        assert scope.cancelled_caught
+        assert await cancelled_once_received(transport.hanging, lambda: client.call_tool("echo", {"text": "hi"}))
         assert (await client.call_tool("echo", {"text": "again"})).content == []
     call, notice, again = transport.sent
     assert call["method"] == "tools/call"
@@ -71,16 +91,22 @@ async def test_a_cancelled_call_without_a_stream_to_close_sends_notifications_ca
 
 async def test_modern_http_cancels_by_closing_the_stream_and_sends_no_notification(fake: FakeServer) -> None:
     fake.tools = [ECHO]
-    fake.queue("tools/call", blocks())
+    received = trio.Event()
+
+    async def hang(seen: Seen) -> httpx.Response:
+        received.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    fake.queue("tools/call", hang)
     async with fake.client() as client:
-        with trio.move_on_after(0.1) as scope:
-            await client.call_tool("echo", {"text": "hi"})
-        assert scope.cancelled_caught
+        assert await cancelled_once_received(received, lambda: client.call_tool("echo", {"text": "hi"}))
     assert fake.methods() == ["server/discover", "tools/call"]
 
 
 async def test_legacy_http_sends_notifications_cancelled_in_the_session() -> None:
     seen: list[tuple[str, Any, dict[str, str]]] = []
+    received = trio.Event()
 
     async def handler(request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content) if request.content else None
@@ -93,14 +119,13 @@ async def test_legacy_http_sends_notifications_cancelled_in_the_session() -> Non
             return httpx.Response(
                 200, json={"jsonrpc": "2.0", "id": body["id"], "result": result}, headers={"Mcp-Session-Id": "s-1"}
             )
+        received.set()
         await trio.sleep_forever()
         raise AssertionError("unreachable")
 
     client = mcpfsm.Client.http("http://mcp.test/mcp", protocol=LEGACY, http_transport=httpx.MockTransport(handler))
     async with client:
-        with trio.move_on_after(0.1) as scope:
-            await client.call_tool("echo", {"text": "hi"})
-        assert scope.cancelled_caught
+        assert await cancelled_once_received(received, lambda: client.call_tool("echo", {"text": "hi"}))
 
     posts = [(body["method"], body.get("params"), mcp) for method, body, mcp in seen if method == "POST"]
     call_id = next(body["id"] for method, body, _ in seen if body and body.get("method") == "tools/call")

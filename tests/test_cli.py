@@ -531,7 +531,20 @@ def test_stdio_server_that_does_not_start() -> None:
         ),
         pytest.param(["--args", "[1]"], "--args must be a JSON object, got a JSON array", id="not-an-object"),
         pytest.param(
-            ["--header", "no colon"], "--header 'no colon' is not 'Name: value' with a valid header name", id="header"
+            ["--header", "X-A: 1", "--header", "Authorization Bearer SECRET"],
+            "--header number 2 has no ':' (expected 'Name: value')",
+            id="header-no-colon",
+        ),
+        pytest.param(
+            ["--header", "X Api: SECRET"],
+            "--header 'X Api' is not a valid header name (expected 'Name: value')",
+            id="header-name",
+        ),
+        pytest.param(
+            ["--header", "X-Api-Key: SECRET\u00e9"],
+            "--header X-Api-Key: the value cannot be sent in an HTTP header (visible ASCII with inner spaces or"
+            " tabs only; the value is not shown)",
+            id="header-value",
         ),
         pytest.param(["--bogus"], "unrecognized arguments: --bogus (see 'mcpfsm --help')", id="argparse"),
     ],

@@ -191,3 +191,79 @@ def test_client_credentials_from_the_command_line(server: RunningAuthServer, tmp
         Exit.usage,
         "mcpfsm: error: --auth client-credentials needs --client-id\n",
     )
+
+
+def _issued_token(server: RunningAuthServer) -> str:
+    """An access token of the test server's, fetched as a headless agent would (the user's own token)."""
+    server.configure({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}})
+    answer = httpx.post(
+        f"{server.base_url}/token",
+        data={"grant_type": "client_credentials", "resource": server.mcp_url},
+        auth=("agent", "agent-secret"),
+        timeout=30,
+    )
+    answer.raise_for_status()
+    server.clear_log()
+    return str(answer.json()["access_token"])
+
+
+@pytest.mark.parametrize("how", ["token", "token-file", "authorization-header"])
+def test_a_static_bearer_token_is_sent_as_is_and_runs_no_flow(
+    server: RunningAuthServer, tmp_path: Path, how: str
+) -> None:
+    token = _issued_token(server)
+    (tmp_path / "token.txt").write_text(token + "\n")  # as `echo TOKEN > token.txt` leaves it
+    given = {
+        "token": ["--token", token],
+        "token-file": ["--token", f"@{tmp_path / 'token.txt'}"],
+        "authorization-header": ["--header", f"Authorization: Bearer {token}"],
+    }[how]
+    done = command(tmp_path, "tools", server.mcp_url, "--json", *given)
+    assert (done.returncode, json.loads(done.stdout)["tools"][0]["name"], done.stderr) == (0, "test-tool", "")
+    sent = [(entry["path"], entry["headers"].get("authorization")) for entry in server.log()]
+    assert sent == [("/mcp", f"Bearer {token}")] * len(sent) and len(sent) >= 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        pytest.param(
+            ["--token", "t0ken", "--auth", "oauth"],
+            "--token brings its own credentials: it cannot be combined with --auth oauth",
+            id="token-and-oauth",
+        ),
+        pytest.param(
+            ["--header", "Authorization: Bearer SECRET", "--auth", "client-credentials"],
+            "--header Authorization brings its own credentials: it cannot be combined with --auth client-credentials",
+            id="header-and-client-credentials",
+        ),
+        pytest.param(
+            ["--token", "SECRET", "--header", "authorization: Bearer SECRET"],
+            "give one of --token and --header Authorization, not both: each sends an Authorization header",
+            id="token-and-header",
+        ),
+        pytest.param(
+            ["--token", "SECRET TOKEN"],
+            "--token must be visible ASCII without spaces (RFC 6750 §2.1); the token is not shown",
+            id="token-with-space",
+        ),
+        pytest.param(
+            ["--token", "@/nonexistent/token"],
+            "cannot read --token file '/nonexistent/token': No such file or directory",
+            id="token-file-missing",
+        ),
+    ],
+)
+def test_credentials_that_contradict_each_other_are_usage_errors(
+    server: RunningAuthServer, tmp_path: Path, args: list[str], message: str
+) -> None:
+    server.configure({})
+    done = command(tmp_path, "tools", server.mcp_url, *args)
+    assert (done.returncode, done.stdout, done.stderr) == (Exit.usage, "", f"mcpfsm: error: {message}\n")
+    assert server.log() == []
+
+
+def test_a_token_for_a_stdio_server_is_a_usage_error(tmp_path: Path) -> None:
+    done = command(tmp_path, "tools", "--stdio", "server", "--token", "t0ken")
+    message = "mcpfsm: error: --token applies to HTTP servers only, not to --stdio\n"
+    assert (done.returncode, done.stderr) == (Exit.usage, message)

@@ -5,6 +5,7 @@ Answers go in on stdin (and once through a pseudo-terminal); prompts come out on
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcpfsm._tooling.cli.elicit import shown
+from mcpfsm._tooling.cli.elicit import TerminalElicitation, shown
 from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 from tests.test_cli import Run, mcpfsm
 
@@ -200,3 +201,34 @@ def expect(fd: int, marker: bytes, timeout: float = 30.0) -> bytes:
         if select.select([fd], [], [], remaining)[0]:
             seen += os.read(fd, 4096)
     return seen
+
+
+async def test_each_field_is_asked_again_until_it_keeps_its_own_rules() -> None:
+    # The whole answer is checked against requestedSchema before it is sent; the terminal asks again first.
+    schema = {
+        "type": "object",
+        "properties": {
+            "age": {"type": "integer", "minimum": 18},
+            "email": {"type": "string", "format": "email"},
+            "score": {"type": "number"},
+        },
+        "required": ["age", "email", "score"],
+    }
+    stdin = io.StringIO("y\n7\n21\nnot-an-address\nada@example.com\nnan\n2.5\n")
+    stderr = io.StringIO()
+    ask = TerminalElicitation(stdin=stdin, stderr=stderr)
+    answer = await ask({"message": "Who?", "requestedSchema": schema})
+    assert answer == {"action": "accept", "content": {"age": 21, "email": "ada@example.com", "score": 2.5}}
+    assert stderr.getvalue() == (
+        "mcpfsm: the server asks: Who?\n"
+        "  Answer it? [Y]es / [n]o (decline) / [c]ancel: \n"
+        "  age (integer, required): \n"
+        "    the value is less than the minimum of 18\n"
+        "  age (integer, required): \n"
+        "  email (string, required): \n"
+        '    the value is not a "email"\n'
+        "  email (string, required): \n"
+        "  score (number, required): \n"
+        "    a finite number, please\n"
+        "  score (number, required): \n"
+    )

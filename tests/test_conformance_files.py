@@ -14,6 +14,7 @@ from tests.conformance.expected_failures import (
     SCENARIOS,
     Entry,
     FormatError,
+    judge,
     main,
     parse_expected_failures,
     parse_listing,
@@ -152,3 +153,77 @@ def test_a_listing_without_both_requirement_sets_is_refused() -> None:
 
 def test_an_empty_list_is_a_file_without_entries() -> None:
     assert parse_expected_failures("# every scenario passes\nclient: []\n") == []
+
+
+# --- judging one run ----------------------------------------------------------------------------------------
+
+EXTENSIONS = (
+    "auth/client-credentials-jwt",
+    "auth/client-credentials-basic",
+    "auth/enterprise-managed-authorization",
+    "auth/dpop",
+    "auth/dpop-nonce",
+    "auth/wif-jwt-bearer",
+)
+
+
+def summary(revision: str, *, failed: tuple[str, ...] = (), missing: tuple[str, ...] = ()) -> str:
+    """The suite's summary output for a run of ``revision`` (every scenario it runs, ✓ unless named)."""
+    lines = ["=== SUITE SUMMARY ===", ""]
+    for name in SNAPSHOT[revision]:
+        if name not in missing:
+            mark = "\u2717" if name in failed else "\u2713"
+            lines.append(f"{mark} {name}: 3 passed, {int(name in failed)} failed")
+    return "\n".join([*lines, "", "Total: 3 passed, 0 failed, 0 warnings", ""])
+
+
+def test_the_snapshot_marks_exactly_the_authorization_extensions_as_required() -> None:
+    for revision in ("2025-11-25", "2026-07-28"):
+        assert sorted(name for name, status in SNAPSHOT[revision].items() if status == "extension") == sorted(
+            EXTENSIONS
+        )
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2026-07-28"])
+def test_a_run_where_everything_passes_is_fine(revision: str) -> None:
+    verdict, found = judge(revision, summary(revision), SNAPSHOT, [])
+    total = len(scored(revision))
+    assert (verdict, found) == (
+        f"{total} of {total} scored client scenarios pass, 6 of 6 extension scenarios pass",
+        [],
+    )
+
+
+@pytest.mark.parametrize("extension", EXTENSIONS)
+@pytest.mark.parametrize("how", ["failed", "missing"])
+def test_an_extension_scenario_that_stops_passing_fails_ci(extension: str, how: str) -> None:
+    # The suite runs them in the --requirements runs but leaves them out of its exit status.
+    run = summary("2026-07-28", **{how: (extension,)})
+    verdict, found = judge("2026-07-28", run, SNAPSHOT, [])
+    assert verdict == "32 of 32 scored client scenarios pass, 5 of 6 extension scenarios pass"
+    assert found == [f"2026-07-28: extension scenario {extension} did not pass (unscored by the suite, required by CI)"]
+
+
+def test_an_extension_failure_cannot_be_excused() -> None:
+    entries = [Entry(3, "auth/dpop", None, "would excuse it")]
+    _, found = judge("2025-11-25", summary("2025-11-25", failed=("auth/dpop",)), SNAPSHOT, entries)
+    assert found == ["2025-11-25: extension scenario auth/dpop did not pass (unscored by the suite, required by CI)"]
+
+
+def test_a_scored_scenario_must_pass_or_be_listed_whole() -> None:
+    run = summary("2025-11-25", failed=("sse-retry",), missing=("initialize",))
+    _, found = judge("2025-11-25", run, SNAPSHOT, [])
+    assert found == [
+        "2025-11-25: scored scenario initialize neither passed nor is listed in expected-failures.yaml",
+        "2025-11-25: scored scenario sse-retry neither passed nor is listed in expected-failures.yaml",
+    ]
+    listed = [Entry(3, "initialize", None, "crashes"), Entry(4, "sse-retry", None, "not yet")]
+    assert judge("2025-11-25", run, SNAPSHOT, listed) == (
+        "16 of 18 scored client scenarios pass, 6 of 6 extension scenarios pass",
+        [],
+    )
+
+
+def test_an_unscored_scenario_that_is_not_an_extension_is_not_required() -> None:
+    run = summary("2026-07-28", failed=("json-schema-2020-12-preservation",))
+    assert judge("2026-07-28", run, SNAPSHOT, [])[1] == []

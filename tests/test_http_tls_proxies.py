@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import ssl
 import subprocess
@@ -300,6 +301,30 @@ async def test_the_cli_trusts_cacert_and_presents_cert(ca: Any, ca_file: str, cl
             "tools", url, "--protocol", MODERN, "--json", "--cacert", ca_file, "--cert", client_pem[0]
         )
     assert (mutual[0], mutual[2]) == (0, "")
+
+
+async def test_login_takes_cacert_cert_and_header(
+    ca: Any, ca_file: str, client_pem: tuple[str, str, str], tmp_path: Path
+) -> None:
+    # A server that asks for no authorization: login connects (over mutual TLS, with the header) and says so.
+    discover = rpc({"supportedVersions": [MODERN], "capabilities": {}})
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path), "PYTHONIOENCODING": "utf-8"}
+    async with serving(Server(default=discover), tls=_mutual(ca)) as server:
+        url = f"https://{HOST}:{server.port}/mcp"
+        options = ["--cacert", ca_file, "--cert", client_pem[0], "--header", "X-Tenant: acme", "--no-browser"]
+        done = await trio.run_process(
+            [sys.executable, "-m", "mcpfsm", "login", url, *options],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env=env,
+        )
+    assert (done.returncode, done.stdout.decode(), done.stderr.decode()) == (
+        0,
+        f"{url}: no login needed (the server accepted the stored token, or asks for none)\n",
+        "",
+    )
+    assert [(seen.request_line, seen.headers["x-tenant"]) for seen in server.seen] == [("POST /mcp HTTP/1.1", "acme")]
 
 
 def _mutual(ca: Any) -> ssl.SSLContext:

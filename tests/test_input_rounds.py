@@ -533,6 +533,28 @@ async def test_a_malformed_handler_answer_is_a_type_or_value_error(
     assert calls(fake) == [HELLO]
 
 
+async def test_accepted_content_that_breaks_the_requested_schema_fails_the_call_and_is_never_sent(
+    fake: FakeServer,
+) -> None:
+    # Refused locally, before anything is sent: the server asked for that shape (MCP "Elicitation").
+    user = User({"action": "accept", "content": {"name": "Grace", "age": "SECRET-forty"}})
+    events: list[mcpfsm.CallEvent] = []
+    fake.queue("tools/call", asks({"who": ELICIT}, "s"), result(DONE))
+
+    async with fake.client(on_event=events.append, **user.handlers()) as client:
+        with pytest.raises(
+            ValueError,
+            match=r'^on_elicitation accepted content that does not match the requestedSchema: /age: the value is not'
+            r' of type "integer"$',
+        ):
+            await client.call_tool("echo", {"text": "hi"})
+        assert (await client.call_tool("echo", {"text": "hi"})).text == "done"
+
+    assert [c.get("inputResponses") for c in calls(fake)] == [None, None]
+    assert [e.state for e in events if e.state in mcpfsm.TERMINAL] == ["failed", "succeeded"]
+    assert not any("SECRET" in event.to_json() for event in events)
+
+
 async def test_a_handler_that_is_not_async_is_a_type_error(fake: FakeServer) -> None:
     fake.queue("tools/call", asks({"dirs": ROOTS}))
 

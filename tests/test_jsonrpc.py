@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from hypothesis import given
@@ -93,6 +93,61 @@ def test_invalid_json_is_a_protocol_error() -> None:
         decode_message(b"<html>")
     with pytest.raises(ProtocolError, match=r"^peer sent invalid JSON: "):
         decode_message("[" * 100_000 + "]" * 100_000)
+
+
+LONE: Final = r"^peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text \(RFC 8259 §8\.2\)$"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param('{"nextCursor":"\\ud800"}', id="escaped-high"),
+        pytest.param('{"requestState":"a\\uDC00b"}', id="escaped-low-uppercase"),
+        pytest.param('{"x":["\\ude00\\ud83d"]}', id="pair-in-the-wrong-order"),
+        pytest.param('{"\\ud800":1}', id="in-a-key"),
+        pytest.param(b'{"x":"\\ud800"}', id="escaped-in-bytes"),
+        pytest.param('{"x":"\ud800"}', id="raw-in-text"),
+        pytest.param("[" * 500 + '"\\ud800"' + "]" * 500, id="deep"),
+    ],
+)
+def test_a_lone_surrogate_is_a_protocol_error_when_decoded(text: str | bytes) -> None:
+    with pytest.raises(ProtocolError, match=LONE):
+        decode_message(text)
+
+
+def test_bytes_are_strict_utf8_so_an_encoded_surrogate_is_invalid() -> None:
+    # RFC 3629 §3: the UTF-8 of a surrogate code point is ill-formed (json.loads alone would pass it through).
+    with pytest.raises(
+        ProtocolError,
+        match=r"^peer sent invalid JSON: 'utf-8' codec can't decode byte 0xed in position 6: invalid continuation"
+        r" byte$",
+    ):
+        decode_message(b'{"x":"\xed\xa0\x80"}')
+    assert decode_message(b'\xef\xbb\xbf{"x":"caf\xc3\xa9"}') == {"x": "caf\u00e9"}
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        pytest.param('{"x":"\\ud83d\\ude00"}', {"x": "\U0001f600"}, id="escaped-pair"),
+        pytest.param(b'{"x":"\\ud83d\\ude00"}', {"x": "\U0001f600"}, id="escaped-pair-bytes"),
+        pytest.param('{"x":"\\\\ud800"}', {"x": "\\ud800"}, id="an-escaped-backslash-is-no-escape"),
+        pytest.param('{"x":"\ud55c"}'.encode(), {"x": "\ud55c"}, id="hangul-starts-with-ed"),
+    ],
+)
+def test_surrogate_pairs_and_look_alikes_decode(text: str | bytes, value: Any) -> None:
+    assert decode_message(text) == value
+
+
+def test_a_lone_surrogate_of_the_caller_is_refused_before_sending() -> None:
+    with pytest.raises(
+        ValueError,
+        match=r"^cannot encode JSON-RPC message: a string holds a lone UTF-16 surrogate, which UTF-8 cannot carry$",
+    ):
+        encode_request(1, "tools/call", {"arguments": {"x": "\ud800"}})
+    assert encode_request(1, "tools/call", {"x": "\U0001f600"}) == (
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"x":"\U0001f600"}}'
+    )
 
 
 def test_arguments_json_cannot_carry_are_refused_before_sending() -> None:

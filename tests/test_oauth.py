@@ -1455,7 +1455,16 @@ def test_read_token_response_minimal() -> None:
         ("soon", None),
         (None, None),
         (float("inf"), None),
+        # A server's number is clamped to a year before any float arithmetic (an OverflowError before).
+        (o.MAX_TOKEN_LIFETIME, 1000.0 + 31_536_000),
+        (o.MAX_TOKEN_LIFETIME + 1, 1000.0 + 31_536_000),
+        (10**400, 1000.0 + 31_536_000),
+        (1e308, 1000.0 + 31_536_000),
+        ("9" * 5000, 1000.0 + 31_536_000),
+        ("\u00b2", None),
+        ("\u0661", None),
     ],
+    ids=repr,
 )
 def test_expires_in(expires_in: Any, expected: float | None) -> None:
     answer = {"access_token": "at", "token_type": "Bearer", "expires_in": expires_in}
@@ -1520,6 +1529,20 @@ def test_refresh_keeps_what_is_omitted() -> None:
         ),
         pytest.param(
             200,
+            b'{"access_token":"at","token_type":"Bearer","scope":"\\ud800"}',
+            "exchanging",
+            "exchanging: the token endpoint's answer is not a JSON object",
+            id="lone-surrogate",
+        ),
+        pytest.param(
+            200,
+            b"[" * 100_000 + b"]" * 100_000,
+            "exchanging",
+            "exchanging: the token endpoint's answer is not a JSON object",
+            id="too-deep",
+        ),
+        pytest.param(
+            200,
             body({"token_type": "Bearer"}),
             "exchanging",
             "exchanging: the token endpoint's answer has no access_token",
@@ -1537,6 +1560,24 @@ def test_refresh_keeps_what_is_omitted() -> None:
 def test_read_token_response_fails(status: int, content: bytes, state: str, message: str) -> None:
     with fails(message):
         read(status, content, state=state)
+
+
+@pytest.mark.parametrize(
+    "token",
+    [
+        pytest.param("SECRET-ACCESS\u00e9", id="non-ascii"),
+        pytest.param("SECRET-ACCESS\n", id="newline"),
+        pytest.param("SECRET ACCESS", id="space"),
+        pytest.param("SECRET-ACCESS\x7f", id="del"),
+    ],
+)
+@pytest.mark.parametrize("state", ["exchanging", "refreshing"])
+def test_an_access_token_no_header_can_carry_is_refused_without_quoting_it(token: str, state: str) -> None:
+    with fails(
+        f"{state}: the token endpoint's access_token holds characters other than visible ASCII, which no"
+        " Authorization header can carry (RFC 6750 §2.1)"
+    ):
+        read(200, {"access_token": token, "token_type": "Bearer"}, state=state)
 
 
 def test_expiring() -> None:
@@ -1750,6 +1791,9 @@ def test_token_and_registration_records_round_trip() -> None:
         {"expires_at": "soon"},
         {"scopes": "x y"},
         {"scopes": [1]},
+        {"access_token": "a\u00e9"},
+        {"access_token": "a b"},
+        {"expires_at": 10**400},
     ],
     ids=repr,
 )

@@ -3,12 +3,14 @@ CI runs exactly the README's test command."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Final
 
 from mcpfsm._tooling.peer_process import run_authserver
 from tests.peer.fixtures import start_http_peer
@@ -196,3 +198,44 @@ def test_ci_runs_the_readme_test_command() -> None:
 def test_the_readme_install_command_runs_the_demo() -> None:
     first = bash_lines()[0]
     assert first == "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/mcpfsm demo"
+
+
+def _options(command: str) -> set[str]:
+    from mcpfsm._tooling.cli import build_parser
+
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {option for action in subparsers.choices[command]._actions for option in action.option_strings}
+
+
+def test_the_readme_names_every_network_command_and_the_options_they_share() -> None:
+    from mcpfsm._tooling.cli import COMMANDS
+
+    shared = {"--header", "--protocol", "--timeout", "--cacert", "--cert"}
+    sentence = re.search(r"Every network command \(([^)]*)\) also takes", README)
+    assert sentence is not None
+    named = re.findall(r"`([a-z]+)`", sentence[1])
+    network = [c.NAME for c in COMMANDS if {"--auth", "--stdio", *shared} <= _options(c.NAME)]
+    assert named == network
+    assert "`login` takes all of them but `--stdio`" in README
+    assert shared <= _options("login") and "--stdio" not in _options("login")
+    assert all("--token" in _options(name) for name in network)
+
+
+# Whatever opens a socket, a listener, a subprocess or the browser.
+_IO: Final = re.compile(
+    r"trio\.open_tcp_stream|trio\.open_tcp_listeners|trio\.open_ssl_over_tcp_stream|trio\.socket\.socket|"
+    r"open_process|run_process|^import (?:socket|subprocess|webbrowser)$",
+    re.MULTILINE,
+)
+
+
+def test_the_readme_says_which_library_code_opens_sockets_and_subprocesses() -> None:
+    library = [p for p in (ROOT / "mcpfsm").rglob("*.py") if "_tooling" not in p.parts]
+    opening = sorted(str(p.relative_to(ROOT / "mcpfsm")) for p in library if _IO.search(p.read_text(encoding="utf-8")))
+    assert opening == ["_client/loopback.py", "_transports/pool.py", "_transports/stdio.py"]
+    architecture = README.split("### Architecture", 1)[1]
+    assert "`_transports`** are the only code that talks to a server" in architecture
+    assert "`_client/loopback.py`" in architecture
+    # The one era rule a transport knows, said where the README says what transports know.
+    assert "a legacy event stream cut before its response is resumed" in architecture
+    assert "know nothing of eras" not in README

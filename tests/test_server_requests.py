@@ -277,6 +277,10 @@ async def crashes(params: dict[str, Any]) -> dict[str, Any]:
     raise Rejected("the user typed: hunter2")
 
 
+async def accepts_too_young(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"age": 7}}
+
+
 SAMPLING: Final = {"messages": [], "maxTokens": 1}
 
 
@@ -314,6 +318,17 @@ SAMPLING: Final = {"messages": [], "maxTokens": 1}
         pytest.param(
             {}, "tasks/get", {}, {"code": -32601, "message": "mcpfsm does not support 'tasks/get'"}, id="unknown"
         ),
+        pytest.param(
+            {"on_elicitation": accepts_too_young},
+            "elicitation/create",
+            {"message": "Age?", "requestedSchema": {"properties": {"age": {"type": "integer", "minimum": 18}}}},
+            {
+                "code": -32603,
+                "message": "on_elicitation accepted content that does not match the requestedSchema:"
+                " /age: the value is less than the minimum of 18",
+            },
+            id="content-breaks-the-schema",
+        ),
     ],
 )
 async def test_a_request_that_cannot_be_answered_gets_a_json_rpc_error(
@@ -326,7 +341,10 @@ async def test_a_request_that_cannot_be_answered_gets_a_json_rpc_error(
         assert await fake.answer_to("r-1") == {"jsonrpc": "2.0", "id": "r-1", "error": error}
 
     warnings = [message for level, message in records if level == "WARNING"]
-    if error["code"] == -32603:
+    if method == "elicitation/create" and error["code"] == -32603:
+        # mcpfsm's own check: it names the property and the rule, never the value.
+        assert warnings == [f"the elicitation/create handler's answer was not sent: {error['message']}"]
+    elif error["code"] == -32603:
         # What the user typed never reaches a log line or the server: only the exception's type.
         assert warnings == ["the sampling/createMessage handler raised Rejected; answering -32603"]
     else:

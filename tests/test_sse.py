@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mcpfsm._core.sse import DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser
+from mcpfsm._core.sse import DEFAULT_MAX_EVENT_BYTES, SseError, SseEvent, SseParser, reconnection_delay
 
 
 def ev(data: str, event: str = "message", id: str | None = None, retry: int | None = None) -> SseEvent:
@@ -152,6 +152,15 @@ def test_retry_takes_effect_at_its_line_without_an_event() -> None:
     parser = SseParser()
     assert (parser.retry, parser.feed(b"retry: 3000\n"), parser.retry) == (None, [], 3000)
     assert (parser.feed(b"\n"), parser.close(), parser.retry) == ([], [], 3000)
+
+
+@pytest.mark.parametrize(
+    ("retry", "seconds"),
+    [(None, 1.0), (0, 0.0), (250, 0.25), (60_000, 60.0), (60_001, 60.0), (10**1000, 60.0)],
+    ids=["default", "zero", "250-ms", "one-minute", "above-a-minute", "1001-digits"],
+)
+def test_reconnection_delay_is_the_servers_retry_clamped_to_a_minute(retry: int | None, seconds: float) -> None:
+    assert reconnection_delay(retry) == seconds
 
 
 def test_properties_start_as_none() -> None:

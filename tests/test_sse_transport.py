@@ -435,7 +435,12 @@ async def test_a_modern_stream_is_never_resumed() -> None:
     assert sleeps.delays == []
 
 
-@pytest.mark.parametrize(("retry", "delay"), [(250, 0.25), (None, 1.0), (0, 0.0)], ids=["retry-250", "default", "zero"])
+@pytest.mark.parametrize(
+    ("retry", "delay"),
+    [(250, 0.25), (None, 1.0), (0, 0.0), (10**30, 60.0), (10**1000, 60.0)],
+    # The server's retry is clamped to a minute before any arithmetic (a 1001-digit one is a valid field).
+    ids=["retry-250", "default", "zero", "retry-huge-clamped", "retry-1001-digits-clamped"],
+)
 async def test_a_legacy_stream_cut_before_its_response_is_resumed_with_get(retry: int | None, delay: float) -> None:
     streams: list[Chunks] = []
     script = Script(
@@ -524,6 +529,21 @@ async def test_a_refused_resumption_is_a_transport_error_and_the_client_stays_us
             mcpfsm.TransportError, match=r"^could not resume the event stream: HTTP 405 Method Not Allowed$"
         ):
             await c.call_tool("echo", {})
+        assert len(await c.tools()) == 0
+
+    assert script.calls[3:] == [("POST", "tools/call"), ("GET", None), ("POST", "tools/list"), ("DELETE", None)]
+
+
+async def test_a_404_on_the_resuming_get_ends_the_call_without_renewing_the_session_or_resending() -> None:
+    # The 404 answered the GET: it says nothing of the message, which the server may have acted on.
+    script = Script(*HANDSHAKE, sse(event("", id="1")), status(404), json_result({"tools": []}))
+
+    async with client(script, LEGACY) as c:
+        with pytest.raises(
+            mcpfsm.TransportError, match=r"^could not resume the event stream: HTTP 404 Not Found$"
+        ) as caught:
+            await c.call_tool("echo", {})
+        assert caught.value.status is None
         assert len(await c.tools()) == 0
 
     assert script.calls[3:] == [("POST", "tools/call"), ("GET", None), ("POST", "tools/list"), ("DELETE", None)]

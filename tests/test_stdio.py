@@ -313,6 +313,16 @@ async def test_an_oversized_notification_is_skipped_with_a_warning_and_the_call_
     ]
 
 
+async def test_an_answer_with_a_lone_surrogate_fails_its_call_as_a_protocol_error() -> None:
+    async with child() as client:
+        with pytest.raises(
+            mcpfsm.ProtocolError,
+            match=r"^peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text \(RFC 8259 §8\.2\)$",
+        ):
+            await client.call_tool("lone", {})
+        assert (await client.call_tool("echo", {"text": "after"})).text == "after"
+
+
 async def test_a_forty_megabyte_line_within_the_limit_arrives_whole() -> None:
     # Linear framing: bench/large_answers.py measures the CPU this costs (quadratic before).
     size = 40 * 1024 * 1024

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 import ssl
-from typing import Any
+from typing import Any, Final
 
 import h11
 import httpx
@@ -38,6 +38,8 @@ from tests.rawserver import (
     then_close,
     tls_for,
 )
+
+URL: Final = "http://mcp.test/mcp"
 
 # --- encode_request ----------------------------------------------------------------------------
 
@@ -67,6 +69,13 @@ def test_a_host_header_replaces_the_default_in_place() -> None:
     assert data == b"GET / HTTP/1.1\r\nhost: virtual.test\r\nAccept: x\r\n\r\n"
 
 
+# The reason names the header, never its value: values are often credentials.
+UNSENDABLE: Final = (
+    r"^header {} has a value that cannot be sent as an HTTP field"
+    r" \(visible ASCII with inner spaces or tabs only; the value is not shown\)$"
+)
+
+
 @pytest.mark.parametrize(
     ("header", "message"),
     [
@@ -74,22 +83,22 @@ def test_a_host_header_replaces_the_default_in_place() -> None:
         pytest.param(("", "x"), r"^header name '' is not an HTTP token$", id="empty-name"),
         pytest.param(
             ("X-Evil", "a\r\nInjected: yes"),
-            r"^header X-Evil has a value that cannot be sent as an HTTP field: 'a\\r\\nInjected: yes'$",
+            UNSENDABLE.format("X-Evil"),
             id="crlf-injection",
         ),
         pytest.param(
             ("X-Name", "café"),
-            r"^header X-Name has a value that cannot be sent as an HTTP field: 'café'$",
+            UNSENDABLE.format("X-Name"),
             id="non-ascii",
         ),
         pytest.param(
             ("X-Pad", " padded"),
-            r"^header X-Pad has a value that cannot be sent as an HTTP field: ' padded'$",
+            UNSENDABLE.format("X-Pad"),
             id="leading-space",
         ),
         pytest.param(
             ("X-Nul", "a\x00b"),
-            r"^header X-Nul has a value that cannot be sent as an HTTP field: 'a\\x00b'$",
+            UNSENDABLE.format("X-Nul"),
             id="nul",
         ),
         pytest.param(
@@ -770,17 +779,70 @@ async def test_transport_failures_become_transport_errors(
         await transport.aclose()
 
 
-async def test_a_header_that_cannot_be_sent_is_a_transport_error_before_anything_is_sent() -> None:
+@pytest.mark.parametrize(
+    "headers",
+    [
+        pytest.param({"X-Api-Key": "SECRET-KEY\n"}, id="trailing-newline"),
+        pytest.param({"Authorization": "Bearer SECRET-TOKEN\u00e9"}, id="non-ascii"),
+        pytest.param({"X-Api-Key": "SECRET\r\nInjected: yes"}, id="crlf"),
+    ],
+)
+@pytest.mark.parametrize("layer", ["pool", "httpx"])
+def test_a_caller_header_that_cannot_be_sent_is_refused_when_the_transport_is_made(
+    headers: dict[str, str], layer: str
+) -> None:
+    name = next(iter(headers))
+    mock = httpx.MockTransport(lambda request: httpx.Response(500))
+    options: dict[str, Any] = {} if layer == "pool" else {"transport": mock}
+    with pytest.raises(ValueError, match=UNSENDABLE.format(name)) as raised:
+        HttpTransport("http://127.0.0.1:9/mcp", headers=headers, **options)
+    assert "SECRET" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("headers", "message"),
+    [
+        pytest.param({"Bad Name": "x"}, r"^header name 'Bad Name' is not an HTTP token$", id="name"),
+        pytest.param({"X-Number": 5}, UNSENDABLE.format("X-Number"), id="not-a-string"),
+    ],
+)
+def test_a_malformed_caller_header_is_refused_when_the_transport_is_made(headers: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        HttpTransport("http://127.0.0.1:9/mcp", headers=headers)
+
+
+class _BadToken:
+    # Credentials whose token holds a character no header may carry (a broken token store, say).
+    def headers(self, method: str, url: str) -> tuple[tuple[str, str], ...]:
+        return (("Authorization", "Bearer SECRET-TOKEN\u00e9"),)
+
+
+async def test_a_credential_header_that_cannot_be_sent_fails_before_anything_is_sent_without_its_value() -> None:
     async with serving(Server()) as server:
-        transport = HttpTransport(f"http://{HOST}:{server.port}/mcp", headers={"X-Bad": "a\nb"})
+        transport = HttpTransport(f"http://{HOST}:{server.port}/mcp", credentials=_BadToken())
         with pytest.raises(
-            mcpfsm.TransportError,
-            match=r"^POST to MCP server failed: header X-Bad has a value that cannot be sent as an HTTP field: "
-            r"'a\\nb'$",
-        ):
+            mcpfsm.TransportError, match=r"^POST to MCP server failed: " + UNSENDABLE.format("Authorization")[1:]
+        ) as raised:
             await transport.send("{}")
+        assert "SECRET" not in str(raised.value)
         assert server.connections == 0
         await transport.aclose()
+
+
+async def test_a_credential_header_that_cannot_be_sent_fails_the_same_way_on_a_callers_httpx_transport() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(500)
+
+    transport = HttpTransport(URL, transport=httpx.MockTransport(handler), credentials=_BadToken())
+    with pytest.raises(
+        mcpfsm.TransportError, match=r"^POST to MCP server failed: " + UNSENDABLE.format("Authorization")[1:]
+    ) as raised:
+        await transport.send("{}")
+    assert ("SECRET" not in str(raised.value), seen) == (True, [])
+    await transport.aclose()
 
 
 async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:

@@ -13,10 +13,11 @@ Two parts that share one :class:`~mcpfsm._drivers.authorization.Binding` per cli
   - HTTP 401 runs a flow (discovery from scratch: MCP 2026-07-28 "Authorization"), then the message is
     resent unchanged; HTTP 403 with ``error="insufficient_scope"`` runs a step-up flow and resends; any
     other 403 is the caller's answer;
-  - per message, one flow after a 401 and one after a 403; a third challenge ends in ``failed`` (A6);
+  - per message, one flow after a 401 and one after a 403; a third challenge ends in ``failed``
+    (specs/authorization.md, "Why every flow ends");
   - a 401 ``use_dpop_nonce`` from the MCP server is answered by one resend with its nonce (RFC 9449 §9);
   - one flow per client at a time (a ``trio.Lock``); a request that was challenged while another flow
-    replaced the token just resends with the new one (A41).
+    replaced the token just resends with the new one (single flight: specs/authorization.md).
 
 :class:`StaticToken` is the ``auth="…"`` case: a bearer token sent as is, with no flow.
 """
@@ -223,7 +224,8 @@ class AuthorizationLayer:
 
     async def _load(self) -> None:
         # Tokens a store kept for this endpoint (from `mcpfsm login`, say): the issuer and resource the
-        # endpoint was last authorized with, then that pair's tokens (A39).
+        # endpoint was last authorized with, then that pair's tokens: never a token of another authorization
+        # server or resource (RFC 8707; SEP-2352, authorization server binding).
         store = self.binding.store
         record = await store.get(binding_key(self.binding.mcp_url))
         if record is None:

@@ -282,7 +282,8 @@ class Client:
             TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
                 client certificate cannot be loaded.
             ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``; ``auth``
-                together with an ``Authorization`` header or credentials in ``url``, or a malformed ``auth``.
+                together with an ``Authorization`` header or credentials in ``url``, or a malformed ``auth``; a
+                header in ``headers`` that cannot be sent (named, its value never quoted).
             ValueError, TypeError: as for :class:`Client`; ``auth`` of none of the accepted kinds.
         """
         layer: AuthorizationLayer | StaticToken | None = None

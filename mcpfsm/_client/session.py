@@ -53,7 +53,7 @@ from .._core.constants import (
     is_modern,
 )
 from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
-from .._core.input import result_type
+from .._core.input import FormContentError, result_type
 from .._core.jsonrpc import (
     Notification,
     Request,
@@ -466,6 +466,10 @@ class Session:
                 answer = encode_result(request.id, await self.inputs.answer(request.method, request.params))
             except RpcError as exc:
                 answer = encode_error(request.id, exc.code, exc.message)
+            except FormContentError as exc:
+                # mcpfsm's own check of the answer: it names properties and rules, never what the user typed.
+                logger.warning("the {} handler's answer was not sent: {}", request.method, exc)
+                answer = encode_error(request.id, INTERNAL_ERROR, str(exc))
             except Exception as exc:
                 # The handler's message may hold what the user typed: only its type is logged or sent.
                 logger.warning("the {} handler raised {}; answering -32603", request.method, type(exc).__name__)

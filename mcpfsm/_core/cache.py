@@ -9,7 +9,9 @@ What is cached, and for how long, follows the server's hints, read by :func:`cac
 - **Key**: the protocol version, the method and the params that change the result: ``cursor`` for a
   page of a listing, ``uri`` for ``resources/read``; never ``_meta``.
 - **Freshness**: ``now < received + ttlMs`` on the caller's clock (monotonic; the clock is an argument, so
-  tests use a fake one). ``ttlMs`` absent, negative or not an integer counts as 0, and 0 is not stored.
+  tests use a fake one). ``ttlMs`` absent, negative or not an integer counts as 0, and 0 is not stored; a
+  larger one than :data:`MAX_TTL_MS` (24 hours, as the official SDKs clamp it) counts as that, so no server
+  number, however large, reaches the clock arithmetic.
 - **Scope**: ``cacheScope`` absent or unknown counts as ``private``. Entries live in one client and are
   never shared; :meth:`ResponseCache.clear` empties the cache for a new authorization context, and
   ``clear(keep_public=True)`` keeps the entries a server marked ``public`` (which MAY be shared).
@@ -32,6 +34,7 @@ from typing import Any, Final, Literal
 
 __all__ = [
     "CACHEABLE_METHODS",
+    "MAX_TTL_MS",
     "CacheHint",
     "CacheKey",
     "CacheStats",
@@ -44,6 +47,9 @@ CACHEABLE_METHODS: Final = frozenset(
     {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
 """The methods whose complete results carry ``ttlMs`` and ``cacheScope`` (SEP-2549)."""
+
+MAX_TTL_MS: Final = 24 * 60 * 60 * 1000
+"""The longest time a result is kept, in milliseconds (24 hours); a larger ``ttlMs`` is clamped to it."""
 
 _MRTR_PARAMS: Final = ("inputResponses", "requestState")
 
@@ -106,7 +112,8 @@ def cache_hint(result: Mapping[str, Any]) -> CacheHint | None:
     """The hint a result carries, or ``None`` when it must not be stored.
 
     ``None`` for a result that is not complete (``input_required`` carries no hints) and for a ``ttlMs``
-    that is absent, not an integer, zero or negative (all of which mean "immediately stale").
+    that is absent, not an integer, zero or negative (all of which mean "immediately stale"). A ``ttlMs``
+    above :data:`MAX_TTL_MS` is clamped to it.
     """
     if result.get("resultType", "complete") != "complete":
         return None
@@ -114,7 +121,7 @@ def cache_hint(result: Mapping[str, Any]) -> CacheHint | None:
     if not isinstance(ttl, int) or isinstance(ttl, bool) or ttl <= 0:
         return None
     scope: Scope = "public" if result.get("cacheScope") == "public" else "private"
-    return CacheHint(ttl_ms=ttl, scope=scope)
+    return CacheHint(ttl_ms=min(ttl, MAX_TTL_MS), scope=scope)
 
 
 class ResponseCache:

@@ -92,7 +92,9 @@ class TransportError(McpError):
     """The request did not get a JSON-RPC answer: network, timeout, HTTP status, cut stream.
 
     Attributes:
-        status: the HTTP status code when there was a response, else ``None``.
+        status: the HTTP status code of the response to the message itself, else ``None`` (a refused resumption
+            of a legacy stream names its status in the message only: it answered a ``GET``, so it neither
+            challenges nor expires the message, which is never resent on its account).
         www_authenticate: the ``WWW-Authenticate`` field values of that response (RFC 9110 §11.6.1),
             in order; empty when it had none. The authorization layer reads them on a 401 or 403.
         dpop_nonce: the response's ``DPoP-Nonce`` header (RFC 9449 §8, §9), or ``None``.

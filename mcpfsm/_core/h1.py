@@ -22,7 +22,7 @@ from typing import Final
 
 from .codec import HEADER_NAME_TOKEN
 
-__all__ = ["MAX_HEAD_BYTES", "H1Error", "ResponseHead", "ResponseReader", "encode_request"]
+__all__ = ["MAX_HEAD_BYTES", "H1Error", "ResponseHead", "ResponseReader", "encode_request", "field_problem"]
 
 MAX_HEAD_BYTES: Final = 64 * 1024
 """The largest response head (status line and header fields) accepted, in bytes."""
@@ -86,7 +86,7 @@ def encode_request(
         if not HEADER_NAME_TOKEN.fullmatch(name):
             raise H1Error(f"header name {name!r} is not an HTTP token")
         if not _FIELD_VALUE.fullmatch(value):
-            raise H1Error(f"header {name} has a value that cannot be sent as an HTTP field: {value!r}")
+            raise H1Error(_unsendable(name))
         lowered = name.lower()
         if lowered in _FRAMING:
             raise H1Error(f"header {name} is set by the connection, not by the caller")
@@ -98,6 +98,27 @@ def encode_request(
         lines.append(f"Content-Length: {len(body)}\r\n")
     lines.append("\r\n")
     return "".join(lines).encode("ascii") + body
+
+
+def field_problem(name: object, value: object) -> str | None:
+    """Why ``name: value`` cannot be sent as a header field (RFC 9110 §5.1, §5.5), or ``None`` when it can.
+
+    The reason names the header and never quotes its value: values are often credentials (a token read
+    from a file with its trailing newline, an API key with a stray character).
+    """
+    if not isinstance(name, str) or not HEADER_NAME_TOKEN.fullmatch(name):
+        return f"header name {name!r} is not an HTTP token"
+    if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
+        return _unsendable(name)
+    return None
+
+
+def _unsendable(name: str) -> str:
+    # Never the value itself (README, "Authorization": no token in an error message).
+    return (
+        f"header {name} has a value that cannot be sent as an HTTP field"
+        " (visible ASCII with inner spaces or tabs only; the value is not shown)"
+    )
 
 
 class ResponseReader:

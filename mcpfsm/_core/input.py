@@ -15,7 +15,8 @@ what needs no I/O:
 - :func:`with_input` — the params of a resend (the only place ``inputResponses``/``requestState`` are added);
 - :class:`Offered` — what the client's handlers declare: :meth:`Offered.capabilities` (the
   ``clientCapabilities``), :meth:`Offered.refusal` (why an input request cannot be answered) and
-  :meth:`Offered.checked_answer` (a handler's answer validated, SEP-1034 defaults filled in);
+  :meth:`Offered.checked_answer` (a handler's answer validated, SEP-1034 defaults filled in, an accepted
+  form checked against its ``requestedSchema``: :func:`form_problems`);
 - :func:`state_only_backoff` — the pause before resending a round that asked for nothing.
 
 Pure: no I/O; imports neither trio, httpx nor loguru.
@@ -27,6 +28,8 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+import jsonschema_rs
 
 from .constants import INVALID_PARAMS, METHOD_NOT_FOUND
 from .errors import ProtocolError
@@ -40,11 +43,13 @@ __all__ = [
     "MRTR_METHODS",
     "ROOTS",
     "SAMPLING",
+    "FormContentError",
     "InputRequest",
     "InputRequired",
     "Offered",
     "Refusal",
     "fill_defaults",
+    "form_problems",
     "parse_input_required",
     "result_type",
     "state_only_backoff",
@@ -70,6 +75,8 @@ _HANDLER: Final = {ELICITATION: "on_elicitation", SAMPLING: "on_sampling", ROOTS
 _ACTIONS: Final = ("accept", "decline", "cancel")
 _BACKOFF_FIRST: Final = 0.05
 _BACKOFF_CAP: Final = 0.25
+# More doublings than this are past the cap anyway.
+_BACKOFF_DOUBLINGS: Final = 8
 
 
 def result_type(method: str, result: Mapping[str, Any]) -> str:
@@ -188,7 +195,8 @@ def state_only_backoff(streak: int) -> float:
 
     50 ms, doubling, at most 250 ms: a server that sheds load this way is not hammered.
     """
-    return float(min(_BACKOFF_FIRST * 2 ** max(streak - 1, 0), _BACKOFF_CAP))
+    # The exponent is bounded first: a long streak (a large max_input_rounds) must not overflow a float.
+    return float(min(_BACKOFF_FIRST * 2 ** min(max(streak - 1, 0), _BACKOFF_DOUBLINGS), _BACKOFF_CAP))
 
 
 def fill_defaults(schema: Any, content: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,6 +211,49 @@ def fill_defaults(schema: Any, content: Mapping[str, Any]) -> dict[str, Any]:
             if isinstance(prop, Mapping) and "default" in prop and name not in filled:
                 filled[name] = copy.deepcopy(prop["default"])
     return filled
+
+
+_MAX_FORM_PROBLEMS: Final = 10
+# What a problem says instead of the value: the user's answers never reach an error message.
+_HIDDEN: Final = "the value"
+
+
+class FormContentError(ValueError):
+    """A handler accepted a form elicitation with content that does not match its ``requestedSchema``.
+
+    Raised before anything is sent; the message names each property and rule, never a value.
+
+    Attributes:
+        problems: one line per violation (``/path: rule``), as :func:`form_problems` gives them.
+    """
+
+    def __init__(self, handler: str, problems: list[str]) -> None:
+        super().__init__(f"{handler} accepted content that does not match the requestedSchema: " + "; ".join(problems))
+        self.problems = problems
+
+
+def form_problems(schema: Any, content: Mapping[str, Any]) -> list[str]:
+    """What is wrong with an accepted form's ``content`` for its ``requestedSchema``: ``[]`` when it conforms.
+
+    MCP "Elicitation": clients SHOULD validate what the user gave against the requested schema. The check is
+    JSON Schema (2020-12 unless ``$schema`` says otherwise) with ``format`` asserted (``email``, ``uri``,
+    ``date``, ``date-time``), by ``jsonschema-rs``, never fetching a ``$ref``. Each problem names the property
+    (a JSON pointer) and the rule, never the value given: the values are what the user typed. A schema the
+    library cannot compile is the server's mistake and checks nothing (the server sees the answer as given).
+    """
+    if not isinstance(schema, Mapping):
+        return []
+    try:
+        validator = jsonschema_rs.validator_for(dict(schema), validate_formats=True, offline=True, mask=_HIDDEN)
+    except (jsonschema_rs.ValidationError, ValueError, TypeError):
+        return []
+    found: list[str] = []
+    for error in validator.iter_errors(dict(content)):
+        path = "/" + "/".join(str(part).replace("~", "~0").replace("/", "~1") for part in error.instance_path)
+        found.append(f"{path}: {error.message}")
+        if len(found) >= _MAX_FORM_PROBLEMS:
+            break
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,12 +331,18 @@ class Offered:
         """A handler's ``answer`` to ``method``, validated, as the result object to send.
 
         For an ``accept`` of a form elicitation, the ``default`` of every ``requestedSchema`` property
-        the handler left out is filled in (SEP-1034); ``content`` goes only with a form ``accept``
-        ("Elicitation": a ``decline``, a ``cancel`` or a URL-mode ``accept`` carries none) and is
-        dropped from the others.
+        the handler left out is filled in (SEP-1034), then the content is checked against the schema
+        (:func:`form_problems`); ``content`` goes only with a form ``accept`` ("Elicitation": a
+        ``decline``, a ``cancel`` or a URL-mode ``accept`` carries none) and is dropped from the others.
+
+        Content that breaks the schema is refused here, before anything is sent: the server asked for
+        that shape, so sending another would fail there less clearly or, worse, be acted on; turning it
+        into a ``decline`` would misstate what the user chose. The error names each property and rule.
 
         Raises:
             TypeError: ``answer`` is not a dict, or an elicitation ``content`` is not an object.
+            FormContentError: accepted form content that does not match the ``requestedSchema`` (a
+                ``ValueError``; the values are not shown).
             ValueError: an elicitation ``action`` other than accept, decline or cancel, or a roots
                 answer without a ``roots`` list.
         """
@@ -301,7 +358,11 @@ class Offered:
             if content is not None and not isinstance(content, Mapping):
                 raise TypeError(f"{handler} returned content of type {type(content).__name__}, expected a dict")
             if action == "accept" and params.get("mode", "form") == "form":
-                result["content"] = fill_defaults(params.get("requestedSchema"), content or {})
+                schema = params.get("requestedSchema")
+                result["content"] = fill_defaults(schema, content or {})
+                problems = form_problems(schema, result["content"])
+                if problems:
+                    raise FormContentError(handler, problems)
         elif method == ROOTS and not isinstance(result.get("roots"), list):
             raise ValueError(f'{handler} returned no "roots" list')
         return result

@@ -4,6 +4,12 @@ Encodes requests and notifications, and classifies one decoded message from the 
 :class:`Response`, :class:`Notification` or server-to-client :class:`Request`. Anything that is
 not valid JSON-RPC raises :class:`~mcpfsm.ProtocolError` naming what was wrong, so a malformed
 reply never surfaces as an unrelated ``KeyError`` or ``TypeError``.
+
+JSON lets a string escape half of a UTF-16 surrogate pair (U+D800 to U+DFFF alone), which is no Unicode
+text (RFC 8259 §8.2: "unpredictable"); UTF-8 cannot carry it, so a cursor, a ``requestState`` or a name
+holding one could never be sent back. :func:`decode_message` refuses such a message as a
+:class:`~mcpfsm.ProtocolError`, and the encoders refuse such a string of the caller's as a ``ValueError``,
+instead of a ``UnicodeEncodeError`` at the transport.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ __all__ = [
     "encode_notification",
     "encode_request",
     "encode_result",
+    "holds_lone_surrogate",
     "modern_meta",
     "outgoing_request",
     "outgoing_request_id",
@@ -36,6 +43,9 @@ __all__ = [
 
 _REQUEST_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?(?:0|[1-9][0-9]{0,17})),"method":"([^"\\]*)"[,}]')
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE = "peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text (RFC 8259 §8.2)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,7 +96,8 @@ def encode_request(request_id: int | str, method: str, params: Mapping[str, Any]
     """Serialise a JSON-RPC request.
 
     Raises:
-        ValueError: ``params`` holds something JSON cannot carry (nan, inf, non-str keys, objects).
+        ValueError: ``params`` holds something JSON cannot carry (nan, inf, non-str keys, objects, a
+            string with a lone UTF-16 surrogate).
     """
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
     if params is not None:
@@ -114,9 +125,18 @@ def encode_error(request_id: int | str | None, code: int, message: str) -> str:
 
 def _encode(message: Mapping[str, Any]) -> str:
     try:
-        return _dumps(message)
+        text = _dumps(message)
     except (TypeError, ValueError, RecursionError) as exc:
         raise ValueError(f"cannot encode JSON-RPC message as JSON: {exc}") from exc
+    # str.isascii() is a flag check: only text with non-ASCII characters is tried, by the encoder itself.
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError(
+                "cannot encode JSON-RPC message: a string holds a lone UTF-16 surrogate, which UTF-8 cannot carry"
+            ) from None
+    return text
 
 
 def outgoing_request_id(message: str) -> int | str | None:
@@ -154,15 +174,48 @@ def outgoing_request(message: str) -> tuple[int | str | None, str | None]:
 
 
 def decode_message(text: str | bytes) -> Any:
-    """Decode JSON text from the peer.
+    """Decode JSON text from the peer: UTF-8 bytes (a leading BOM is skipped), or text decoded from them.
 
     Raises:
-        ProtocolError: the text is not JSON.
+        ProtocolError: the text is not UTF-8 JSON, or a string in it holds a lone UTF-16 surrogate.
     """
     try:
-        return json.loads(text)
+        if isinstance(text, str):
+            if not text.isascii():
+                text.encode("utf-8")  # only a surrogate code point fails: not Unicode text
+        else:
+            # Strict UTF-8, as MCP messages are (json.loads on bytes would let surrogates through).
+            text = text.decode("utf-8-sig")
+        value = json.loads(text)
+    except UnicodeEncodeError as exc:
+        raise ProtocolError(_LONE) from exc
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"peer sent invalid JSON: {exc}") from exc
+    # An escaped lone surrogate decodes to a str that no encoder takes back: find one (a backslash is
+    # rare in most answers, and finding the first is a memchr), then walk the value only on a hit.
+    backslash = text.find("\\")
+    if backslash >= 0 and _ESCAPE.search(text, backslash) and holds_lone_surrogate(value):
+        raise ProtocolError(_LONE)
+    return value
+
+
+def holds_lone_surrogate(value: Any) -> bool:
+    """Tell whether a decoded JSON value holds a string (or key) with a lone UTF-16 surrogate.
+
+    Iterative, so a deeply nested value cannot exhaust the stack.
+    """
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                return True
+        elif isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
 
 
 def parse_message(payload: Any) -> Message:

@@ -47,6 +47,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from .errors import AuthorizationError
+from .jsonrpc import holds_lone_surrogate
 
 __all__ = [
     "ACCESS_TOKEN_REFRESH_MARGIN",
@@ -60,6 +61,7 @@ __all__ = [
     "GRANT_TYPE_JWT_BEARER",
     "GRANT_TYPE_TOKEN_EXCHANGE",
     "LEGACY_METADATA_HEADERS",
+    "MAX_TOKEN_LIFETIME",
     "METADATA_REQUEST_HEADERS",
     "REFRESHING",
     "REGISTERING",
@@ -142,6 +144,12 @@ LEGACY_METADATA_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
 ACCESS_TOKEN_REFRESH_MARGIN: Final = 60.0
 """Seconds before ``expires_at`` from which a held access token counts as expiring."""
 
+MAX_TOKEN_LIFETIME: Final = 365 * 24 * 3600
+"""The longest ``expires_in`` taken as given, in seconds (a year); a larger one counts as this.
+
+A server's number goes into clock arithmetic: an integer of hundreds of digits is no float. A year is far
+beyond the lifetime of a real access token, so the clamp shortens none in practice."""
+
 CLIENT_ASSERTION_LIFETIME: Final = 300
 """Seconds a ``private_key_jwt`` client assertion stays valid (the client-credentials extension: at most 5 min)."""
 
@@ -188,6 +196,8 @@ EXCHANGING: Final = "exchanging"
 
 _TCHARS: Final = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+# RFC 6749 §A.12 VSCHAR without the space: what an Authorization header can carry after "Bearer ".
+_VISIBLE_ASCII: Final = re.compile(r"[\x21-\x7e]+")
 _OWS: Final = " \t"
 
 
@@ -473,11 +483,15 @@ def protected_resource_metadata_urls(mcp_url: str, challenge: BearerChallenge | 
 
 
 def _json_object(body: bytes) -> dict[str, Any] | None:
+    # A document holding a lone UTF-16 surrogate is no Unicode text (RFC 8259 §8.2): none of its strings
+    # could be sent on (in a URL, a form, a header), so it counts as no JSON object at all.
     try:
         document = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):
         return None
-    return document if isinstance(document, dict) else None
+    if not isinstance(document, dict) or holds_lone_surrogate(document):
+        return None
+    return document
 
 
 def _string_tuple(value: object) -> tuple[str, ...] | None:
@@ -1528,11 +1542,15 @@ class TokenSet:
         access, kind, refresh = record.get("access_token"), record.get("token_type"), record.get("refresh_token")
         expires_at, scopes = record.get("expires_at"), record.get("scopes")
         issuer, resource = record.get("issuer"), record.get("resource")
-        if not isinstance(access, str) or not access or kind not in ("Bearer", "DPoP") or not isinstance(issuer, str):
+        if not isinstance(access, str) or not _header_safe(access) or kind not in ("Bearer", "DPoP"):
+            return None
+        if not isinstance(issuer, str):
             return None
         if not (refresh is None or isinstance(refresh, str)) or not (resource is None or isinstance(resource, str)):
             return None
-        if expires_at is not None and (isinstance(expires_at, bool) or not isinstance(expires_at, int | float)):
+        if expires_at is not None and (
+            isinstance(expires_at, bool) or not isinstance(expires_at, int | float) or not _finite(expires_at)
+        ):
             return None
         scope_list = _string_tuple(scopes)
         if scope_list is None:
@@ -1548,6 +1566,14 @@ class TokenSet:
         )
 
 
+def _finite(number: int | float) -> bool:
+    # An int too large for a float is not a usable time either.
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
+
+
 def _oauth_error(document: Mapping[str, Any] | None) -> tuple[str | None, str | None]:
     if document is None:
         return None, None
@@ -1556,13 +1582,24 @@ def _oauth_error(document: Mapping[str, Any] | None) -> tuple[str | None, str | 
 
 
 def _expires_in(value: object) -> float | None:
+    # RFC 6749 §5.1: seconds. Clamped to MAX_TOKEN_LIFETIME before any conversion to float (an integer too
+    # large for one would raise OverflowError); a string of ASCII digits counts as its number.
     if isinstance(value, bool):
         return None
-    if isinstance(value, str) and value.isdigit():
-        value = int(value)
-    if isinstance(value, int | float) and math.isfinite(value) and value >= 0:
-        return float(value)
+    if isinstance(value, str):
+        if not (value.isascii() and value.isdigit()):
+            return None
+        value = int(value) if len(value) <= 12 else MAX_TOKEN_LIFETIME
+    if isinstance(value, int):
+        return float(min(value, MAX_TOKEN_LIFETIME)) if value >= 0 else None
+    if isinstance(value, float) and math.isfinite(value) and value >= 0:
+        return min(value, float(MAX_TOKEN_LIFETIME))
     return None
+
+
+def _header_safe(token: str) -> bool:
+    # RFC 6750 §2.1 / RFC 9449 §7.1: the token goes into an Authorization header, so visible ASCII only.
+    return _VISIBLE_ASCII.fullmatch(token) is not None
 
 
 def read_token_response(
@@ -1613,6 +1650,13 @@ def read_token_response(
     access_token = document.get("access_token")
     if not isinstance(access_token, str) or not access_token:
         raise AuthorizationError("the token endpoint's answer has no access_token", state=state)
+    if not _header_safe(access_token):
+        # Never quoted: it is the token.
+        raise AuthorizationError(
+            "the token endpoint's access_token holds characters other than visible ASCII, which no Authorization"
+            " header can carry (RFC 6750 §2.1)",
+            state=state,
+        )
     raw_type = document.get("token_type")
     kind = raw_type.lower() if isinstance(raw_type, str) else None
     if kind == "bearer":

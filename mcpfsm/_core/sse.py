@@ -16,13 +16,39 @@ import contextlib
 import re
 from dataclasses import dataclass
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SseError", "SseEvent", "SseParser", "SseTooLarge"]
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "DEFAULT_RECONNECTION_MS",
+    "MAX_RECONNECTION_MS",
+    "SseError",
+    "SseEvent",
+    "SseParser",
+    "SseTooLarge",
+    "reconnection_delay",
+]
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 """Default limit on the size of one line and of one event's data, in bytes (16 MiB)."""
 
+DEFAULT_RECONNECTION_MS = 1000
+"""The reconnection time before a stream gave a ``retry:`` field, in milliseconds."""
+
+MAX_RECONNECTION_MS = 60_000
+"""The longest wait before reconnecting, in milliseconds (one minute), whatever ``retry:`` asks for."""
+
 _BOM = b"\xef\xbb\xbf"
 _LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+def reconnection_delay(retry: int | None) -> float:
+    """Seconds to wait before reconnecting: the stream's ``retry`` (milliseconds), else the default.
+
+    Clamped to :data:`MAX_RECONNECTION_MS`: the value is the server's, and a request waits on it (a
+    ``retry:`` of a thousand digits is a valid field, but no delay to sleep or to divide into a float).
+    """
+    if retry is None:
+        return DEFAULT_RECONNECTION_MS / 1000
+    return min(retry, MAX_RECONNECTION_MS) / 1000
 
 
 class SseError(ValueError):

@@ -9,7 +9,8 @@ never following redirects, never carrying the MCP token: MCP "Authorization", "T
 
 The flow reads and updates one :class:`Binding` per client: the tokens held, the authorization server and
 client they are bound to, the DPoP key and nonces. The session layer (``mcpfsm._client.authorization``)
-decides when a flow runs and resends the request after it; one flow runs at a time per client (A41).
+decides when a flow runs and resends the request after it; one flow runs at a time per client (single flight:
+specs/authorization.md).
 
 Nothing secret reaches an event, a log line or an error message: tokens, codes, verifiers, secrets and
 assertions stay in the values that hold them, whose reprs hide them.
@@ -135,16 +136,19 @@ class Binding:
     Attributes:
         credential: the client's credentials.
         mcp_url: the MCP endpoint the tokens are for.
-        pinned_modern: the client is pinned to ``2026-07-28``, which forbids the 2025-03-26 path (A10).
+        pinned_modern: the client is pinned to ``2026-07-28``, which forbids the 2025-03-26 path (MCP 2026-07-28
+            "Authorization": clients MUST use Protected Resource Metadata, RFC 9728).
         store: where registrations and tokens are kept.
         tokens: the tokens held, or ``None``.
-        generation: increases with every new token; a request that used an older one just resends (A41).
+        generation: increases with every new token; a request that used an older one just resends (single
+            flight: specs/authorization.md).
         metadata: the bound authorization server's metadata, once discovered.
         resource_metadata: the protected resource metadata, once discovered (``None`` on the 2025-03-26 path).
         resource: the ``resource`` parameter, verbatim (RFC 8707).
         identity: the client's identity at the bound issuer.
         requested: the scopes requested for the held token (the base of a step-up union, SEP-2350).
-        stepped_up: (issuer, scope set) pairs whose step-up still drew a 403 (A28).
+        stepped_up: (issuer, scope set) pairs whose step-up still drew a 403 (specs/authorization.md,
+            "A scope that never suffices").
         dpop_key: the client's DPoP key (RFC 9449), or ``None``.
         issuer_nonces: the last ``DPoP-Nonce`` of each authorization server (RFC 9449 §8).
         resource_nonce: the last ``DPoP-Nonce`` of the MCP server (RFC 9449 §9).
@@ -205,7 +209,8 @@ class AuthorizationFlow:
         binding: the client's held state, read and updated by the flow.
         entry: why the flow runs.
         www_authenticate: the challenge's ``WWW-Authenticate`` values (empty for ``expiring``).
-        again: the request already went through a flow and was challenged once more (A6).
+        again: the request already went through a flow and was challenged once more (specs/authorization.md,
+            "Why every flow ends").
         tool: the tool whose call drew the challenge, for the events (``""`` for other requests).
         attempt: 1 for the first flow of a request, 2 for a step-up after it.
     """
@@ -408,7 +413,8 @@ class AuthorizationFlow:
         if self.again:
             status = 401 if self.entry is Entry.unauthorized else 403
             if self.entry is Entry.forbidden and self.issuer is not None:
-                # A28: remembered for the connection, so a later identical challenge costs no authorization.
+                # Remembered for the connection, so a later identical challenge costs no authorization
+                # (specs/authorization.md, "A scope that never suffices").
                 binding.stepped_up.add((self.issuer, frozenset(challenged)))
             self.error = AuthorizationError(
                 f"the MCP server answered HTTP {status} to the request resent after authorization", state=state
@@ -519,7 +525,8 @@ class AuthorizationFlow:
         return Trigger.issuer_found
 
     async def _known_issuers(self) -> set[str]:
-        # A13: the first listed issuer the client holds credentials for; else the first.
+        # The client chooses among the PRM's authorization_servers (RFC 9728 §2; MCP 2026-07-28 "Authorization
+        # Server Discovery"): the first listed issuer it holds credentials for, else the first.
         credential = self.binding.credential
         known = set()
         if isinstance(credential, OAuth) and credential.client_issuer is not None:
@@ -604,7 +611,8 @@ class AuthorizationFlow:
         registration = oauth.read_registration_response(
             answer.status, answer.body, issuer=metadata.issuer, requested_method=method
         )
-        # Stored at once: a finished registration outlives a flow cancelled later (A42).
+        # Stored at once: a finished registration outlives a flow cancelled later (specs/authorization.md,
+        # "Cancelled while the user logs in").
         await self.binding.store.set(registration_key(metadata.issuer), registration.to_dict())
         return Identity(
             issuer=metadata.issuer,
@@ -651,7 +659,8 @@ class AuthorizationFlow:
             except AuthorizationError:
                 raise
             except Exception as exc:
-                raise AuthorizationError(f"authorize raised {type(exc).__name__}: {exc}", state=state) from exc
+                # Its type only: its message may hold the redirect URL, with the code and state in it.
+                raise AuthorizationError(f"authorize raised {type(exc).__name__}", state=state) from exc
             if not isinstance(redirect, str):
                 raise AuthorizationError(
                     f"authorize returned a {type(redirect).__name__}, not the redirect URL", state=state

@@ -111,6 +111,7 @@ class Scenario:
         refresh_tokens: issue refresh tokens.
         rotate_refresh_tokens: a refresh returns a new refresh token and retires the old one.
         expires_in: access token lifetime in seconds (0: expired at once).
+        token_suffix: appended to every access token issued (a non-ASCII one makes a token no header can carry).
         sessions: answer ``initialize`` with an ``Mcp-Session-Id`` and accept the session ``DELETE`` (legacy).
     """
 
@@ -145,6 +146,7 @@ class Scenario:
     refresh_tokens: bool = False
     rotate_refresh_tokens: bool = True
     expires_in: int = 3600
+    token_suffix: str = ""
     sessions: bool = False
 
     @classmethod
@@ -442,7 +444,7 @@ class AuthorizationServer:
 
     def issue(self, grant: Grant, *, refresh: bool) -> dict[str, Any]:
         """Issue an access token (and a refresh token when the scenario says so)."""
-        token = f"at-{secrets.token_urlsafe(24)}"
+        token = f"at-{secrets.token_urlsafe(24)}{self.scenario.token_suffix}"
         grant.expires_at = time.time() + self.scenario.expires_in
         self.world.access_tokens[token] = grant
         answer: dict[str, Any] = {

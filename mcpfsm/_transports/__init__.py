@@ -1,1 +1,1 @@
-"""Transports: the only code that touches the network or a subprocess (see :mod:`.base` for the contract)."""
+"""Transports: the only code that talks to a server, over the network or a subprocess (contract: :mod:`.base`)."""

@@ -59,10 +59,10 @@ from loguru import logger
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_modern, is_read_only
 from .._core.content_coding import ACCEPT_ENCODING, BodyTooLarge, ContentDecodeError, ContentDecoder
 from .._core.errors import McpError, ProtocolError, TransportError
-from .._core.h1 import H1Error
+from .._core.h1 import H1Error, field_problem
 from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_message
 from .._core.proxies import ProxyRules
-from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
+from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge, reconnection_delay
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
 from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
@@ -83,7 +83,6 @@ USER_AGENT: Final = f"mcpfsm/{MCPFSM_VERSION}"
 _MAX_CONNECTIONS: Final = 100
 _KEEPALIVE_EXPIRY: Final = 30.0
 _MAX_RESUMES: Final = 3
-_DEFAULT_RETRY_MS: Final = 1000
 _STATUS_HINTS: Final = {
     413: "the request was too large for the server (body or headers)",
     431: "the request headers were too large for the server (mirrored Mcp-Param-* values count)",
@@ -241,8 +240,9 @@ class HttpTransport:
     Raises:
         TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, its port is out of
             range, or a CA bundle or client certificate cannot be loaded.
-        ValueError: ``verify``, ``cert`` or ``proxy`` given together with ``transport``, or
-            ``max_response_bytes`` below 1.
+        ValueError: ``verify``, ``cert`` or ``proxy`` given together with ``transport``,
+            ``max_response_bytes`` below 1, or a header in ``headers`` that cannot be sent (a name that is
+            no token, a value with a control or non-ASCII character; the message never quotes the value).
     """
 
     def __init__(
@@ -269,6 +269,9 @@ class HttpTransport:
             )
         parsed = _parse_url(url, "MCP server URL")
         custom = filter_custom_headers(headers)
+        for name, value in custom.items():
+            if (problem := field_problem(name, value)) is not None:
+                raise ValueError(problem)
         lowered = {name.lower() for name in custom}
         self._credentials: list[tuple[str, str]] = [
             (name, value) for name, value in custom.items() if name.lower() in _CREDENTIAL_HEADERS
@@ -424,6 +427,10 @@ class HttpTransport:
         if self._httpx is None:
             pool = self._pool_for(url)
             return await pool.request(method, url.raw_path.decode("ascii"), headers, body, resendable=resendable)
+        for name, value in headers:
+            # What the pool's framing refuses, refused here too: httpx and h11 would quote the value.
+            if (problem := field_problem(name, value)) is not None:
+                raise H1Error(problem)
         request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)
         return _HttpxResponse(await self._httpx.handle_async_request(request))
 
@@ -546,7 +553,7 @@ class HttpTransport:
         resumable = version is not None and not is_modern(version)
         while resumable and parser.last_event_id and resumes < _MAX_RESUMES:
             resumes += 1
-            await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
+            await self._sleep(reconnection_delay(parser.retry))
             # A fresh parser: half a line from the cut stream must not be glued onto the new one.
             parser = SseParser(max_event_bytes=self._max, last_event_id=parser.last_event_id, retry=parser.retry)
             answer = await self._resume(parser, request_id, sent)
@@ -565,10 +572,9 @@ class HttpTransport:
         try:
             if response.status != 200 or _media_type(response) != "text/event-stream":
                 body = await self._read_body(response, what="reading HTTP error response")
-                raise TransportError(
-                    "could not resume the event stream: " + _status_message(response, body),
-                    status=response.status,
-                )
+                # No status: it answered the GET, not the message. A 401 here is no challenge to the POST (the
+                # authorization layer would resend it, and a tool would run twice), nor a 404 an expired session.
+                raise TransportError("could not resume the event stream: " + _status_message(response, body))
             return await self._consume(response, parser, request_id)
         finally:
             with _mapped("closing HTTP response"):
@@ -639,7 +645,7 @@ class HttpTransport:
         cannot be lost), or with False when it answers 405 (it offers none) or fails (logged at
         WARNING). A background task routes what arrives to the inbound handler. A stream that breaks
         (network, read timeout), or that the server ends after giving event ids, is reopened after the
-        server's ``retry`` delay (default 1 s) with ``Last-Event-ID``, until three reopened streams in a
+        server's ``retry`` delay (default 1 s, at most 60 s) with ``Last-Event-ID``, until three reopened streams in a
         row bring nothing or the server refuses one; a stream the server ends without ids stays closed,
         and so does one that sends an event beyond ``max_response_bytes``. A second call replaces the
         stream; :meth:`end_session` and :meth:`aclose` close it.
@@ -707,7 +713,7 @@ class HttpTransport:
             if idle >= _MAX_RESUMES:
                 logger.debug("the server's event stream brought nothing {} times in a row; not reopening it", idle)
                 return
-            await self._sleep((parser.retry if parser.retry is not None else _DEFAULT_RETRY_MS) / 1000)
+            await self._sleep(reconnection_delay(parser.retry))
             parser = SseParser(max_event_bytes=self._max, last_event_id=parser.last_event_id, retry=parser.retry)
             try:
                 reopened = await self._open_get(headers, parser.last_event_id)

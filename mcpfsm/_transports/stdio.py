@@ -21,6 +21,7 @@ waiting for a user never keeps the reader from routing other responses.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -226,6 +227,12 @@ class StdioTransport:
         try:
             message = parse_message(decode_message(line))
         except ProtocolError as exc:
+            pending = self._pending.get(_response_id(line))
+            if pending is not None:
+                # JSON with an id (a lone surrogate in it, say): the request it answers fails, rather than hang.
+                pending.reply = exc
+                pending.event.set()
+                return
             logger.warning("ignoring a malformed line from the MCP server process: {}", exc)
             return
         if isinstance(message, Response):
@@ -287,3 +294,15 @@ class StdioTransport:
             finally:
                 self._fail(TransportError("the stdio transport is closed"))
                 await self._readers.aclose()
+
+
+def _response_id(line: bytes) -> int | str | None:
+    # The id of a line that is a JSON object without a method, or None.
+    try:
+        payload = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(payload, dict) or "method" in payload:
+        return None
+    request_id = payload.get("id")
+    return request_id if isinstance(request_id, int | str) and not isinstance(request_id, bool) else None

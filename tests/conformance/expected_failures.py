@@ -11,6 +11,15 @@ file it names), then runs ``check``:
     python tests/conformance/expected_failures.py [check]   # exit 1 and one line per problem
     python tests/conformance/expected_failures.py snapshot < LISTING > scenarios.txt
         # LISTING: `conformance list --client --requirements R` for R = 2025-11-25, then 2026-07-28
+    python tests/conformance/expected_failures.py judge REVISION SUMMARY
+        # SUMMARY: the suite's output for one `--requirements REVISION` run; prints the verdict line,
+        # exit 1 and one line per problem on stderr
+
+``judge`` is what makes CI fail: every scenario the set scores must pass or be listed whole in the
+expected-failures file (a client that crashes may leave no failing check behind), and every ``extension``
+scenario (the authorization extensions, which the suite runs in the same run but never scores, so their
+regressions would pass silently) must pass: the suite ignores expected failures for them, so they cannot be
+excused there.
 
 The file's format is the suite's (a ``client:`` list of ``scenario`` or ``scenario:check-id``), held to
 a stricter shape that keeps a reason on every line: ``  - NAME  # reason``.
@@ -22,6 +31,7 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 HERE = Path(__file__).resolve().parent
 EXPECTED_FAILURES = HERE / "expected-failures.yaml"
@@ -163,11 +173,59 @@ def problems(entries: list[Entry], snapshot: dict[str, dict[str, str]]) -> list[
     return found
 
 
+REQUIRED_UNSCORED: Final = ("extension",)
+"""Statuses of unscored scenarios that CI requires to pass all the same."""
+
+_PASSED = re.compile(rf"^\u2713 ({_NAME}):", re.MULTILINE)
+
+
+def judge(
+    revision: str, summary: str, snapshot: dict[str, dict[str, str]], entries: list[Entry]
+) -> tuple[str, list[str]]:
+    """The verdict line and the problems of one requirement set's run, from the suite's summary output.
+
+    A scored scenario is fine when it passed (a line ``✓ NAME: …``) or is listed whole in the expected-failures
+    file; an ``extension`` scenario only when it passed.
+    """
+    passed = set(_PASSED.findall(summary))
+    scenarios = snapshot[revision]
+    scored = [name for name, status in scenarios.items() if status == "scored"]
+    required = [name for name, status in scenarios.items() if status in REQUIRED_UNSCORED]
+    excused = {entry.scenario for entry in entries if entry.check is None}
+    found = [
+        f"{revision}: scored scenario {name} neither passed nor is listed in {EXPECTED_FAILURES.name}"
+        for name in scored
+        if name not in passed and name not in excused
+    ]
+    found += [
+        f"{revision}: extension scenario {name} did not pass (unscored by the suite, required by CI)"
+        for name in required
+        if name not in passed
+    ]
+    verdict = (
+        f"{sum(name in passed for name in scored)} of {len(scored)} scored client scenarios pass,"
+        f" {sum(name in passed for name in required)} of {len(required)} extension scenarios pass"
+    )
+    return verdict, found
+
+
 def main(argv: list[str]) -> int:
-    """``check`` (the default) or ``snapshot``; returns the exit status."""
+    """``check`` (the default), ``snapshot`` or ``judge REVISION SUMMARY``; returns the exit status."""
     if argv == ["snapshot"]:
         sys.stdout.write(render_snapshot(parse_listing(sys.stdin.read())))
         return 0
+    if len(argv) == 3 and argv[0] == "judge" and argv[1] in REQUIREMENT_SETS:
+        try:
+            entries = parse_expected_failures(EXPECTED_FAILURES.read_text(encoding="utf-8"))
+            snapshot = read_snapshot(SCENARIOS.read_text(encoding="utf-8"))
+        except FormatError as exc:
+            print(f"{EXPECTED_FAILURES.name}: {exc}", file=sys.stderr)
+            return 1
+        verdict, found = judge(argv[1], Path(argv[2]).read_text(encoding="utf-8"), snapshot, entries)
+        print(verdict)
+        for problem in found:
+            print(f"conformance {problem}", file=sys.stderr)
+        return 1 if found else 0
     if argv not in ([], ["check"]):
         print(__doc__, file=sys.stderr)
         return 2

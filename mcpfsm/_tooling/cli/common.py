@@ -26,6 +26,7 @@ from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
 from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
+from ..._core.h1 import field_problem
 from ..._transports.tls import ssl_context
 from .credentials import add_auth_options, auth_from
 
@@ -37,6 +38,7 @@ __all__ = [
     "Parser",
     "T",
     "add_args_option",
+    "add_http_options",
     "add_server_options",
     "classify",
     "configure_logging",
@@ -55,6 +57,7 @@ __all__ = [
     "print_line",
     "read_text",
     "target",
+    "tls_verify",
 ]
 
 T = TypeVar("T")
@@ -121,13 +124,6 @@ def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -
         "--stdio", metavar='"CMD ARGS"', help="run this command as a stdio MCP server, in place of URL"
     )
     parser.add_argument(
-        "--header",
-        action="append",
-        default=[],
-        metavar="K:V",
-        help="extra HTTP header for every request (repeatable; mcp-* names are dropped)",
-    )
-    parser.add_argument(
         "--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)"
     )
     parser.add_argument(
@@ -136,13 +132,35 @@ def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -
         metavar="SECONDS",
         help="bound each HTTP connect, write and read (default: 30 s, read 300 s)",
     )
+    add_http_options(parser)
+    add_auth_options(parser)
+
+
+def add_http_options(parser: argparse.ArgumentParser) -> None:
+    # What an HTTP connection takes besides authorization: extra headers and TLS trust (also `mcpfsm login`'s).
+    parser.add_argument(
+        "--header",
+        action="append",
+        default=[],
+        metavar="K:V",
+        help="extra HTTP header for every request (repeatable; mcp-* names are dropped)",
+    )
     parser.add_argument(
         "--cacert", metavar="FILE", help="trust the CA certificates in this PEM file for https (not the defaults)"
     )
     parser.add_argument(
         "--cert", metavar="FILE", help="client certificate for https: a PEM file with the certificate and its key"
     )
-    add_auth_options(parser)
+
+
+def tls_verify(args: argparse.Namespace) -> ssl.SSLContext | bool:
+    # --cacert and --cert as one SSLContext (True: the default trust).
+    if args.cacert is None and args.cert is None:
+        return True
+    try:
+        return ssl_context(True if args.cacert is None else args.cacert, args.cert)
+    except TransportError as exc:
+        raise CliError(Exit.usage, f"{exc} (--cacert and --cert take PEM files)") from exc
 
 
 def add_args_option(parser: argparse.ArgumentParser) -> None:
@@ -243,14 +261,24 @@ def json_kind(value: object) -> str:
 
 
 def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
+    # A header often carries a credential: errors name the header (or its position), never its value.
     headers: dict[str, str] = {}
-    for pair in pairs:
+    for number, pair in enumerate(pairs, start=1):
         name, colon, value = pair.partition(":")
         name = name.strip()
+        if not colon:
+            raise CliError(Exit.usage, f"--header number {number} has no ':' (expected 'Name: value')")
         # The RFC 9110 token rule that x-mcp-header values follow too (SEP-2243).
-        if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
-            raise CliError(Exit.usage, f"--header {pair!r} is not 'Name: value' with a valid header name")
-        headers[name] = value.strip()
+        if not HEADER_NAME_TOKEN.fullmatch(name):
+            raise CliError(Exit.usage, f"--header {name!r} is not a valid header name (expected 'Name: value')")
+        value = value.strip()
+        if field_problem(name, value) is not None:
+            raise CliError(
+                Exit.usage,
+                f"--header {name}: the value cannot be sent in an HTTP header (visible ASCII with inner spaces"
+                " or tabs only; the value is not shown)",
+            )
+        headers[name] = value
     return headers
 
 
@@ -276,7 +304,12 @@ def make_client(
     if args.stdio is not None:
         if args.url is not None:
             raise CliError(Exit.usage, "give either URL or --stdio, not both")
-        for option, value in (("--header", headers), ("--cacert", args.cacert), ("--cert", args.cert)):
+        for option, value in (
+            ("--header", headers),
+            ("--cacert", args.cacert),
+            ("--cert", args.cert),
+            ("--token", getattr(args, "token", None)),
+        ):
             if value:
                 raise CliError(Exit.usage, f"{option} applies to HTTP servers only, not to --stdio")
         try:
@@ -291,12 +324,7 @@ def make_client(
         )
     if args.url is None:
         raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
-    verify: ssl.SSLContext | bool = True
-    if args.cacert is not None or args.cert is not None:
-        try:
-            verify = ssl_context(True if args.cacert is None else args.cacert, args.cert)
-        except TransportError as exc:
-            raise CliError(Exit.usage, f"{exc} (--cacert and --cert take PEM files)") from exc
+    verify = tls_verify(args)
     try:
         return Client.http(
             args.url,

@@ -5,6 +5,9 @@
 the browser login: one line with the URL to open, then a progress line while waiting for the browser.
 ``--auth client-credentials`` authorizes a headless agent (``--client-id`` with ``--client-secret``, or the
 ``MCPFSM_CLIENT_SECRET`` variable, or ``--private-key FILE``); ``--auth none`` sends no credentials.
+A static bearer token (``--token TOKEN`` or ``--token @FILE``), an ``Authorization`` header given with
+``--header`` and credentials in the URL are credentials of their own: each implies ``--auth none``, and
+combining one with ``--auth oauth`` or ``--auth client-credentials`` (or two of them) is a usage error.
 """
 
 from __future__ import annotations
@@ -66,6 +69,12 @@ def add_auth_options(parser: argparse.ArgumentParser) -> None:
         " credentials); client-credentials: a headless agent; none: no credentials",
     )
     parser.add_argument("--private-key", metavar="FILE", help="client-credentials: a PEM key (private_key_jwt)")
+    parser.add_argument(
+        "--token",
+        metavar="TOKEN|@FILE",
+        help="a static bearer token (or a file holding one) sent as 'Authorization: Bearer TOKEN'; implies"
+        " --auth none",
+    )
     add_login_options(parser)
 
 
@@ -123,13 +132,20 @@ class BrowserLogin:
             sys.stderr.flush()
 
 
-def auth_from(args: argparse.Namespace) -> OAuth | ClientCredentials | None:
-    """The ``auth=`` of the client a command builds from its options.
+def auth_from(args: argparse.Namespace) -> OAuth | ClientCredentials | str | None:
+    """The ``auth=`` of the client a command builds from its options (a ``str``: a static bearer token).
 
     Raises:
-        ValueError: inconsistent options or an unreadable key file (a usage error, said in one line).
+        ValueError: inconsistent options or an unreadable key or token file (a usage error, said in one line).
     """
-    kind = getattr(args, "auth", None) or ("none" if _has_userinfo(getattr(args, "url", None)) else "oauth")
+    explicit: str | None = getattr(args, "auth", None)
+    own = _own_credentials(args)
+    if own is not None and explicit not in (None, "none"):
+        raise ValueError(f"{own} brings its own credentials: it cannot be combined with --auth {explicit}")
+    token = getattr(args, "token", None)
+    if token is not None:
+        return _read_token(token)
+    kind = explicit or ("none" if own is not None else "oauth")
     if kind == "none":
         return None
     secret = args.client_secret or os.environ.get(SECRET_VARIABLE) or None
@@ -154,6 +170,35 @@ def auth_from(args: argparse.Namespace) -> OAuth | ClientCredentials | None:
         scope=args.scope,
         store=FileTokenStore(default_token_path()),
     )
+
+
+def _own_credentials(args: argparse.Namespace) -> str | None:
+    # What names credentials of the user's own besides --auth: --token, an Authorization header, the URL's.
+    given = []
+    if getattr(args, "token", None) is not None:
+        given.append("--token")
+    if any(pair.partition(":")[0].strip().lower() == "authorization" for pair in getattr(args, "header", None) or ()):
+        given.append("--header Authorization")
+    if _has_userinfo(getattr(args, "url", None)):
+        given.append("the URL's user:password")
+    if len(given) > 1:
+        raise ValueError(f"give one of {' and '.join(given)}, not both: each sends an Authorization header")
+    return given[0] if given else None
+
+
+def _read_token(value: str) -> str:
+    # A token read from a file loses the line end an editor or `echo` leaves; it is never shown in a message.
+    if value.startswith("@"):
+        path = value[1:]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                value = handle.read().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ValueError(f"cannot read --token file {path!r}: {reason}") from exc
+    if not value or not all("\x21" <= char <= "\x7e" for char in value):
+        raise ValueError("--token must be visible ASCII without spaces (RFC 6750 §2.1); the token is not shown")
+    return value
 
 
 def _read_key(path: str) -> str:

@@ -13,11 +13,14 @@ cannot drive the terminal.
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections.abc import Callable, Mapping
 from typing import IO, Any, Final
 
 import trio
+
+from ..._core.input import form_problems
 
 __all__ = ["TerminalElicitation", "shown"]
 
@@ -132,9 +135,16 @@ class TerminalElicitation:
                 self._say("    a value is required")
                 continue
             try:
-                return _parse(spec, text)
+                value = _parse(spec, text)
             except ValueError as exc:
                 self._say(f"    {exc}")
+                continue
+            # The property's own rules (minimum, maxLength, format, …): asked again here rather than refused
+            # when the whole answer is checked before it is sent.
+            problems = form_problems({"properties": {name: dict(spec)}}, {name: value})
+            if not problems:
+                return value
+            self._say(f"    {shown(problems[0].partition(': ')[2])}")
 
     # --- terminal I/O ---------------------------------------------------------------------------
 
@@ -243,5 +253,7 @@ def _parse(spec: Mapping[str, Any], text: str) -> Any:
             number = float(text)
         except ValueError:
             raise ValueError("a number, please") from None
+        if not math.isfinite(number):
+            raise ValueError("a finite number, please")  # JSON has no nan or infinity
         return int(number) if number.is_integer() and "." not in text and "e" not in text.lower() else number
     return text

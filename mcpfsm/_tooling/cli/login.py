@@ -9,8 +9,19 @@ import trio
 
 from ..._client.client import Client
 from ..._client.stores import default_token_path
+from ..._core.errors import TransportError
 from ..._core.events import AuthEvent, CallEvent
-from .common import PROTOCOLS, CliError, Exit, connection_errors, positive, print_line
+from .common import (
+    PROTOCOLS,
+    CliError,
+    Exit,
+    add_http_options,
+    connection_errors,
+    header_pairs,
+    positive,
+    print_line,
+    tls_verify,
+)
 from .credentials import add_login_options, auth_from
 
 __all__ = ["NAME", "configure", "run"]
@@ -30,6 +41,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("url", metavar="URL", help="the MCP endpoint, e.g. https://example.com/mcp")
     parser.add_argument("--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)")
     parser.add_argument("--timeout", type=positive, metavar="SECONDS", help="HTTP timeout (default: 30 s, read 300 s)")
+    add_http_options(parser)
     add_login_options(parser)
 
 
@@ -42,12 +54,23 @@ def run(args: argparse.Namespace) -> Exit:
         if isinstance(event, AuthEvent):
             events.append(event)
 
+    headers = header_pairs(args.header)
+    if any(name.lower() == "authorization" for name in headers):
+        raise CliError(Exit.usage, "login runs the OAuth login: --header Authorization would send other credentials")
     try:
         client = Client.http(
-            args.url, protocol=args.protocol, timeout=args.timeout, auth=auth_from(args), on_event=keep
+            args.url,
+            headers=headers,
+            protocol=args.protocol,
+            timeout=args.timeout,
+            auth=auth_from(args),
+            verify=tls_verify(args),
+            on_event=keep,
         )
     except ValueError as exc:
         raise CliError(Exit.usage, str(exc)) from exc
+    except TransportError as exc:
+        raise CliError(Exit.bad_url, str(exc)) from exc
 
     async def login() -> None:
         with connection_errors(args.url):

@@ -1,0 +1,71 @@
+"""`.ci/run` on a fresh Debian machine: what the conformance suite needs is installed before it runs.
+
+`.ci/need COMMAND PACKAGE...` installs Debian packages with apt-get unless the command is on the PATH. These tests
+run it with a PATH that holds only a stub `apt-get` (which records its arguments and, on `install`, puts the
+command in place) and a stub `sudo`, so they touch no package manager.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tests.peer.fixtures import REPO_ROOT
+
+NEED = REPO_ROOT / ".ci" / "need"
+BASH = shutil.which("bash") or "/bin/bash"
+
+
+def stub_path(tmp_path: Path, *, provides: bool = True, present: tuple[str, ...] = ()) -> Path:
+    """A PATH directory with a recording `apt-get` (that installs `npm` when `provides`) and `present` commands."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "apt-get.log"
+    install = f'[ "$1" = install ] && printf "#!{BASH}\\n" > {bin_dir}/npm && {shutil.which("chmod")} +x {bin_dir}/npm'
+    apt_get = f'#!{BASH}\necho "$*" >> {log}\n' + (install + "\n" if provides else "") + "exit 0\n"
+    (bin_dir / "apt-get").write_text(apt_get)
+    (bin_dir / "apt-get").chmod(0o755)
+    # As root .ci/need calls apt-get itself, otherwise through sudo: a sudo that just runs the command.
+    (bin_dir / "sudo").write_text(f'#!{BASH}\nexec "$@"\n')
+    (bin_dir / "sudo").chmod(0o755)
+    for command in present:
+        (bin_dir / command).write_text(f"#!{BASH}\n")
+        (bin_dir / command).chmod(0o755)
+    return bin_dir
+
+
+def need(bin_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": str(bin_dir), "HOME": os.environ.get("HOME", "/tmp")}
+    return subprocess.run([BASH, str(NEED), *args], env=env, capture_output=True, text=True, timeout=30, check=False)
+
+
+def apt_calls(tmp_path: Path) -> list[str]:
+    log = tmp_path / "apt-get.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_a_missing_npm_is_installed_with_apt_get(tmp_path: Path) -> None:
+    bin_dir = stub_path(tmp_path)
+    done = need(bin_dir, "npm", "npm")
+    message = ".ci/need: npm is missing; installing npm with apt-get\n"
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", message)
+    assert apt_calls(tmp_path) == ["update -qq", "install -y -qq --no-install-recommends npm"]
+
+
+def test_a_present_command_installs_nothing(tmp_path: Path) -> None:
+    bin_dir = stub_path(tmp_path, present=("npm",))
+    done = need(bin_dir, "npm", "npm")
+    assert (done.returncode, done.stdout, done.stderr, apt_calls(tmp_path)) == (0, "", "", [])
+
+
+def test_a_package_that_does_not_provide_the_command_fails(tmp_path: Path) -> None:
+    bin_dir = stub_path(tmp_path, provides=False)
+    done = need(bin_dir, "npm", "npm")
+    assert (done.returncode, done.stderr.splitlines()[-1]) == (1, ".ci/need: npm is still missing after installing npm")
+
+
+def test_ci_provides_npm_before_the_conformance_suite_runs() -> None:
+    lines = [line.strip() for line in (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    assert lines.index(".ci/need npm npm") < lines.index("tests/conformance/run")

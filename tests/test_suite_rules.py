@@ -1,0 +1,41 @@
+"""Rules the suite keeps about itself: no test cancels or waits on a short fixed delay (on a busy machine the delay
+may end before the thing it stands for happened); tests wait for a readiness signal (an event, a log entry, a
+READY line) and bound that wait with a generous hang guard."""
+
+from __future__ import annotations
+
+import ast
+from typing import Final
+
+from tests.peer.fixtures import REPO_ROOT
+
+SHORT: Final = 1.0
+"""Deadlines below this many seconds are timing, not a hang guard."""
+TIMED: Final = frozenset({"move_on_after", "fail_after"})
+
+
+def short_deadlines(source: str) -> list[tuple[int, str]]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        first = node.args[0]
+        number = first.value if isinstance(first, ast.Constant) else None
+        if name in TIMED and isinstance(number, int | float) and number < SHORT:
+            found.append((node.lineno, f"{name}({number})"))
+    return sorted(found)
+
+
+def test_the_rule() -> None:
+    source = "with trio.move_on_after(0.1):\n    pass\nwith trio.fail_after(120):\n    pass\nmove_on_after(0.5)\n"
+    assert short_deadlines(source) == [(1, "move_on_after(0.1)"), (5, "move_on_after(0.5)")]
+
+
+def test_no_test_cancels_after_a_short_fixed_delay() -> None:
+    found = {
+        str(path.relative_to(REPO_ROOT)): hits
+        for path in sorted((REPO_ROOT / "tests").rglob("*.py"))
+        if (hits := short_deadlines(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}
