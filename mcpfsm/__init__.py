@@ -12,8 +12,6 @@ The library never configures logging: it calls ``logger.disable("mcpfsm")`` at i
 applications that want its logs call ``logger.enable("mcpfsm")``.
 """
 
-from loguru import logger
-
 from ._client.client import Client
 from ._client.loopback import LoopbackAuthorizer
 from ._client.stores import FileTokenStore, MemoryTokenStore
@@ -50,6 +48,7 @@ from ._core.results import (
     ToolResult,
 )
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
+from ._log import disable_library_logs
 from ._machines.authorization import AUTHORIZATION
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
@@ -60,7 +59,8 @@ from ._transports.stdio import StdioTransport
 __version__ = MCPFSM_VERSION
 
 # A library never configures logging (loguru's README): applications call logger.enable("mcpfsm").
-logger.disable("mcpfsm")
+# loguru is not imported for that: see mcpfsm._log.
+disable_library_logs()
 
 __all__ = [
     "AUTHORIZATION",

@@ -27,11 +27,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from enum import Enum
 from functools import partial
 from types import TracebackType
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
-import httpx
 import trio
-from loguru import logger
 
 from .._core.cache import ResponseCache
 from .._core.catalog import ToolCatalog, ToolDefinition
@@ -54,6 +52,7 @@ from .._core.results import (
 from .._drivers.audit import AuditBus
 from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandlers, request_with_input
 from .._drivers.tool_call import ToolCall
+from .._log import logger
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
 from .._transports.oauth_http import OAuthHttp
@@ -65,6 +64,9 @@ from .catalog import Catalog
 from .session import NotificationCallback, Session
 from .subscriptions import Subscription
 from .tools import Tool, ToolList
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["Auth", "Client", "LogLevel", "Protocol"]
 
@@ -694,6 +696,8 @@ def _completion_argument(argument: tuple[str, str] | Mapping[str, str]) -> dict[
 
 
 def _has_userinfo(url: str) -> bool:
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError):

@@ -40,7 +40,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import trio
-from loguru import logger
 
 from .._core.cache import ResponseCache
 from .._core.constants import (
@@ -67,6 +66,7 @@ from .._core.jsonrpc import (
 )
 from .._core.plan import HeaderPlan, plan_request
 from .._drivers.input import InputHandlers
+from .._log import logger
 from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, Reply, Transport
 from . import caching, negotiation

@@ -21,12 +21,13 @@ were compiled from.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
-
-import jsonschema_rs
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .catalog import ToolDefinition
 from .results import ToolResult
+
+if TYPE_CHECKING:
+    import jsonschema_rs
 
 __all__ = ["OutputCheck", "ValidateOutput"]
 
@@ -70,6 +71,9 @@ class OutputCheck:
         if not isinstance(schema, dict | bool):
             compiled = "the outputSchema is neither an object nor a boolean"
         else:
+            # Imported on the first schema compiled, not with mcpfsm: most clients never validate one.
+            import jsonschema_rs
+
             try:
                 compiled = jsonschema_rs.validator_for(schema, offline=True)
             except (jsonschema_rs.ValidationError, ValueError) as exc:

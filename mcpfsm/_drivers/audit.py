@@ -14,9 +14,9 @@ from contextlib import asynccontextmanager
 from typing import Final
 
 import trio
-from loguru import logger
 
 from .._core.events import CallEvent
+from .._log import logger
 
 __all__ = ["DEFAULT_BUFFER", "AuditBus"]
 

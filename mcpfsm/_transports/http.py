@@ -48,13 +48,13 @@ import contextlib
 import json
 import math
 import ssl
+import sys
 import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
-from typing import Any, Final, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, cast
 
-import httpx
 import trio
-from loguru import logger
 
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_modern, is_read_only
 from .._core.content_coding import ACCEPT_ENCODING, BodyTooLarge, ContentDecodeError, ContentDecoder
@@ -63,15 +63,21 @@ from .._core.h1 import H1Error
 from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_message
 from .._core.proxies import ProxyRules
 from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
+from .._log import logger
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
 from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
 from .tls import CertTypes, VerifyTypes, ssl_context
 
+if TYPE_CHECKING:
+    import httpx
+
+    DEFAULT_TIMEOUT: httpx.Timeout
+
 __all__ = ["DEFAULT_TIMEOUT", "MAX_REDIRECTS", "USER_AGENT", "HttpTransport"]
 
-DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, read=300.0)
-"""Connect, write and pool timeouts of 30 s; a tool may stream nothing for up to 5 minutes."""
+# DEFAULT_TIMEOUT: ``httpx.Timeout(30.0, read=300.0)``, made on first use (module __getattr__ below).
+_DEFAULT_TIMEOUTS: Final = Timeouts(connect=30.0, write=30.0, read=300.0, pool=30.0)
 
 MAX_REDIRECTS: Final = 5
 """Redirect hops followed for one request."""
@@ -95,9 +101,6 @@ _CREDENTIAL_HEADERS: Final = frozenset({"authorization", "cookie"})
 _ERROR_BODY_SNIPPET: Final = 200
 
 _CONNECTION_ERRORS: Final = (
-    httpx.HTTPError,
-    httpx.StreamError,
-    httpx.InvalidURL,
     WireError,
     H1Error,
     OSError,
@@ -108,19 +111,44 @@ _CONNECTION_ERRORS: Final = (
 Origin = tuple[str, str, int]
 
 
-@contextlib.contextmanager
-def _mapped(what: str) -> Iterator[None]:
-    # The one place connection-layer exceptions become TransportError (STYLE: one mapping point).
-    try:
-        yield
-    except httpx.TimeoutException as exc:
-        raise TransportError(f"{what} timed out ({type(exc).__name__})") from exc
-    except WireTimeout as exc:
-        raise TransportError(f"{what} timed out ({exc.kind})") from exc
-    except _CONNECTION_ERRORS as exc:
-        # trio wraps socket errors: BrokenResourceError("") from ConnectionResetError(...).
-        detail = str(exc) or str(exc.__cause__ or "") or type(exc).__name__
-        raise TransportError(f"{what} failed: {detail}") from exc
+def __getattr__(name: str) -> object:
+    # DEFAULT_TIMEOUT is an httpx value: made on first use, so that `import mcpfsm` does not import httpx.
+    if name == "DEFAULT_TIMEOUT":
+        import httpx
+
+        return httpx.Timeout(30.0, read=300.0)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _mapped:
+    # The one place connection-layer exceptions become TransportError (STYLE: one mapping point). A class,
+    # not a @contextmanager generator: entered several times per request, it costs a third as much.
+    # httpx exceptions are mapped only when httpx is imported: a process without httpx raises none.
+    __slots__ = ("_what",)
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if exc is None or not isinstance(exc, Exception):
+            return  # nothing raised, or trio.Cancelled / KeyboardInterrupt: never wrapped
+        what = self._what
+        httpx = sys.modules.get("httpx")
+        if httpx is not None and isinstance(exc, httpx.TimeoutException):
+            raise TransportError(f"{what} timed out ({type(exc).__name__})") from exc
+        if isinstance(exc, WireTimeout):
+            raise TransportError(f"{what} timed out ({exc.kind})") from exc
+        if isinstance(exc, _CONNECTION_ERRORS) or (
+            httpx is not None and isinstance(exc, httpx.HTTPError | httpx.StreamError | httpx.InvalidURL)
+        ):
+            # trio wraps socket errors: BrokenResourceError("") from ConnectionResetError(...).
+            detail = str(exc) or str(exc.__cause__ or "") or type(exc).__name__
+            raise TransportError(f"{what} failed: {detail}") from exc
 
 
 def _media_type(response: HttpResponse) -> str:
@@ -128,7 +156,12 @@ def _media_type(response: HttpResponse) -> str:
     return content_type.partition(";")[0].strip().lower()
 
 
-def _timeouts(timeout: httpx.Timeout) -> Timeouts:
+def _timeouts(timeout: httpx.Timeout | float | None) -> Timeouts:
+    if timeout is None:
+        return _DEFAULT_TIMEOUTS
+    if isinstance(timeout, int | float):
+        return Timeouts(connect=timeout, write=timeout, read=timeout, pool=timeout)
+
     def seconds(value: float | None) -> float:
         return math.inf if value is None else value
 
@@ -155,6 +188,9 @@ def _basic(username: str, password: str) -> str:
 
 
 def _parse_url(url: str | httpx.URL, what: str) -> httpx.URL:
+    # httpx parses and normalises URLs (its URL is what this transport keeps); imported here, on first use.
+    import httpx
+
     shown = url if isinstance(url, str) else str(url)
     try:
         parsed = httpx.URL(url)
@@ -286,11 +322,17 @@ class HttpTransport:
             *((("Accept-Encoding", ACCEPT_ENCODING),) if "accept-encoding" not in lowered else ()),
             *((n, v) for n, v in custom.items() if n.lower() not in _CREDENTIAL_HEADERS),
         ]
-        timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
-            DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
-        )
-        self._extensions = {"timeout": timeouts.as_dict()}
-        self._timeouts = _timeouts(timeouts)
+        if transport is not None:
+            import httpx
+
+            timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
+                httpx.Timeout(30.0, read=300.0) if timeout is None else httpx.Timeout(timeout)
+            )
+            self._extensions = {"timeout": timeouts.as_dict()}
+            self._timeouts = _timeouts(timeouts)
+        else:
+            self._extensions = {}
+            self._timeouts = _timeouts(timeout)
         self._max = max_response_bytes
         self._httpx = transport
         self._pools: dict[Origin, ConnectionPool] = {}
@@ -388,6 +430,8 @@ class HttpTransport:
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _redirect_target(self, url: httpx.URL, location: str) -> httpx.URL:
+        import httpx
+
         try:
             target = url.join(location)
         except (httpx.InvalidURL, TypeError, ValueError) as exc:
@@ -424,6 +468,8 @@ class HttpTransport:
         if self._httpx is None:
             pool = self._pool_for(url)
             return await pool.request(method, url.raw_path.decode("ascii"), headers, body, resendable=resendable)
+        import httpx
+
         request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)
         return _HttpxResponse(await self._httpx.handle_async_request(request))
 
@@ -804,8 +850,9 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 def _field_values(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
     # Every value of a header field that may repeat: httpx keeps them apart, the pool joins them with ", "
     # (RFC 9110 §5.3: the same field either way).
-    if isinstance(headers, httpx.Headers):
-        return tuple(headers.get_list(name))
+    get_list = getattr(headers, "get_list", None)  # httpx.Headers
+    if get_list is not None:
+        return tuple(get_list(name))
     value = headers.get(name)
     return () if value is None else (value,)
 
