@@ -40,6 +40,14 @@ _STATUS_LINE: Final = re.compile(r"HTTP/1\.([0-9]) ([0-9]{3})(?: ([^\x00-\x08\x0
 _CHUNK_SIZE: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _CONTENT_LENGTH: Final = re.compile(r"[0-9]{1,18}")
 _MAX_CHUNK_LINE: Final = 4096
+# The usual head, checked in one pass: CRLF lines of `token ":" value`, the value free of CR, LF and NUL.
+# Anything else (bare LF, obsolete folding, a malformed line) goes through the line-by-line parser,
+# which decides and says what is wrong.
+_STRICT_FIELDS: Final = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\x00]*\r\n)*")
+_FIELD: Final = re.compile(r"([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\r\n\x00]*?)[ \t]*\r\n")
+# Header lines already checked, by (name, value): a client sends the same few again and again. Bounded.
+_CHECKED_LINES: dict[tuple[str, str], str] = {}
+_MAX_CHECKED_LINES: Final = 1024
 _NO_BODY_STATUS: Final = frozenset({204, 304})
 _OWS: Final = " \t"
 
@@ -82,18 +90,26 @@ def encode_request(
     if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
         raise H1Error(f"malformed request line {method!r} {target!r}")
     lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
-    for name, value in headers:
-        if not HEADER_NAME_TOKEN.fullmatch(name):
-            raise H1Error(f"header name {name!r} is not an HTTP token")
-        if not _FIELD_VALUE.fullmatch(value):
-            raise H1Error(f"header {name} has a value that cannot be sent as an HTTP field: {value!r}")
-        lowered = name.lower()
-        if lowered in _FRAMING:
-            raise H1Error(f"header {name} is set by the connection, not by the caller")
-        if lowered == "host":
-            lines[1] = f"{name}: {value}\r\n"
-            continue
-        lines.append(f"{name}: {value}\r\n")
+    checked = _CHECKED_LINES
+    for pair in headers:
+        line = checked.get(pair)
+        if line is None:
+            name, value = pair
+            if not HEADER_NAME_TOKEN.fullmatch(name):
+                raise H1Error(f"header name {name!r} is not an HTTP token")
+            if not _FIELD_VALUE.fullmatch(value):
+                raise H1Error(f"header {name} has a value that cannot be sent as an HTTP field: {value!r}")
+            lowered = name.lower()
+            if lowered in _FRAMING:
+                raise H1Error(f"header {name} is set by the connection, not by the caller")
+            line = f"{name}: {value}\r\n"
+            if lowered == "host":
+                lines[1] = line
+                continue
+            if len(checked) >= _MAX_CHECKED_LINES:
+                checked.clear()
+            checked[(name, value)] = line
+        lines.append(line)
     if body or method == "POST":
         lines.append(f"Content-Length: {len(body)}\r\n")
     lines.append("\r\n")
@@ -189,21 +205,30 @@ class ResponseReader:
                 return None
             if end.start() > self._max_head:
                 raise H1Error(f"the response head is larger than {self._max_head} bytes")
-            lines = _LINE_END.split(bytes(buffer[: end.start()]))
+            raw = bytes(buffer[: end.start()])
             del buffer[: end.end()]
-            head = self._parse_head(lines)
+            head = self._parse_head(raw)
             if head is not None:
                 self._head = head
         return self._head
 
-    def _parse_head(self, lines: list[bytes]) -> ResponseHead | None:
-        status_line = lines[0].decode("latin-1")
-        match = _STATUS_LINE.fullmatch(status_line)
-        if match is None:
-            raise H1Error(f"malformed HTTP/1.1 status line {status_line[:100]!r}")
-        minor, status = int(match[1]), int(match[2])
-        if status < 100:
-            raise H1Error(f"malformed HTTP/1.1 status line {status_line[:100]!r}")
+    def _parse_head(self, raw: bytes) -> ResponseHead | None:
+        text = raw.decode("latin-1")
+        status_line, _, fields = text.partition("\r\n")
+        if fields:
+            fields += "\r\n"
+        if "\n" in status_line or not _STRICT_FIELDS.fullmatch(fields):
+            return self._parse_lines(_LINE_END.split(raw))
+        status = _status(status_line)
+        headers: dict[str, str] = {}
+        for name, value in _FIELD.findall(fields):
+            name = name.lower()
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        return self._head_of(status, headers)
+
+    def _parse_lines(self, lines: list[bytes]) -> ResponseHead | None:
+        # Line by line: bare LF line ends, obsolete line folding, and the error that names a malformed line.
+        status = _status(lines[0].decode("latin-1"))
         headers: dict[str, str] = {}
         name = ""
         for raw in lines[1:]:
@@ -222,6 +247,10 @@ class ResponseReader:
             if "\r" in value or "\x00" in value:
                 raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        return self._head_of(status, headers)
+
+    def _head_of(self, status_line: tuple[int, int, str], headers: dict[str, str]) -> ResponseHead | None:
+        minor, status, reason = status_line
         if 100 <= status < 200:
             if status == 101:
                 raise H1Error("the server switched protocols (HTTP 101), which this client never asks for")
@@ -230,7 +259,7 @@ class ResponseReader:
         self._frame(status, headers)
         if self._remaining is None:
             keep_alive = False
-        return ResponseHead(status=status, reason=match[3] or "", headers=headers, keep_alive=keep_alive)
+        return ResponseHead(status=status, reason=reason, headers=headers, keep_alive=keep_alive)
 
     def _frame(self, status: int, headers: dict[str, str]) -> None:
         # RFC 9112 §6.3, in its order.
@@ -344,6 +373,14 @@ class ResponseReader:
         if self._eof:
             raise H1Error("the server closed the connection in the middle of the response body")
         return b""
+
+
+def _status(line: str) -> tuple[int, int, str]:
+    # (minor version, status code, reason phrase) of a status line.
+    match = _STATUS_LINE.fullmatch(line)
+    if match is None or int(match[2]) < 100:
+        raise H1Error(f"malformed HTTP/1.1 status line {line[:100]!r}")
+    return int(match[1]), int(match[2]), match[3] or ""
 
 
 def _tokens(value: str) -> list[str]:

@@ -163,22 +163,29 @@ async def _handshake(stream: trio.abc.Stream, context: ssl.SSLContext, host: str
 def _readable(fd: int) -> bool:
     # An idle keep-alive connection has nothing to read unless the server closed it (or broke
     # the protocol): either way it must not carry a request.
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))
     readable, _, _ = select.select([fd], [], [], 0)
     return bool(readable)
 
 
 class _Connection:
-    __slots__ = ("idle_since", "socket", "stream", "writable")
+    __slots__ = ("_poller", "idle_since", "socket", "stream", "writable")
 
     def __init__(self, stream: trio.abc.Stream, socket: trio.socket.SocketType) -> None:
         self.stream = stream
         self.socket = socket
         self.idle_since = 0.0
         self.writable = True
+        # One poll object per connection, registered once: the idle check before each reuse is one system call.
+        self._poller: select.poll | None = None
+        if hasattr(select, "poll"):
+            self._poller = select.poll()
+            self._poller.register(socket.fileno(), select.POLLIN)
+
+    def readable(self) -> bool:
+        """Whether the server sent something (or closed the connection) while it was idle."""
+        if self._poller is not None:
+            return bool(self._poller.poll(0))
+        return _readable(self.socket.fileno())
 
     def close(self) -> None:
         # Forceful and synchronous, without a TLS close_notify: a cancelled request must never
@@ -269,7 +276,7 @@ class WireReply:
         try:
             while reader.read_body():
                 pass
-            if not reader.done and _readable(connection.socket.fileno()):
+            if not reader.done and connection.readable():
                 with trio.CancelScope(deadline=trio.current_time() + _DRAIN_SECONDS):
                     reader.receive(await connection.stream.receive_some(_RECEIVE_BYTES))
                 while reader.read_body():
@@ -429,10 +436,7 @@ class ConnectionPool:
                 idle = self._idle
                 while idle:
                     connection = idle.pop()
-                    if (
-                        trio.current_time() - connection.idle_since <= self._expiry
-                        and not _readable(connection.socket.fileno())
-                    ):
+                    if trio.current_time() - connection.idle_since <= self._expiry and not connection.readable():
                         return connection, True
                     connection.close()
                     self._open -= 1
@@ -499,46 +503,46 @@ class ConnectionPool:
     async def _exchange(
         self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool
     ) -> ResponseReader:
+        # One cancel scope for the write and the wait for the head: its deadline is the write timeout
+        # while writing, then the read timeout from the start of each wait for more bytes. (Moving a
+        # deadline costs a third of entering a scope; a request is one write and usually one wait.)
         reader = ResponseReader(method)
-        try:
-            await self._send(connection, data)
-        except (OSError, trio.BrokenResourceError) as exc:
-            if reused and resendable:
-                raise _Stale from exc
-            # The server may have answered before it stopped reading (413, 431): read the answer,
-            # but never write on this connection again.
-            connection.writable = False
-            send_error: BaseException | None = exc
-        else:
-            send_error = None
-        try:
-            while True:
-                reader.receive(await self._receive(connection))
-                if reader.read_head() is not None:
-                    return reader
-        except (OSError, trio.BrokenResourceError, H1Error) as exc:
-            if reused and not reader.received:
-                if resendable:
+        stream = connection.stream
+        timeouts = self._timeouts
+        waiting = "WriteTimeout"
+        send_error: BaseException | None = None
+        with trio.CancelScope(deadline=trio.current_time() + timeouts.write) as scope:
+            try:
+                await stream.send_all(data)
+            except (OSError, trio.BrokenResourceError) as exc:
+                if reused and resendable:
                     raise _Stale from exc
-                # RFC 9110 §9.2.2: the server may have read and acted on the request before the
-                # connection broke; only the caller may decide to send it again.
-                raise NotResent(
-                    "the server closed a kept-alive connection without answering; the request was not"
-                    " resent because the server may have acted on it (RFC 9110 §9.2.2)"
-                ) from exc
-            if send_error is not None:
-                raise send_error from None
-            raise
-
-    async def _send(self, connection: _Connection, data: bytes) -> None:
-        timeout = self._timeouts.write
-        if timeout == math.inf:
-            await connection.stream.send_all(data)
-            return
-        with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-            await connection.stream.send_all(data)
-        if scope.cancelled_caught:
-            raise WireTimeout("WriteTimeout", timeout)
+                # The server may have answered before it stopped reading (413, 431): read the answer,
+                # but never write on this connection again.
+                connection.writable = False
+                send_error = exc
+            waiting = "ReadTimeout"
+            try:
+                while True:
+                    scope.deadline = trio.current_time() + timeouts.read
+                    reader.receive(await stream.receive_some(_RECEIVE_BYTES))
+                    if reader.read_head() is not None:
+                        return reader
+            except (OSError, trio.BrokenResourceError, H1Error) as exc:
+                if reused and not reader.received:
+                    if resendable:
+                        raise _Stale from exc
+                    # RFC 9110 §9.2.2: the server may have read and acted on the request before the
+                    # connection broke; only the caller may decide to send it again.
+                    raise NotResent(
+                        "the server closed a kept-alive connection without answering; the request was not"
+                        " resent because the server may have acted on it (RFC 9110 §9.2.2)"
+                    ) from exc
+                if send_error is not None:
+                    raise send_error from None
+                raise
+        # Only the deadline can end the scope without a return or an exception: an outer cancellation propagates.
+        raise WireTimeout(waiting, timeouts.write if waiting == "WriteTimeout" else timeouts.read)
 
     async def _receive(self, connection: _Connection) -> bytes | bytearray:
         timeout = self._timeouts.read
