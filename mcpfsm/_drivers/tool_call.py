@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import trio
@@ -24,7 +24,7 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
-from .._core.events import CallEvent, error_summary
+from .._core.events import CallEvent, error_summary, utc_timestamp
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, INITIAL, TERMINAL, State, Trigger
@@ -266,7 +266,7 @@ class ToolCall:
         raise self.error
 
     def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
-        state, previous, trigger = str(state), _text(previous), _text(trigger)
+        state, previous, trigger = _STATES[state], _PLAIN[previous], _PLAIN[trigger]
         seq, self.seq = self.seq, self.seq + 1
         audit = self.port.audit
         if not audit.observed:
@@ -297,7 +297,7 @@ class ToolCall:
                 previous=previous,
                 trigger=trigger,
                 attempt=self.attempt,
-                at=datetime.now(UTC).isoformat(timespec="microseconds"),
+                at=utc_timestamp(time.time_ns()),
                 elapsed=trio.current_time() - self.started,
                 headers=None if self.plan is None else self.plan.as_dict(),
                 error=error,
@@ -312,8 +312,9 @@ _AWAITING: Final = frozenset({State.awaiting_input, State.retry_awaiting_input})
 _RESENDING: Final = frozenset({State.resending, State.retry_resending})
 
 
-def _text(name: str | None) -> str | None:
-    return None if name is None else str(name)
+# Events carry plain strings, not the machine's enum members.
+_STATES: Final[Mapping[str, str]] = {str(state): str(state) for state in State}
+_PLAIN: Final[Mapping[str | None, str | None]] = {None: None, **{str(m): str(m) for m in (*State, *Trigger)}}
 
 
 _EFFECTS: Mapping[str, Callable[[ToolCall], Awaitable[Trigger]]] = {

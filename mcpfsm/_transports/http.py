@@ -177,6 +177,11 @@ def _origin(url: httpx.URL) -> Origin:
     return url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80)
 
 
+def _target(url: httpx.URL) -> str:
+    # The request target (RFC 9112 §3.2.1 origin-form): the path and query as they go on the wire.
+    return url.raw_path.decode("ascii")
+
+
 def _redacted(url: httpx.URL) -> str:
     # Credentials never appear in a message (nor does a fragment, which never goes on the wire).
     return str(url.copy_with(username=None, password=None, fragment=None))
@@ -315,6 +320,8 @@ class HttpTransport:
             self._credentials.append(("Authorization", _basic(parsed.username, parsed.password)))
         self._endpoint = parsed.copy_with(username=None, password=None, fragment=None)
         self._home: Origin = _origin(self._endpoint)
+        # The endpoint's origin and request target, worked out once (and again when a 308 moves it).
+        self._endpoint_place: tuple[Origin, str] = self._home, _target(self._endpoint)
         self._base: list[tuple[str, str]] = [
             ("Accept", "application/json, text/event-stream"),
             ("Content-Type", "application/json"),
@@ -400,11 +407,12 @@ class HttpTransport:
     ) -> HttpResponse:
         # RFC 9110 §15.4, as httpx follows redirects; see the module docstring.
         url = self._endpoint
-        start = _origin(url)
+        origin, path = self._endpoint_place
+        start = origin
         permanent = True
         for hops in range(MAX_REDIRECTS + 1):
-            headers = self._headers_for(url, start, method, extra)
-            response = await self._request(url, method, headers, body, resendable)
+            headers = self._headers_for(url, origin, start, method, extra)
+            response = await self._request(url, origin, path, method, headers, body, resendable)
             status = response.status
             location = response.headers.get("location")
             if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
@@ -425,8 +433,10 @@ class HttpTransport:
             if permanent:
                 # A 308 (and only while every hop so far was one) moves the endpoint for good.
                 self._endpoint = target
+                self._endpoint_place = _origin(target), _target(target)
             logger.debug("following HTTP {} to {}", status, _redacted(target))
             url = target
+            origin, path = _origin(url), _target(url)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _redirect_target(self, url: httpx.URL, location: str) -> httpx.URL:
@@ -442,9 +452,8 @@ class HttpTransport:
         return target.copy_with(username=None, password=None, fragment=None)
 
     def _headers_for(
-        self, url: httpx.URL, start: Origin, method: str, extra: Mapping[str, str]
+        self, url: httpx.URL, origin: Origin, start: Origin, method: str, extra: Mapping[str, str]
     ) -> list[tuple[str, str]]:
-        origin = _origin(url)
         if method == "GET":
             # A resuming GET has no body and asks for a stream only (its Accept comes in `extra`).
             replaced = {"accept", "content-type"}
@@ -463,11 +472,18 @@ class HttpTransport:
         return headers
 
     async def _request(
-        self, url: httpx.URL, method: str, headers: list[tuple[str, str]], body: bytes, resendable: bool
+        self,
+        url: httpx.URL,
+        origin: Origin,
+        target: str,
+        method: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        resendable: bool,
     ) -> HttpResponse:
         if self._httpx is None:
-            pool = self._pool_for(url)
-            return await pool.request(method, url.raw_path.decode("ascii"), headers, body, resendable=resendable)
+            pool = self._pools.get(origin) or self._pool_for(url)
+            return await pool.request(method, target, headers, body, resendable=resendable)
         import httpx
 
         request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)
