@@ -96,10 +96,40 @@ def _runner(one: Callable[[], Awaitable[Any]]) -> Runner:
     return run
 
 
+async def _receive(stream: trio.SocketStream) -> bytes:
+    data = await stream.receive_some(65536)
+    if not data:
+        raise ConnectionError("the server closed the connection")
+    return bytes(data)
+
+
+class Socket:
+    """One kept-alive connection, opened afresh at the start of each round.
+
+    Between rounds the other clients run for seconds, and uvicorn closes a connection idle for 5 s; one
+    connect per round is outside the per-call floor (mcpfsm's pool, httpx and the SDK reconnect then too).
+    """
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        assert parts.hostname is not None and parts.port is not None
+        self.host, self.port = parts.hostname, parts.port
+        self.stream: trio.SocketStream | None = None
+
+    async def reopen(self) -> trio.SocketStream:
+        await self.aclose()
+        self.stream = await trio.open_tcp_stream(self.host, self.port)
+        return self.stream
+
+    async def aclose(self) -> None:
+        if self.stream is not None:
+            await self.stream.aclose()
+
+
 async def raw_runner(url: str) -> tuple[Runner, Closer]:
     parts = urlsplit(url)
-    assert parts.hostname is not None and parts.port is not None
-    stream = await trio.open_tcp_stream(parts.hostname, parts.port)
+    socket = Socket(url)
+    stream = await socket.reopen()
     head = (
         f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
         + "".join(f"{name}: {value}\r\n" for name, value in HEADERS.items())
@@ -110,24 +140,29 @@ async def raw_runner(url: str) -> tuple[Runner, Closer]:
     async def one() -> object:
         body = json.dumps({"jsonrpc": "2.0", "id": next(ids), "method": "tools/call", "params": PARAMS}).encode()
         await stream.send_all(b"%s%d\r\n\r\n%s" % (head, len(body), body))
-        data = bytes(await stream.receive_some(65536))
+        data = await _receive(stream)
         while (end := data.find(b"\r\n\r\n")) < 0:
-            data += await stream.receive_some(65536)
+            data += await _receive(stream)
         at = data.find(b"content-length:", 0, end) + 15
         total = end + 4 + int(data[at : data.find(b"\r\n", at)])
         while len(data) < total:
-            data += await stream.receive_some(65536)
+            data += await _receive(stream)
         return json.loads(data[end + 4 : total])
+
+    async def run(calls: int, concurrency: int) -> None:
+        nonlocal stream
+        stream = await socket.reopen()
+        await _fan_out(one, calls, concurrency)
 
     answer = await one()
     assert isinstance(answer, dict) and answer["result"]["isError"] is False, answer
-    return _runner(one), stream.aclose
+    return run, socket.aclose
 
 
 async def h11_runner(url: str) -> tuple[Runner, Closer]:
     parts = urlsplit(url)
-    assert parts.hostname is not None and parts.port is not None
-    stream = await trio.open_tcp_stream(parts.hostname, parts.port)
+    socket = Socket(url)
+    stream = await socket.reopen()
     connection = h11.Connection(h11.CLIENT)
     headers = [("Host", parts.netloc), *HEADERS.items()]
     ids = itertools.count(1)
@@ -141,7 +176,7 @@ async def h11_runner(url: str) -> tuple[Runner, Closer]:
         while True:
             event = connection.next_event()
             if event is h11.NEED_DATA:
-                connection.receive_data(await stream.receive_some(65536))
+                connection.receive_data(await _receive(stream))
             elif isinstance(event, h11.Data):
                 pieces.append(event.data)
             elif isinstance(event, h11.EndOfMessage):
@@ -149,9 +184,15 @@ async def h11_runner(url: str) -> tuple[Runner, Closer]:
         connection.start_next_cycle()
         return json.loads(b"".join(pieces))
 
+    async def run(calls: int, concurrency: int) -> None:
+        nonlocal stream, connection
+        stream = await socket.reopen()
+        connection = h11.Connection(h11.CLIENT)
+        await _fan_out(one, calls, concurrency)
+
     answer = await one()
     assert isinstance(answer, dict) and answer["result"]["isError"] is False, answer
-    return _runner(one), stream.aclose
+    return run, socket.aclose
 
 
 async def httpx_runner(url: str) -> tuple[Runner, Closer]:

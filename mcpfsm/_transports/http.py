@@ -66,7 +66,7 @@ from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge
 from .._log import logger
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
-from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
+from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireReply, WireTimeout
 from .tls import CertTypes, VerifyTypes, ssl_context
 
 if TYPE_CHECKING:
@@ -578,11 +578,16 @@ class HttpTransport:
 
     async def _read_body(self, response: HttpResponse, *, what: str = "reading HTTP response") -> bytes:
         limit = self._max
-        decoder = self._decoder(response, limit=limit)
         length = response.headers.get("content-length", "")
-        if "content-encoding" not in response.headers and length.isdigit() and int(length) > limit:
+        identity = "content-encoding" not in response.headers
+        if identity and length.isdigit() and int(length) > limit:
             await self._abort(response)
             raise self._too_large(f"the server's answer (Content-Length {length})")
+        if identity and length.isdigit() and isinstance(response, WireReply):
+            # No coding, and a length within the limit that framing holds the body to: nothing to decode or count.
+            with _mapped(what):
+                return await response.read()
+        decoder = self._decoder(response, limit=limit)
         pieces: list[bytes] = []
         try:
             with _mapped(what):

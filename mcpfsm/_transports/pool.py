@@ -227,9 +227,30 @@ class WireReply:
         Raises:
             WireError, WireTimeout, H1Error, OSError, trio.BrokenResourceError: as for the request.
         """
+        # The loop of __anext__ without the async iterator around it: an answer that came with its head
+        # (the usual one) is read without a wait.
         pieces = []
-        async for piece in self.chunks():
-            pieces.append(piece)
+        reader = self._reader
+        while True:
+            try:
+                piece = reader.read_body()
+            except BaseException:
+                self._discard()
+                raise
+            if piece is None:
+                self._release()
+                break
+            if piece:
+                pieces.append(piece)
+                continue
+            connection = self._connection
+            if connection is None:
+                raise WireError("the response was closed before its body was read")
+            try:
+                reader.receive(await self._pool._receive(connection))
+            except BaseException:
+                self._discard()
+                raise
         if len(pieces) == 1:
             return pieces[0]
         return b"".join(pieces)
@@ -496,7 +517,8 @@ class ConnectionPool:
         else:
             connection.close()
             self._open -= 1
-        self._waiters.unpark()
+        if self._waiters:
+            self._waiters.unpark()
 
     # --- one exchange ------------------------------------------------------------------------
 
