@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, cast
 if TYPE_CHECKING:
     from loguru import Logger
 
-__all__ = ["disable_library_logs", "logger"]
+__all__ = ["disable_library_logs", "logger", "loguru_imported"]
 
 _LIBRARY = "mcpfsm"
 
@@ -57,6 +57,11 @@ class _LazyLogger:
 
 logger = cast("Logger", _LazyLogger())
 """``loguru.logger`` once loguru is imported; until then every call does nothing."""
+
+
+def loguru_imported() -> bool:
+    """Whether loguru is imported; before that no sink exists, and a hot path may skip building a record."""
+    return "loguru" in sys.modules
 
 
 class _DisablingLoader(Loader):

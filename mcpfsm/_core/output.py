@@ -56,6 +56,8 @@ class OutputCheck:
             return [validator]
         if not result.has_structured_content:
             return ["the tool has an outputSchema but returned no structuredContent"]
+        if validator.is_valid(result.structured_content):
+            return []
         found: list[str] = []
         for error in validator.iter_errors(result.structured_content):
             found.append(f"{_pointer(error.instance_path)}: {error.message}")
