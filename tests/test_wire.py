@@ -17,6 +17,7 @@ import h11
 import httpx
 import pytest
 import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -417,9 +418,9 @@ async def test_an_idle_connection_the_server_closed_is_detected_and_replaced(mon
         exchanges: list[bool] = []
         exchange = pool._exchange
 
-        async def spy(*args: Any, reused: bool, resendable: bool) -> Any:
+        async def spy(*args: Any, reused: bool, **options: Any) -> Any:
             exchanges.append(reused)
-            return await exchange(*args, reused=reused, resendable=resendable)
+            return await exchange(*args, reused=reused, **options)
 
         monkeypatch.setattr(pool, "_exchange", spy)
         closed = server.closed
@@ -511,6 +512,48 @@ async def test_a_connection_closed_mid_body_is_an_error_and_is_discarded() -> No
         with pytest.raises(H1Error, match=r"^the server closed the connection in the middle of the response body$"):
             await post(pool, b"1")
         assert (pool.connections, pool.idle) == (0, 0)
+        await pool.aclose()
+
+
+@pytest.mark.parametrize("then", ["hang", "close"])
+async def test_a_prefetched_body_that_stalls_or_breaks_fails_where_it_is_read(then: str) -> None:
+    # prefetch=True waits for the rest of a small body before returning the head; what that wait meets
+    # is raised by read(), as without prefetch, and the connection is discarded.
+    async with serving(Server()) as server:
+        server.queue(raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", then=then))
+        pool = pool_for(server, timeouts=Timeouts(read=0.05))
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"1", prefetch=True)
+        assert reply.status == 200
+        expected = (
+            (WireTimeout, r"^ReadTimeout after 0.05 s$")
+            if then == "hang"
+            else (H1Error, r"^the server closed the connection in the middle of the response body$")
+        )
+        with pytest.raises(expected[0], match=expected[1]):
+            await reply.read()
+        await reply.aclose()
+        assert (pool.connections, pool.idle) == (0, 0)
+        await pool.aclose()
+
+
+async def test_a_prefetched_body_written_after_its_head_comes_with_the_reply_and_keeps_the_connection() -> None:
+    async def head_then_body(stream: trio.abc.Stream, seen: Seen) -> bool:
+        # As uvicorn does: the head and the body in two writes; the body once the client waits for it.
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
+        await trio.testing.wait_all_tasks_blocked()
+        await stream.send_all(b"hello")
+        return True
+
+    async with serving(Server()) as server:
+        server.queue(head_then_body, ok(b"next"))
+        pool = pool_for(server)
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"1", prefetch=True)
+        # The body is already here: reading it ends the response without another wait.
+        assert (reply.status, reply._reader.missing, reply._reader.unread) == (200, 0, 5)
+        assert await reply.read() == b"hello"
+        await reply.aclose()
+        assert await post(pool, b"2") == (200, b"next")
+        assert (server.connections, pool.connections, pool.idle) == (1, 1, 1)
         await pool.aclose()
 
 
@@ -744,6 +787,12 @@ async def test_the_transport_sends_one_exact_request_and_returns_the_json_body()
             {"timeout": httpx.Timeout(5.0, read=0.05)},
             r"^POST to MCP server timed out \(ReadTimeout\)$",
             id="read-timeout",
+        ),
+        pytest.param(
+            raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{", then="hang"),
+            {"timeout": httpx.Timeout(5.0, read=0.05)},
+            r"^reading HTTP response timed out \(ReadTimeout\)$",
+            id="body-read-timeout",
         ),
         pytest.param(
             raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: br\r\n\r\n", then="keep"),

@@ -172,6 +172,13 @@ class ResponseReader:
         return len(self._buffer)
 
     @property
+    def missing(self) -> int:
+        """Bytes of a ``Content-Length`` body not received yet; 0 for any other body, or before the head."""
+        if self._head is None or self._chunked or self._state != "data" or self._remaining is None or self._eof:
+            return 0
+        return max(self._remaining - len(self._buffer), 0)
+
+    @property
     def done(self) -> bool:
         """True once the whole body has been returned by :meth:`read_body`."""
         return self._state == "done"

@@ -483,7 +483,9 @@ class HttpTransport:
     ) -> HttpResponse:
         if self._httpx is None:
             pool = self._pools.get(origin) or self._pool_for(url)
-            return await pool.request(method, target, headers, body, resendable=resendable)
+            # The 2xx body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
+            prefetch = method == "POST"
+            return await pool.request(method, target, headers, body, resendable=resendable, prefetch=prefetch)
         import httpx
 
         request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)

@@ -55,6 +55,9 @@ __all__ = [
 ]
 
 _RECEIVE_BYTES: Final = 65536
+# A Content-Length body this small that did not come with its head (servers often write the head and the
+# body separately) is waited for in the exchange's own cancel scope, not in one of its own.
+_PREFETCH_BYTES: Final = 16384
 # Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
 _DRAIN_SECONDS: Final = 0.001
 
@@ -205,10 +208,20 @@ class WireReply:
     :meth:`aclose` (idempotent).
     """
 
-    __slots__ = ("_connection", "_pool", "_reader", "headers", "reason", "status")
+    __slots__ = ("_connection", "_deferred", "_pool", "_reader", "headers", "reason", "status")
 
-    def __init__(self, pool: ConnectionPool, connection: _Connection, reader: ResponseReader) -> None:
-        """Wrap the response whose head ``reader`` has read on ``connection``."""
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        connection: _Connection,
+        reader: ResponseReader,
+        deferred: BaseException | None = None,
+    ) -> None:
+        """Wrap the response whose head ``reader`` has read on ``connection``.
+
+        ``deferred``: what the wait for the rest of a small body after the head raised (a timeout, a
+        broken connection), raised where the body is read, as if the wait had happened there.
+        """
         head = reader.read_head()
         assert head is not None
         self.status = head.status
@@ -220,6 +233,7 @@ class WireReply:
         self._pool = pool
         self._connection: _Connection | None = connection
         self._reader = reader
+        self._deferred = deferred
 
     async def read(self) -> bytes:
         """Read the rest of the body.
@@ -247,7 +261,7 @@ class WireReply:
             if connection is None:
                 raise WireError("the response was closed before its body was read")
             try:
-                reader.receive(await self._pool._receive(connection))
+                reader.receive(await self._receive(connection))
             except BaseException:
                 self._discard()
                 raise
@@ -279,10 +293,16 @@ class WireReply:
             if connection is None:
                 raise WireError("the response was closed before its body was read")
             try:
-                reader.receive(await self._pool._receive(connection))
+                reader.receive(await self._receive(connection))
             except BaseException:
                 self._discard()
                 raise
+
+    async def _receive(self, connection: _Connection) -> bytes | bytearray:
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            raise deferred
+        return await self._pool._receive(connection)
 
     async def aclose(self) -> None:
         """Release the connection: back to the pool if the body ended cleanly, else closed.
@@ -400,11 +420,15 @@ class ConnectionPool:
         body: bytes = b"",
         *,
         resendable: bool = False,
+        prefetch: bool = False,
     ) -> WireReply:
         """Send one request and return its response once the head has arrived.
 
         The caller reads the body from the reply and must ``aclose()`` it. ``resendable`` says the
-        request changes nothing on the server, so a keep-alive race may resend it once.
+        request changes nothing on the server, so a keep-alive race may resend it once. ``prefetch``
+        says the caller reads any 2xx body at once: the rest of a small ``Content-Length`` body (16 KiB)
+        is then waited for before this returns, with the same read timeout per wait, and a failure of
+        that wait is raised where the body is read.
 
         Raises:
             H1Error: the request cannot be written (nothing was sent), the server closed the
@@ -423,19 +447,23 @@ class ConnectionPool:
         data = encode_request(method, target, self._authority, headers, body)
         connection, reused = await self._checkout(fresh=False)
         try:
-            reader = await self._exchange(connection, data, method, reused=reused, resendable=resendable)
+            reader, deferred = await self._exchange(
+                connection, data, method, reused=reused, resendable=resendable, prefetch=prefetch
+            )
         except _Stale:
             self._release(connection, reusable=False)
             connection, _ = await self._checkout(fresh=True)
             try:
-                reader = await self._exchange(connection, data, method, reused=False, resendable=False)
+                reader, deferred = await self._exchange(
+                    connection, data, method, reused=False, resendable=False, prefetch=prefetch
+                )
             except BaseException:
                 self._release(connection, reusable=False)
                 raise
         except BaseException:
             self._release(connection, reusable=False)
             raise
-        return WireReply(self, connection, reader)
+        return WireReply(self, connection, reader, deferred)
 
     async def aclose(self) -> None:
         """Close every idle connection; busy ones are closed when their response is released."""
@@ -523,11 +551,13 @@ class ConnectionPool:
     # --- one exchange ------------------------------------------------------------------------
 
     async def _exchange(
-        self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool
-    ) -> ResponseReader:
+        self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool, prefetch: bool
+    ) -> tuple[ResponseReader, BaseException | None]:
         # One cancel scope for the write and the wait for the head: its deadline is the write timeout
         # while writing, then the read timeout from the start of each wait for more bytes. (Moving a
         # deadline costs a third of entering a scope; a request is one write and usually one wait.)
+        # The rest of a small Content-Length body is waited for in the same scope; what that wait raises
+        # is handed to the reply, which raises it where the body is read (see WireReply).
         reader = ResponseReader(method)
         stream = connection.stream
         timeouts = self._timeouts
@@ -549,7 +579,7 @@ class ConnectionPool:
                     scope.deadline = trio.current_time() + timeouts.read
                     reader.receive(await stream.receive_some(_RECEIVE_BYTES))
                     if reader.read_head() is not None:
-                        return reader
+                        break
             except (OSError, trio.BrokenResourceError, H1Error) as exc:
                 if reused and not reader.received:
                     if resendable:
@@ -563,7 +593,20 @@ class ConnectionPool:
                 if send_error is not None:
                     raise send_error from None
                 raise
+            head = reader.read_head()
+            if not prefetch or head is None or not 200 <= head.status < 300:
+                return reader, None
+            waiting = "body"
+            try:
+                while 0 < reader.missing <= _PREFETCH_BYTES:
+                    scope.deadline = trio.current_time() + timeouts.read
+                    reader.receive(await stream.receive_some(_RECEIVE_BYTES))
+            except (OSError, trio.BrokenResourceError) as exc:
+                return reader, exc
+            return reader, None
         # Only the deadline can end the scope without a return or an exception: an outer cancellation propagates.
+        if waiting == "body":
+            return reader, WireTimeout("ReadTimeout", timeouts.read)
         raise WireTimeout(waiting, timeouts.write if waiting == "WriteTimeout" else timeouts.read)
 
     async def _receive(self, connection: _Connection) -> bytes | bytearray:
