@@ -273,6 +273,33 @@ class ToolCall:
             # Only loguru listens: the same DEBUG record, without building an event nobody receives.
             audit.log(self.call_id, self.name, previous, state, trigger)
             return
+        error = requests = responses = None
+        if state in _DETAILED:
+            error, requests, responses = self._details(state, trigger)
+        plan = self.plan
+        audit.publish(
+            CallEvent(
+                call_id=self.call_id,
+                seq=seq,
+                tool=self.name,
+                state=state,
+                previous=previous,
+                trigger=trigger,
+                attempt=self.attempt,
+                at=utc_timestamp(time.time_ns()),
+                elapsed=trio.current_time() - self.started,
+                headers=None if plan is None else plan.as_dict(),
+                error=error,
+                round=self.rounds.round,
+                input_requests=requests,
+                input_responses=responses,
+            )
+        )
+
+    def _details(
+        self, state: str, trigger: str | None
+    ) -> tuple[Mapping[str, Any] | None, Mapping[str, str] | None, Mapping[str, Any] | None]:
+        # The error, input requests and input responses of an event, for the states that may carry them.
         error: Mapping[str, Any] | None = None
         if state == State.cancelled:
             error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
@@ -288,28 +315,13 @@ class ToolCall:
             requests = rounds.pending.methods
         elif state in _RESENDING and rounds.responses is not None and rounds.handlers.audit_answers:
             responses = rounds.responses
-        audit.publish(
-            CallEvent(
-                call_id=self.call_id,
-                seq=seq,
-                tool=self.name,
-                state=state,
-                previous=previous,
-                trigger=trigger,
-                attempt=self.attempt,
-                at=utc_timestamp(time.time_ns()),
-                elapsed=trio.current_time() - self.started,
-                headers=None if self.plan is None else self.plan.as_dict(),
-                error=error,
-                round=rounds.round,
-                input_requests=requests,
-                input_responses=responses,
-            )
-        )
+        return error, requests, responses
 
 
 _AWAITING: Final = frozenset({State.awaiting_input, State.retry_awaiting_input})
 _RESENDING: Final = frozenset({State.resending, State.retry_resending})
+# The states whose events may carry an error or input details; the others skip looking.
+_DETAILED: Final = frozenset({State.cancelled, State.failed, State.relisting, *_AWAITING, *_RESENDING})
 
 
 # Events carry plain strings, not the machine's enum members.
