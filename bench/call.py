@@ -3,6 +3,7 @@
 Run from the repository root:
 
     python bench/call.py [--calls N] [--rounds R] [--concurrency 1,50,1000] [--max-connections N]
+    python bench/call.py --only sdk --concurrency 50,1000 --pool-sizes 2,4,8,16,32,100  # the pool policy
     python bench/call.py --only mcpfsm --calls 2000 --profile      # cProfile of mcpfsm's calls, top entries
     valgrind --tool=callgrind python bench/call.py --only mcpfsm --calls N --rounds 1 --no-warmup  # instructions
 
@@ -24,7 +25,8 @@ the two mirrored ``Mcp-Param-*``) and body:
 
 raw and h11 use one socket, so they run sequentially only. With ``--concurrency C`` the calls of a round are
 spread over C tasks; each task makes calls/C calls one after another. ``--max-connections`` caps mcpfsm's
-pool (a private knob, for measuring the pool policy). Target (issue 13): mcpfsm at most 1.5x raw, CPU per
+pool (a private knob, for measuring the pool policy); ``--pool-sizes`` adds one mcpfsm row per cap
+(``pool=N``) to the same run, interleaved with the others. Target (issue 13): mcpfsm at most 1.5x raw, CPU per
 call, sequential. The machine is shared: run with many rounds, or count instructions with callgrind.
 """
 
@@ -51,6 +53,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcpfsm
+import mcpfsm._transports.http
 from mcpfsm._core.constants import MODERN_VERSION
 from mcpfsm._core.jsonrpc import encode_request, modern_meta
 from tests.peer.fixtures import start_http_peer
@@ -217,9 +220,16 @@ class Recorder:
         self.events.append(event)
 
 
-async def mcpfsm_runner(url: str) -> tuple[Runner, Closer]:
+async def mcpfsm_runner(url: str, max_connections: int | None = None) -> tuple[Runner, Closer]:
     recorder = Recorder()
-    client = mcpfsm.Client.http(url, on_event=recorder)
+    if max_connections is not None:
+        # A private knob, for measuring only: the pool of this client is made with this cap.
+        default = mcpfsm._transports.http._MAX_CONNECTIONS
+        mcpfsm._transports.http._MAX_CONNECTIONS = max_connections  # type: ignore[misc]
+        client = mcpfsm.Client.http(url, on_event=recorder)
+        mcpfsm._transports.http._MAX_CONNECTIONS = default  # type: ignore[misc]
+    else:
+        client = mcpfsm.Client.http(url, on_event=recorder)
     await client.__aenter__()
     tool = (await client.tools()).get(TOOL)
     assert tool is not None
@@ -279,6 +289,8 @@ async def main(options: argparse.Namespace) -> None:
     names = options.only or list(RUNNERS)
     with start_http_peer(mode="modern") as peer:
         clients = {name: await RUNNERS[name](peer.url) for name in names}
+        for size in options.pool_sizes:
+            clients[f"pool={size}"] = await mcpfsm_runner(peer.url, size)
         try:
             if options.profile:
                 await profile(clients["mcpfsm"][0], options.calls)
@@ -300,7 +312,12 @@ async def main(options: argparse.Namespace) -> None:
                 med_cpu = {name: statistics.median(values) for name, values in cpu.items()}
                 med_wall = {name: statistics.median(values) for name, values in wall.items()}
                 for name in active:
-                    print(f"  {name:7s} {med_cpu[name]:8.1f} us CPU   {med_wall[name]:8.1f} us wall")
+                    print(f"  {name:8s} {med_cpu[name]:8.1f} us CPU   {med_wall[name]:8.1f} us wall")
+                    if name.startswith("pool=") and "sdk" in med_wall:
+                        print(
+                            f"  {'':8s} {name} / sdk = {med_cpu[name] / med_cpu['sdk']:5.2f} (CPU)"
+                            f"  {med_wall[name] / med_wall['sdk']:5.2f} (wall)"
+                        )
                 _ratios(med_cpu, "CPU")
                 _ratios(med_wall, "wall")
         finally:
@@ -331,6 +348,12 @@ if __name__ == "__main__":
     parser.add_argument("--profile", action="store_true", help="cProfile mcpfsm's sequential calls instead")
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument(
+        "--pool-sizes",
+        type=_concurrency,
+        default=[],
+        help="also run mcpfsm clients whose pool has these caps (rows pool=N), e.g. 4,8,16,100",
+    )
+    parser.add_argument(
         "--max-connections",
         type=int,
         default=None,
@@ -340,8 +363,6 @@ if __name__ == "__main__":
     if options.profile:
         options.only = ["mcpfsm"]
     if options.max_connections is not None:
-        import mcpfsm._transports.http
-
         # A private knob, for measuring only: how the pool size trades client CPU for server load.
         mcpfsm._transports.http._MAX_CONNECTIONS = options.max_connections  # type: ignore[misc]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
