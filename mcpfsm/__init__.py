@@ -48,6 +48,7 @@ from ._core.results import (
     ToolResult,
 )
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
+from ._drivers.audit_log import AuditLog
 from ._log import disable_library_logs
 from ._machines.authorization import AUTHORIZATION
 from ._machines.definition import Edge, MachineDefinition
@@ -64,6 +65,7 @@ disable_library_logs()
 
 __all__ = [
     "AUTHORIZATION",
+    "AuditLog",
     "AuthEvent",
     "AuthorizationError",
     "CacheStats",

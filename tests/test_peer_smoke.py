@@ -170,6 +170,7 @@ def test_tools_call_with_mirrored_headers_succeeds(peer: HttpPeer) -> None:
         "status": 200,
         "answered_by": "sdk",
         "input": None,
+        "trace": None,
     }
     assert sorted(map(tuple, entry["header_list"])) == sorted(entry["headers"].items())
 

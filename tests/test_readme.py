@@ -18,10 +18,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
 def python_blocks() -> list[str]:
-    """The README's Python blocks: the first example, the input handlers, the rest of the surface, then
-    authorization interactive and headless."""
+    """The README's Python blocks: the first example, the input handlers, the rest of the surface, telemetry,
+    then authorization interactive and headless."""
     blocks = re.findall(r"```python\n(.*?)```", README, flags=re.DOTALL)
-    assert len(blocks) == 5
+    assert len(blocks) == 6
     return blocks
 
 
@@ -98,9 +98,44 @@ def test_the_readme_handler_example_answers_two_input_rounds(tmp_path: Path) -> 
     assert lines[2:] == shown[1].splitlines()
 
 
+def test_the_readme_telemetry_example_prints_its_spans_and_its_audit_log_draws_the_call(tmp_path: Path) -> None:
+    example = python_blocks()[3]
+    (tmp_path / "telemetry.py").write_text(example, encoding="utf-8")
+    with start_http_peer(mode="modern") as peer:
+        done = subprocess.run(
+            [sys.executable, "telemetry.py", peer.url], capture_output=True, text=True, timeout=60, cwd=tmp_path
+        )
+        log = peer.log()
+    assert (done.returncode, done.stderr) == (0, "")
+    shown = re.search(r"draws the call:\n\n```\n(.*?)```", README, flags=re.DOTALL)
+    assert shown is not None
+    assert done.stdout.splitlines() == shown[1].splitlines()
+    # The server received each request's trace context.
+    assert [(entry["jsonrpc_method"], sorted(entry["trace"] or {})) for entry in log] == [
+        ("server/discover", ["traceparent"]),
+        ("tools/list", ["traceparent"]),
+        ("tools/call", ["traceparent"]),
+    ]
+    drawn = subprocess.run(
+        [sys.executable, "-m", "mcpfsm", "trace", "audit.jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert (drawn.returncode, drawn.stderr) == (0, "")
+    notes = [line.strip() for line in drawn.stdout.splitlines() if "Note over" in line]
+    assert notes == [
+        "Note over Client: resolving",
+        "Note over Client: planning (resolved)",
+        "Note over Client: sending (planned)",
+        "Note over Client: succeeded (answered)",
+    ]
+
+
 def test_the_readme_interactive_login_runs_with_a_browser(tmp_path: Path) -> None:
     # The "browser" is a command that follows the login's redirects to the client's loopback listener.
-    example = python_blocks()[3]
+    example = python_blocks()[4]
     (tmp_path / "login.py").write_text(example, encoding="utf-8")
     browser = tmp_path / "browser.py"
     browser.write_text("import sys, httpx\nhttpx.get(sys.argv[1], follow_redirects=True, timeout=30)\n")

@@ -38,6 +38,7 @@ from .._transports.base import Reply
 from .._transports.oauth_http import OAuthHttp
 from .loopback import LoopbackAuthorizer
 from .stores import MemoryTokenStore
+from .telemetry import Telemetry
 
 __all__ = ["AuthorizationLayer", "Send", "StaticToken"]
 
@@ -104,6 +105,8 @@ class AuthorizationLayer:
         self.binding = Binding(credential, mcp_url=mcp_url, pinned_modern=protocol == "2026-07-28", store=store)
         self.audit = AuditBus()
         """Where flows publish their events; the client replaces it with its own bus."""
+        self.telemetry: Telemetry | None = None
+        """The client's telemetry, which runs each flow under a span; ``None``: switched off."""
         self._http = http
         self._clock = clock
         self._authorize: Authorize | None = None
@@ -238,7 +241,10 @@ class AuthorizationLayer:
         flow = AuthorizationFlow(
             self, self.binding, entry, www_authenticate=challenges, again=again, tool=tool, attempt=attempt
         )
-        await flow.run()
+        if self.telemetry is None:
+            await flow.run()
+        else:
+            await self.telemetry.flow(flow)
 
     async def aclose(self) -> None:
         """Close the HTTP client of the authorization side."""

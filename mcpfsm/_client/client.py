@@ -58,7 +58,7 @@ from .._transports.http import HttpTransport
 from .._transports.oauth_http import OAuthHttp
 from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
-from . import negotiation, subscriptions
+from . import negotiation, subscriptions, telemetry
 from .authorization import AuthorizationLayer, StaticToken
 from .catalog import Catalog
 from .session import NotificationCallback, Session
@@ -228,7 +228,10 @@ class Client:
             log_level=log_level,
         )
         self._catalog = Catalog(self._session)
-        self._audit = AuditBus(on_event)
+        # OpenTelemetry providers are read now (README, "Telemetry"); without one nothing is built per call.
+        self._telemetry = telemetry.probe(transport)
+        self._session.telemetry = self._telemetry
+        self._audit = AuditBus(on_event if self._telemetry is None else self._telemetry.observe(on_event))
         self._port = _Port(self._session, self._catalog, self._audit, validate_output)
         self._lifecycle = _Lifecycle.new
         self._opened = False
@@ -327,6 +330,7 @@ class Client:
         # The layer publishes its flows' events on this client's bus and sits in the session path.
         if isinstance(layer, AuthorizationLayer):
             layer.audit = self._audit
+            layer.telemetry = self._telemetry
             cache = self._session.cache
             if cache is not None:
                 # SEP-2549: cached answers never cross authorization contexts; a new token or issuer empties it.
@@ -488,7 +492,10 @@ class Client:
         elif not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be a mapping, got {type(arguments).__name__}")
         await self.connect()
-        return await ToolCall(self._port, name, arguments, handle).run()
+        call = ToolCall(self._port, name, arguments, handle)
+        if self._telemetry is None:
+            return await call.run()
+        return await self._telemetry.tool_call(call)
 
     async def resources(self, *, fresh: bool = False) -> list[Resource]:
         """Every page of ``resources/list`` (MCP "Resources"); cached pages are reused unless ``fresh``.

@@ -16,9 +16,10 @@ sends unasked. A request goes down through one layer per concern, in the manner 
   unchanged) when the client has credentials, else straight to the transport. Every message goes this
   way (requests, notifications, our answers), and so below era negotiation: a 401 is never an era signal.
 
-Telemetry is a further layer between ``request`` and ``exchange``. Notifications invalidate the cache
-and reach the open subscriptions (:class:`~mcpfsm._client.notifications.NotificationHub`) before
-``on_notification``.
+Telemetry (``mcpfsm._client.telemetry``), when an application configured OpenTelemetry, wraps each
+:meth:`Session.exchange` (one span per JSON-RPC id, the trace context in ``_meta``). Notifications
+invalidate the cache and reach the open subscriptions (:class:`~mcpfsm._client.notifications.NotificationHub`)
+before ``on_notification``.
 
 What the server sends unasked goes to :meth:`Session.inbound`: notifications to ``on_notification``,
 requests (``ping``, and in the 2025-11-25 era ``elicitation/create``, ``sampling/createMessage``,
@@ -72,6 +73,7 @@ from .._transports.base import SESSION_HEADER, Reply, Transport
 from . import caching, negotiation
 from .authorization import AuthorizationLayer, StaticToken
 from .notifications import NotificationHub
+from .telemetry import Telemetry
 
 __all__ = ["Session"]
 
@@ -126,6 +128,8 @@ class Session:
         """The authorization layer every message goes through, or ``None`` (no credentials)."""
         self.unconfirmed = False
         """True while a pinned 2026-07-28 has had no answer in that era (set by negotiation)."""
+        self.telemetry: Telemetry | None = None
+        """The telemetry layer of every request (``mcpfsm._client.telemetry``), or ``None``: switched off."""
         self._next_id = 0
         self._meta: dict[str, Any] | None = None
         self._handshake = trio.Lock()
@@ -299,15 +303,25 @@ class Session:
     ) -> dict[str, Any]:
         """One request, one JSON-RPC id (``request_id`` from :meth:`reserve_id`, or a new one): the innermost layer.
 
+        With telemetry on, the request goes through its layer (a span, the trace context in ``_meta``).
+
         Raises:
             RpcError: the server answered an error (``.status`` is the HTTP status it came with).
             SessionExpired: HTTP 404 on a request that carried a legacy session id.
             TransportError, ProtocolError: the request failed or the answer is malformed.
         """
-        if plan is None:
-            plan = plan_request(method, params, protocol_version=self.version)
         if request_id is None:
             request_id = self.reserve_id()
+        if self.telemetry is None:
+            return await self._exchange(method, params, plan, request_id)
+        sent = request_id
+        return await self.telemetry.request(self, method, params, sent, lambda p: self._exchange(method, p, plan, sent))
+
+    async def _exchange(
+        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
+    ) -> dict[str, Any]:
+        if plan is None:
+            plan = plan_request(method, params, protocol_version=self.version)
         if is_modern(self.version):
             params = dict(params or {})
             meta = params.get("_meta")

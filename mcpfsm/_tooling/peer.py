@@ -460,7 +460,17 @@ def _log_entry(
         "status": None,
         "answered_by": "sdk",
         "input": _input_members(params),
+        "trace": _trace_members(params),
     }
+
+
+def _trace_members(params: dict[str, Any]) -> dict[str, Any] | None:
+    """The W3C trace context and baggage the request carried in ``params._meta`` (MCP semantic conventions)."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        return None
+    found = {key: meta[key] for key in ("traceparent", "tracestate", "baggage") if key in meta}
+    return found or None
 
 
 def _input_members(params: dict[str, Any]) -> dict[str, Any] | None:
