@@ -224,10 +224,12 @@ async def mcpfsm_runner(url: str, max_connections: int | None = None) -> tuple[R
     recorder = Recorder()
     if max_connections is not None:
         # A private knob, for measuring only: the pool of this client is made with this cap.
-        default = mcpfsm._transports.http._MAX_CONNECTIONS
-        mcpfsm._transports.http._MAX_CONNECTIONS = max_connections  # type: ignore[misc]
+        # A hard cap of N connections, opened whenever none is idle (soft limit = hard limit).
+        module = mcpfsm._transports.http
+        defaults = module._MAX_CONNECTIONS, module._SOFT_CONNECTIONS
+        module._MAX_CONNECTIONS = module._SOFT_CONNECTIONS = max_connections  # type: ignore[misc]
         client = mcpfsm.Client.http(url, on_event=recorder)
-        mcpfsm._transports.http._MAX_CONNECTIONS = default  # type: ignore[misc]
+        module._MAX_CONNECTIONS, module._SOFT_CONNECTIONS = defaults  # type: ignore[misc]
     else:
         client = mcpfsm.Client.http(url, on_event=recorder)
     await client.__aenter__()
@@ -363,8 +365,9 @@ if __name__ == "__main__":
     if options.profile:
         options.only = ["mcpfsm"]
     if options.max_connections is not None:
-        # A private knob, for measuring only: how the pool size trades client CPU for server load.
+        # A private knob, for measuring only: a hard cap, opened whenever no connection is idle.
         mcpfsm._transports.http._MAX_CONNECTIONS = options.max_connections  # type: ignore[misc]
+        mcpfsm._transports.http._SOFT_CONNECTIONS = options.max_connections  # type: ignore[misc]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     trio.run(main, options)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

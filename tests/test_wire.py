@@ -193,9 +193,7 @@ def test_interim_responses_are_skipped() -> None:
             b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, CLOSE\r\nContent-Length: 0\r\n\r\n", False, id="tokens"
         ),
         pytest.param(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", False, id="http-1.0"),
-        pytest.param(
-            b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", True, id="keep-alive"
-        ),
+        pytest.param(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", True, id="keep-alive"),
     ],
 )
 def test_keep_alive_follows_version_and_connection(data: bytes, keep_alive: bool) -> None:
@@ -204,9 +202,7 @@ def test_keep_alive_follows_version_and_connection(data: bytes, keep_alive: bool
 
 
 def test_header_details_repeats_folding_bare_lf_and_empty_reason() -> None:
-    head, body, _ = read_all(
-        b"HTTP/1.1 404\nX-A: 1\nx-a:  2 \nX-Fold: one\n  two\nContent-Length: 2\n\nno"
-    )
+    head, body, _ = read_all(b"HTTP/1.1 404\nX-A: 1\nx-a:  2 \nX-Fold: one\n  two\nContent-Length: 2\n\nno")
     assert head == ResponseHead(
         status=404, reason="", headers={"x-a": "1, 2", "x-fold": "one two", "content-length": "2"}, keep_alive=True
     )
@@ -223,9 +219,7 @@ def test_need_more_bytes_is_none_for_the_head_and_empty_for_the_body() -> None:
     reader.receive(b"HTTP/1.1 200 OK\r\nContent-Le")
     assert reader.read_head() is None
     reader.receive(b"ngth: 4\r\n\r\nab")
-    assert reader.read_head() == ResponseHead(
-        status=200, reason="OK", headers={"content-length": "4"}, keep_alive=True
-    )
+    assert reader.read_head() == ResponseHead(status=200, reason="OK", headers={"content-length": "4"}, keep_alive=True)
     assert [reader.read_body(), reader.read_body()] == [b"ab", b""]
     reader.receive(b"cd")
     assert [reader.read_body(), reader.read_body(), reader.done] == [b"cd", None, True]
@@ -658,9 +652,36 @@ async def test_a_busy_pool_makes_the_next_request_wait_and_time_out() -> None:
         await pool.aclose()
 
 
+@pytest.mark.parametrize(
+    ("slow_seconds", "opened"),
+    [
+        pytest.param(3600.0, 2, id="quick-calls-wait-for-a-released-connection"),
+        pytest.param(0.0, 3, id="slow-calls-open-more-up-to-the-cap"),
+    ],
+)
+async def test_beyond_the_soft_limit_a_request_waits_unless_every_busy_connection_is_slow(
+    slow_seconds: float, opened: int
+) -> None:
+    # soft_connections=2, max_connections=3, six requests at once, each answered 20 ms after it arrives:
+    # connections that keep being released are waited for; connections that all count as slow are not.
+    async with serving(Server(default=echo(delay=0.02))) as server:
+        pool = pool_for(server, max_connections=3, soft_connections=2, slow_seconds=slow_seconds)
+        answers: list[tuple[int, bytes]] = []
+
+        async def one(n: int) -> None:
+            answers.append(await post(pool, b"%d" % n))
+
+        async with trio.open_nursery() as nursery:
+            for n in range(6):
+                nursery.start_soon(one, n)
+        assert sorted(answers) == sorted((200, b"%d" % n) for n in range(6))
+        assert (server.most_open, server.connections, pool.connections, pool.idle) == (opened, opened, opened, opened)
+        await pool.aclose()
+
+
 async def test_concurrent_requests_never_open_more_than_the_cap() -> None:
     async with serving(Server(default=echo(delay=0.02))) as server:
-        pool = pool_for(server, max_connections=3)
+        pool = pool_for(server, max_connections=3, soft_connections=3)
         answers: list[tuple[int, bytes]] = []
 
         async def one(n: int) -> None:
@@ -739,9 +760,7 @@ async def test_https_keeps_one_verified_tls_connection_alive(ca: Any) -> None:
 async def test_https_verifies_the_certificate_by_default(ca: Any) -> None:
     async with serving(Server(default=echo()), tls=tls_for(ca)) as server:
         transport = HttpTransport(f"https://{HOST}:{server.port}/mcp")
-        with pytest.raises(
-            mcpfsm.TransportError, match=r"^POST to MCP server failed: .*CERTIFICATE_VERIFY_FAILED.*$"
-        ):
+        with pytest.raises(mcpfsm.TransportError, match=r"^POST to MCP server failed: .*CERTIFICATE_VERIFY_FAILED.*$"):
             await transport.send('{"jsonrpc":"2.0","id":1,"method":"ping"}')
         assert server.seen == []
         await transport.aclose()

@@ -85,7 +85,9 @@ MAX_REDIRECTS: Final = 5
 USER_AGENT: Final = f"mcpfsm/{MCPFSM_VERSION}"
 """The ``User-Agent`` sent unless the caller's headers set one."""
 
-# Keep every connection of a burst of concurrent calls alive instead of reconnecting most of them.
+# The pool policy (mcpfsm._transports.pool, README "Benchmarks"): 8 connections per origin for quick calls,
+# up to 100 while every busy one is slow; all kept alive.
+_SOFT_CONNECTIONS: Final = 8
 _MAX_CONNECTIONS: Final = 100
 _KEEPALIVE_EXPIRY: Final = 30.0
 _MAX_RESUMES: Final = 3
@@ -504,6 +506,7 @@ class HttpTransport:
                 port=port,
                 timeouts=self._timeouts,
                 max_connections=_MAX_CONNECTIONS,
+                soft_connections=_SOFT_CONNECTIONS,
                 keepalive_expiry=_KEEPALIVE_EXPIRY,
                 ssl_context=tls,
                 proxy=None if proxy is None else self._route(proxy),

@@ -17,6 +17,13 @@ constant work per request whatever the number of connections:
   form (RFC 9112 §3.2.2) and ``https://`` ones through a ``CONNECT`` tunnel (RFC 9110 §9.3.6), with
   ``Proxy-Authorization`` when the proxy URL carried credentials;
 - each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`;
+- how many connections (the policy, measured with ``bench/call.py --pool-sizes``, README "Benchmarks"):
+  up to ``soft_connections`` (8) a request that finds no idle connection opens one; beyond that it waits
+  for one to be released, unless every busy connection has been busy for ``slow_seconds`` (1 s: slow tool
+  calls or held event streams, not a queue of quick ones), and then it opens another, up to
+  ``max_connections`` (100). A quick server is kept busy by a few connections, and more of them only add
+  work on both sides (a burst of 1,000 calls through 100 connections took 1.6x the SDK client's wall time
+  per call; through 8, 0.7x); slow calls still run side by side up to the hard limit;
 - at most ``max_connections`` connections exist at once; further requests wait for one;
 - every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`.
 
@@ -171,12 +178,13 @@ def _readable(fd: int) -> bool:
 
 
 class _Connection:
-    __slots__ = ("_poller", "idle_since", "socket", "stream", "writable")
+    __slots__ = ("_poller", "busy_since", "idle_since", "socket", "stream", "writable")
 
     def __init__(self, stream: trio.abc.Stream, socket: trio.socket.SocketType) -> None:
         self.stream = stream
         self.socket = socket
         self.idle_since = 0.0
+        self.busy_since = 0.0
         self.writable = True
         # One poll object per connection, registered once: the idle check before each reuse is one system call.
         self._poller: select.poll | None = None
@@ -356,6 +364,10 @@ class ConnectionPool:
         port: the server's port.
         timeouts: the timeout of each wait.
         max_connections: connections open at once, busy or idle.
+        soft_connections: connections opened without waiting for a busy one to be released (see the
+            module docstring); at most ``max_connections``.
+        slow_seconds: how long every busy connection must have been busy before a request opens a
+            connection beyond ``soft_connections`` instead of waiting.
         keepalive_expiry: seconds an idle connection is kept.
         ssl_context: for ``https`` (default: ``ssl.create_default_context()``).
         proxy: the forward proxy to go through, if any.
@@ -372,6 +384,8 @@ class ConnectionPool:
         port: int,
         timeouts: Timeouts = Timeouts(),
         max_connections: int = 100,
+        soft_connections: int = 8,
+        slow_seconds: float = 1.0,
         keepalive_expiry: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
         proxy: ProxyRoute | None = None,
@@ -396,8 +410,12 @@ class ConnectionPool:
         )
         self._timeouts = timeouts
         self._max = max_connections
+        self._soft = max(1, min(soft_connections, max_connections))
+        self._slow = slow_seconds
         self._expiry = keepalive_expiry
         self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()
+        self._connecting = 0
         self._open = 0
         self._waiters = trio.lowlevel.ParkingLot()
         self._closed = False
@@ -485,23 +503,39 @@ class ConnectionPool:
                 idle = self._idle
                 while idle:
                     connection = idle.pop()
-                    if trio.current_time() - connection.idle_since <= self._expiry and not connection.readable():
+                    now = trio.current_time()
+                    if now - connection.idle_since <= self._expiry and not connection.readable():
+                        connection.busy_since = now
+                        self._busy.add(connection)
                         return connection, True
                     connection.close()
                     self._open -= 1
-            if self._open < self._max:
+            now = trio.current_time()
+            # Beyond the soft limit, only while every busy connection is slow (the youngest included; one
+            # being opened is as young as it gets).
+            youngest = now if self._connecting else max((c.busy_since for c in self._busy), default=-math.inf)
+            stalled_at = youngest + self._slow
+            if self._open < self._soft or (self._open < self._max and now >= stalled_at):
                 self._open += 1
+                self._connecting += 1
                 try:
-                    return await self._connect(), False
+                    connection = await self._connect()
                 except BaseException:
                     self._open -= 1
                     self._waiters.unpark()
                     raise
+                finally:
+                    self._connecting -= 1
+                connection.busy_since = trio.current_time()
+                self._busy.add(connection)
+                return connection, False
             if deadline is None:
-                deadline = trio.current_time() + self._timeouts.pool
-            with trio.CancelScope(deadline=deadline) as scope:
+                deadline = now + self._timeouts.pool
+            # Wake up when a connection is released, when the busy ones would count as slow, or at the timeout.
+            wake = min(deadline, stalled_at) if self._open < self._max else deadline
+            with trio.CancelScope(deadline=wake) as scope:
                 await self._waiters.park()
-            if scope.cancelled_caught:
+            if scope.cancelled_caught and wake >= deadline:
                 raise WireTimeout("PoolTimeout", self._timeouts.pool)
 
     async def _connect(self) -> _Connection:
@@ -539,6 +573,7 @@ class ConnectionPool:
             raise TunnelError(f"the proxy sent data before the tunnel to {target} was used")
 
     def _release(self, connection: _Connection, *, reusable: bool) -> None:
+        self._busy.discard(connection)
         if reusable and connection.writable and not self._closed:
             connection.idle_since = trio.current_time()
             self._idle.append(connection)
