@@ -35,16 +35,17 @@ import json
 import math
 import re
 import secrets
+import typing
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal, cast
+from typing import Any, Final, Literal, cast
 from urllib.parse import parse_qs, quote_plus, urlencode, urlsplit, urlunsplit
 
 from .errors import AuthorizationError
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import ec
 
 # PyJWT and cryptography are imported where they sign, not here: `import mcpfsm` imports neither.
