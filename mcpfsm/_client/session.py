@@ -42,7 +42,7 @@ from typing import Any, Final
 
 import trio
 
-from .._core.cache import ResponseCache
+from .._core.cache import CACHEABLE_METHODS, ResponseCache
 from .._core.constants import (
     INTERNAL_ERROR,
     LEGACY_VERSIONS,
@@ -224,7 +224,8 @@ class Session:
             SessionExpired: the renewed legacy session expired too.
             TransportError, ProtocolError: the request failed.
         """
-        if self.cache is None:
+        if self.cache is None or method not in CACHEABLE_METHODS:
+            # What caching.through does for a method no cache ever answers (tools/call), without its frames.
             return await self._renewing(method, params, plan)
         return await caching.through(
             self.cache, lambda: self.version, method, params, lambda: self._renewing(method, params, plan), fresh=fresh
