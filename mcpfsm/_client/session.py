@@ -38,7 +38,7 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -71,9 +71,12 @@ from .._log import logger
 from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, Reply, Transport
 from . import caching, negotiation
-from .authorization import AuthorizationLayer, StaticToken
 from .notifications import NotificationHub
 from .telemetry import Telemetry
+
+if TYPE_CHECKING:
+    # Loaded with the first auth= (it brings the OAuth core): `import mcpfsm` stays quick.
+    from .authorization import AuthorizationLayer, StaticToken
 
 __all__ = ["Session"]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, ClassVar
 
 __all__ = ["AuthEvent", "CallEvent", "error_summary", "utc_timestamp"]
@@ -31,6 +30,8 @@ def utc_timestamp(ns: int) -> str:
     seconds, fraction = divmod(ns, 1_000_000_000)
     known = _second
     if known[0] != seconds:
+        from datetime import UTC, datetime  # once a second, and not with `import mcpfsm`
+
         known = _second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
     return f"{known[1]}.{fraction // 1000:06d}+00:00"
 

@@ -49,7 +49,6 @@ import json
 import math
 import ssl
 import sys
-import urllib.request
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -354,6 +353,8 @@ class HttpTransport:
                 _parse_url(proxy, "proxy URL")
                 self._proxies = ProxyRules.explicit(proxy)
             else:
+                import urllib.request  # here: with http.client and email, it is most of a millisecond
+
                 self._proxies = ProxyRules.from_environment(urllib.request.getproxies() if trust_env else {})
             if verify is not True or cert is not None:
                 self._tls = ssl_context(verify, cert, trust_env=trust_env)  # a bad path fails here, not later
