@@ -12,18 +12,15 @@ The library never configures logging: it calls ``logger.disable("mcpfsm")`` at i
 applications that want its logs call ``logger.enable("mcpfsm")``.
 """
 
-from loguru import logger
+from typing import TYPE_CHECKING
 
 from ._client.client import Client
-from ._client.loopback import LoopbackAuthorizer
-from ._client.stores import FileTokenStore, MemoryTokenStore
 from ._client.subscriptions import Subscription
 from ._client.tools import Tool, ToolList
 from ._core.cache import CacheStats, ResponseCache
 from ._core.catalog import Exclusion, ToolDefinition
 from ._core.codec import decode_header_value, encode_header_value
 from ._core.constants import MCPFSM_VERSION
-from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
 from ._core.errors import (
     AuthorizationError,
     HeaderDecodeError,
@@ -51,17 +48,54 @@ from ._core.results import (
 )
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
 from ._drivers.audit_log import AuditLog
-from ._machines.authorization import AUTHORIZATION
+from ._log import disable_library_logs
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
 from ._transports.http import HttpTransport
 from ._transports.stdio import StdioTransport
 
+if TYPE_CHECKING:
+    from ._client.loopback import LoopbackAuthorizer
+    from ._client.stores import FileTokenStore, MemoryTokenStore
+    from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
+    from ._machines.authorization import AUTHORIZATION
+
 __version__ = MCPFSM_VERSION
 
+# The authorization side (the OAuth core and its many value types, the second machine) is imported on
+# first use of one of its names, so that `import mcpfsm` stays quick (bench/startup.py); PEP 562.
+_LAZY = {
+    "AUTHORIZATION": "._machines.authorization",
+    "ClientCredentials": "._core.credentials",
+    "EnterpriseManaged": "._core.credentials",
+    "FileTokenStore": "._client.stores",
+    "JwtBearer": "._core.credentials",
+    "LoopbackAuthorizer": "._client.loopback",
+    "MemoryTokenStore": "._client.stores",
+    "OAuth": "._core.credentials",
+    "TokenStore": "._core.credentials",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 # A library never configures logging (loguru's README): applications call logger.enable("mcpfsm").
-logger.disable("mcpfsm")
+# loguru is not imported for that: see mcpfsm._log.
+disable_library_logs()
 
 __all__ = [
     "AUTHORIZATION",

@@ -30,13 +30,14 @@ PURE_PREFIXES = ("mcpfsm._core", "mcpfsm._machines")
 # Which layers each layer may import (its own always allowed). "mcpfsm" is the package __init__.
 ALLOWED = {
     "_core": set(),
+    "_log": set(),
     "_machines": {"_core"},
-    "_drivers": {"_core", "_machines"},
-    "_transports": {"_core"},
-    "_client": {"_core", "_machines", "_drivers", "_transports"},
-    "__init__": {"_core", "_machines", "_drivers", "_transports", "_client"},
+    "_drivers": {"_core", "_machines", "_log"},
+    "_transports": {"_core", "_log"},
+    "_client": {"_core", "_machines", "_drivers", "_transports", "_log"},
+    "__init__": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
     "__main__": {"_tooling"},
-    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__"},
+    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
 }
 
 

@@ -17,6 +17,7 @@ import h11
 import httpx
 import pytest
 import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -201,9 +202,7 @@ def test_interim_responses_are_skipped() -> None:
             b"HTTP/1.1 200 OK\r\nConnection: Keep-Alive, CLOSE\r\nContent-Length: 0\r\n\r\n", False, id="tokens"
         ),
         pytest.param(b"HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", False, id="http-1.0"),
-        pytest.param(
-            b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", True, id="keep-alive"
-        ),
+        pytest.param(b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n", True, id="keep-alive"),
     ],
 )
 def test_keep_alive_follows_version_and_connection(data: bytes, keep_alive: bool) -> None:
@@ -212,9 +211,7 @@ def test_keep_alive_follows_version_and_connection(data: bytes, keep_alive: bool
 
 
 def test_header_details_repeats_folding_bare_lf_and_empty_reason() -> None:
-    head, body, _ = read_all(
-        b"HTTP/1.1 404\nX-A: 1\nx-a:  2 \nX-Fold: one\n  two\nContent-Length: 2\n\nno"
-    )
+    head, body, _ = read_all(b"HTTP/1.1 404\nX-A: 1\nx-a:  2 \nX-Fold: one\n  two\nContent-Length: 2\n\nno")
     assert head == ResponseHead(
         status=404, reason="", headers={"x-a": "1, 2", "x-fold": "one two", "content-length": "2"}, keep_alive=True
     )
@@ -231,9 +228,7 @@ def test_need_more_bytes_is_none_for_the_head_and_empty_for_the_body() -> None:
     reader.receive(b"HTTP/1.1 200 OK\r\nContent-Le")
     assert reader.read_head() is None
     reader.receive(b"ngth: 4\r\n\r\nab")
-    assert reader.read_head() == ResponseHead(
-        status=200, reason="OK", headers={"content-length": "4"}, keep_alive=True
-    )
+    assert reader.read_head() == ResponseHead(status=200, reason="OK", headers={"content-length": "4"}, keep_alive=True)
     assert [reader.read_body(), reader.read_body()] == [b"ab", b""]
     reader.receive(b"cd")
     assert [reader.read_body(), reader.read_body(), reader.done] == [b"cd", None, True]
@@ -426,9 +421,9 @@ async def test_an_idle_connection_the_server_closed_is_detected_and_replaced(mon
         exchanges: list[bool] = []
         exchange = pool._exchange
 
-        async def spy(*args: Any, reused: bool, resendable: bool) -> Any:
+        async def spy(*args: Any, reused: bool, **options: Any) -> Any:
             exchanges.append(reused)
-            return await exchange(*args, reused=reused, resendable=resendable)
+            return await exchange(*args, reused=reused, **options)
 
         monkeypatch.setattr(pool, "_exchange", spy)
         closed = server.closed
@@ -520,6 +515,48 @@ async def test_a_connection_closed_mid_body_is_an_error_and_is_discarded() -> No
         with pytest.raises(H1Error, match=r"^the server closed the connection in the middle of the response body$"):
             await post(pool, b"1")
         assert (pool.connections, pool.idle) == (0, 0)
+        await pool.aclose()
+
+
+@pytest.mark.parametrize("then", ["hang", "close"])
+async def test_a_prefetched_body_that_stalls_or_breaks_fails_where_it_is_read(then: str) -> None:
+    # prefetch=True waits for the rest of a small body before returning the head; what that wait meets
+    # is raised by read(), as without prefetch, and the connection is discarded.
+    async with serving(Server()) as server:
+        server.queue(raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", then=then))
+        pool = pool_for(server, timeouts=Timeouts(read=0.05))
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"1", prefetch=True)
+        assert reply.status == 200
+        expected = (
+            (WireTimeout, r"^ReadTimeout after 0.05 s$")
+            if then == "hang"
+            else (H1Error, r"^the server closed the connection in the middle of the response body$")
+        )
+        with pytest.raises(expected[0], match=expected[1]):
+            await reply.read()
+        await reply.aclose()
+        assert (pool.connections, pool.idle) == (0, 0)
+        await pool.aclose()
+
+
+async def test_a_prefetched_body_written_after_its_head_comes_with_the_reply_and_keeps_the_connection() -> None:
+    async def head_then_body(stream: trio.abc.Stream, seen: Seen) -> bool:
+        # As uvicorn does: the head and the body in two writes; the body once the client waits for it.
+        await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n")
+        await trio.testing.wait_all_tasks_blocked()
+        await stream.send_all(b"hello")
+        return True
+
+    async with serving(Server()) as server:
+        server.queue(head_then_body, ok(b"next"))
+        pool = pool_for(server)
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"1", prefetch=True)
+        # The body is already here: reading it ends the response without another wait.
+        assert (reply.status, reply._reader.missing, reply._reader.unread) == (200, 0, 5)
+        assert await reply.read() == b"hello"
+        await reply.aclose()
+        assert await post(pool, b"2") == (200, b"next")
+        assert (server.connections, pool.connections, pool.idle) == (1, 1, 1)
         await pool.aclose()
 
 
@@ -624,9 +661,36 @@ async def test_a_busy_pool_makes_the_next_request_wait_and_time_out() -> None:
         await pool.aclose()
 
 
+@pytest.mark.parametrize(
+    ("slow_seconds", "opened"),
+    [
+        pytest.param(3600.0, 2, id="quick-calls-wait-for-a-released-connection"),
+        pytest.param(0.0, 3, id="slow-calls-open-more-up-to-the-cap"),
+    ],
+)
+async def test_beyond_the_soft_limit_a_request_waits_unless_every_busy_connection_is_slow(
+    slow_seconds: float, opened: int
+) -> None:
+    # soft_connections=2, max_connections=3, six requests at once, each answered 20 ms after it arrives:
+    # connections that keep being released are waited for; connections that all count as slow are not.
+    async with serving(Server(default=echo(delay=0.02))) as server:
+        pool = pool_for(server, max_connections=3, soft_connections=2, slow_seconds=slow_seconds)
+        answers: list[tuple[int, bytes]] = []
+
+        async def one(n: int) -> None:
+            answers.append(await post(pool, b"%d" % n))
+
+        async with trio.open_nursery() as nursery:
+            for n in range(6):
+                nursery.start_soon(one, n)
+        assert sorted(answers) == sorted((200, b"%d" % n) for n in range(6))
+        assert (server.most_open, server.connections, pool.connections, pool.idle) == (opened, opened, opened, opened)
+        await pool.aclose()
+
+
 async def test_concurrent_requests_never_open_more_than_the_cap() -> None:
     async with serving(Server(default=echo(delay=0.02))) as server:
-        pool = pool_for(server, max_connections=3)
+        pool = pool_for(server, max_connections=3, soft_connections=3)
         answers: list[tuple[int, bytes]] = []
 
         async def one(n: int) -> None:
@@ -705,9 +769,7 @@ async def test_https_keeps_one_verified_tls_connection_alive(ca: Any) -> None:
 async def test_https_verifies_the_certificate_by_default(ca: Any) -> None:
     async with serving(Server(default=echo()), tls=tls_for(ca)) as server:
         transport = HttpTransport(f"https://{HOST}:{server.port}/mcp")
-        with pytest.raises(
-            mcpfsm.TransportError, match=r"^POST to MCP server failed: .*CERTIFICATE_VERIFY_FAILED.*$"
-        ):
+        with pytest.raises(mcpfsm.TransportError, match=r"^POST to MCP server failed: .*CERTIFICATE_VERIFY_FAILED.*$"):
             await transport.send('{"jsonrpc":"2.0","id":1,"method":"ping"}')
         assert server.seen == []
         await transport.aclose()
@@ -753,6 +815,12 @@ async def test_the_transport_sends_one_exact_request_and_returns_the_json_body()
             {"timeout": httpx.Timeout(5.0, read=0.05)},
             r"^POST to MCP server timed out \(ReadTimeout\)$",
             id="read-timeout",
+        ),
+        pytest.param(
+            raw(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 9\r\n\r\n{", then="hang"),
+            {"timeout": httpx.Timeout(5.0, read=0.05)},
+            r"^reading HTTP response timed out \(ReadTimeout\)$",
+            id="body-read-timeout",
         ),
         pytest.param(
             raw(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: br\r\n\r\n", then="keep"),

@@ -22,11 +22,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import trio
-from loguru import logger
 
 from .._core.catalog import PageCursor, ToolCatalog, ToolDefinition, build_catalog
 from .._core.constants import INVALID_PARAMS
 from .._core.errors import McpError, ProtocolError, RpcError
+from .._log import logger
 from .session import Session
 
 __all__ = ["Catalog"]

@@ -27,16 +27,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from enum import Enum
 from functools import partial
 from types import TracebackType
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 
-import httpx
 import trio
-from loguru import logger
 
 from .._core.cache import ResponseCache
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
-from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
 from .._core.errors import OutputValidationError, TransportError
 from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
@@ -54,17 +51,26 @@ from .._core.results import (
 from .._drivers.audit import AuditBus
 from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandlers, request_with_input
 from .._drivers.tool_call import ToolCall
+from .._log import logger
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
-from .._transports.oauth_http import OAuthHttp
 from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation, subscriptions, telemetry
-from .authorization import AuthorizationLayer, StaticToken
 from .catalog import Catalog
 from .session import NotificationCallback, Session
 from .subscriptions import Subscription
 from .tools import Tool, ToolList
+
+if TYPE_CHECKING:
+    import httpx
+
+    # The authorization side (the OAuth core, PyJWT, the second machine) is imported with the first auth=.
+    from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
+    from .authorization import AuthorizationLayer, StaticToken
+
+    Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
+    """What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
 
 __all__ = ["Auth", "Client", "LogLevel", "Protocol"]
 
@@ -74,8 +80,15 @@ Protocol = Literal["auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 """What ``log_level=`` accepts: the syslog severities of MCP "Logging", least severe first."""
 
-Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
-"""What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
+
+def __getattr__(name: str) -> object:
+    # Auth is a union of the credential classes: made on first use, like them.
+    if name == "Auth":
+        from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
+
+        return OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 _VERSION: Final = MCPFSM_VERSION
 _VALIDATE_OUTPUT: Final = get_args(ValidateOutput)
@@ -327,6 +340,8 @@ class Client:
 
     def _authorize_with(self, layer: AuthorizationLayer | StaticToken) -> None:
         # The layer publishes its flows' events on this client's bus and sits in the session path.
+        from .authorization import AuthorizationLayer
+
         if isinstance(layer, AuthorizationLayer):
             layer.audit = self._audit
             layer.telemetry = self._telemetry
@@ -702,6 +717,8 @@ def _completion_argument(argument: tuple[str, str] | Mapping[str, str]) -> dict[
 
 
 def _has_userinfo(url: str) -> bool:
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError):
@@ -720,6 +737,10 @@ def _authorization(
     proxy: str | None,
     trust_env: bool,
 ) -> AuthorizationLayer | StaticToken:
+    from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
+    from .._transports.oauth_http import OAuthHttp
+    from .authorization import AuthorizationLayer, StaticToken
+
     if isinstance(auth, str):
         return StaticToken(auth)
     if not isinstance(auth, OAuth | ClientCredentials | JwtBearer | EnterpriseManaged):

@@ -38,12 +38,11 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
-from loguru import logger
 
-from .._core.cache import ResponseCache
+from .._core.cache import CACHEABLE_METHODS, ResponseCache
 from .._core.constants import (
     INTERNAL_ERROR,
     LEGACY_VERSIONS,
@@ -68,12 +67,16 @@ from .._core.jsonrpc import (
 )
 from .._core.plan import HeaderPlan, plan_request
 from .._drivers.input import InputHandlers
+from .._log import logger
 from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, Reply, Transport
 from . import caching, negotiation
-from .authorization import AuthorizationLayer, StaticToken
 from .notifications import NotificationHub
 from .telemetry import Telemetry
+
+if TYPE_CHECKING:
+    # Loaded with the first auth= (it brings the OAuth core): `import mcpfsm` stays quick.
+    from .authorization import AuthorizationLayer, StaticToken
 
 __all__ = ["Session"]
 
@@ -224,7 +227,8 @@ class Session:
             SessionExpired: the renewed legacy session expired too.
             TransportError, ProtocolError: the request failed.
         """
-        if self.cache is None:
+        if self.cache is None or method not in CACHEABLE_METHODS:
+            # What caching.through does for a method no cache ever answers (tools/call), without its frames.
             return await self._renewing(method, params, plan)
         return await caching.through(
             self.cache, lambda: self.version, method, params, lambda: self._renewing(method, params, plan), fresh=fresh

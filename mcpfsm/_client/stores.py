@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from loguru import logger
+
+from .._log import logger
 
 __all__ = ["FileTokenStore", "MemoryTokenStore", "default_token_path"]
 

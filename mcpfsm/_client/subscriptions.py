@@ -24,11 +24,11 @@ from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import trio
-from loguru import logger
 
 from .._core.constants import is_modern
 from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.jsonrpc import Notification
+from .._log import logger
 from .session import Session
 
 __all__ = ["Subscription", "listen"]

@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .._core.events import CallEvent
 from .._core.results import ToolResult
-from .._drivers.authorization import AuthorizationFlow
 from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
+
+if TYPE_CHECKING:
+    from .._drivers.authorization import AuthorizationFlow
 
 __all__ = ["EventSink", "SessionState", "Telemetry", "probe"]
 

@@ -22,8 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
-import jwt
-
 from .oauth import TokenEndpointAuthMethod, check_client_metadata_url
 
 __all__ = [
@@ -116,6 +114,8 @@ def _check_http_url(name: str, url: str) -> None:
 def _check_signing_key(private_key_pem: str | bytes, algorithm: str) -> None:
     if algorithm not in _SIGNING_ALGORITHMS:
         raise ValueError(f"signing_algorithm must be one of {list(_SIGNING_ALGORITHMS)}, got {algorithm!r}")
+    import jwt  # here, not at module level: `import mcpfsm` does not import PyJWT
+
     try:
         jwt.encode({"probe": True}, private_key_pem, algorithm=algorithm)
     except (ValueError, TypeError, jwt.exceptions.PyJWTError) as exc:

@@ -40,6 +40,16 @@ _STATUS_LINE: Final = re.compile(r"HTTP/1\.([0-9]) ([0-9]{3})(?: ([^\x00-\x08\x0
 _CHUNK_SIZE: Final = re.compile(rb"[0-9A-Fa-f]{1,16}")
 _CONTENT_LENGTH: Final = re.compile(r"[0-9]{1,18}")
 _MAX_CHUNK_LINE: Final = 4096
+# The usual head, checked in one pass: CRLF lines of `token ":" value`, the value free of CR, LF and NUL.
+# Anything else (bare LF, obsolete folding, a malformed line) goes through the line-by-line parser,
+# which decides and says what is wrong.
+_STRICT_FIELDS: Final = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\x00]*\r\n)*")
+# Header lines already checked, by (name, value): a client sends the same few again and again; and
+# status lines already parsed. Both bounded.
+_CHECKED_LINES: dict[tuple[str, str], str] = {}
+_MAX_CHECKED_LINES: Final = 1024
+_STATUS_LINES: dict[str, tuple[int, int, str]] = {}
+_MAX_STATUS_LINES: Final = 64
 _NO_BODY_STATUS: Final = frozenset({204, 304})
 _OWS: Final = " \t"
 
@@ -82,18 +92,26 @@ def encode_request(
     if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
         raise H1Error(f"malformed request line {method!r} {target!r}")
     lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
-    for name, value in headers:
-        if not HEADER_NAME_TOKEN.fullmatch(name):
-            raise H1Error(f"header name {name!r} is not an HTTP token")
-        if not _FIELD_VALUE.fullmatch(value):
-            raise H1Error(_unsendable(name))
-        lowered = name.lower()
-        if lowered in _FRAMING:
-            raise H1Error(f"header {name} is set by the connection, not by the caller")
-        if lowered == "host":
-            lines[1] = f"{name}: {value}\r\n"
-            continue
-        lines.append(f"{name}: {value}\r\n")
+    checked = _CHECKED_LINES
+    for pair in headers:
+        line = checked.get(pair)
+        if line is None:
+            name, value = pair
+            if not HEADER_NAME_TOKEN.fullmatch(name):
+                raise H1Error(f"header name {name!r} is not an HTTP token")
+            if not _FIELD_VALUE.fullmatch(value):
+                raise H1Error(_unsendable(name))
+            lowered = name.lower()
+            if lowered in _FRAMING:
+                raise H1Error(f"header {name} is set by the connection, not by the caller")
+            line = f"{name}: {value}\r\n"
+            if lowered == "host":
+                lines[1] = line
+                continue
+            if len(checked) >= _MAX_CHECKED_LINES:
+                checked.clear()
+            checked[(name, value)] = line
+        lines.append(line)
     if body or method == "POST":
         lines.append(f"Content-Length: {len(body)}\r\n")
     lines.append("\r\n")
@@ -175,6 +193,13 @@ class ResponseReader:
         return len(self._buffer)
 
     @property
+    def missing(self) -> int:
+        """Bytes of a ``Content-Length`` body not received yet; 0 for any other body, or before the head."""
+        if self._head is None or self._chunked or self._state != "data" or self._remaining is None or self._eof:
+            return 0
+        return max(self._remaining - len(self._buffer), 0)
+
+    @property
     def done(self) -> bool:
         """True once the whole body has been returned by :meth:`read_body`."""
         return self._state == "done"
@@ -199,7 +224,7 @@ class ResponseReader:
         """
         while self._head is None:
             buffer = self._buffer
-            end = _HEAD_END.search(buffer)
+            end = _head_end(buffer)
             if end is None:
                 if len(buffer) > self._max_head:
                     raise H1Error(f"the response head is larger than {self._max_head} bytes")
@@ -208,23 +233,36 @@ class ResponseReader:
                         raise H1Error("the server closed the connection without answering")
                     raise H1Error("the server closed the connection in the middle of the response head")
                 return None
-            if end.start() > self._max_head:
+            start, stop = end
+            if start > self._max_head:
                 raise H1Error(f"the response head is larger than {self._max_head} bytes")
-            lines = _LINE_END.split(bytes(buffer[: end.start()]))
-            del buffer[: end.end()]
-            head = self._parse_head(lines)
+            raw = bytes(buffer[:start])
+            del buffer[:stop]
+            head = self._parse_head(raw)
             if head is not None:
                 self._head = head
         return self._head
 
-    def _parse_head(self, lines: list[bytes]) -> ResponseHead | None:
-        status_line = lines[0].decode("latin-1")
-        match = _STATUS_LINE.fullmatch(status_line)
-        if match is None:
-            raise H1Error(f"malformed HTTP/1.1 status line {status_line[:100]!r}")
-        minor, status = int(match[1]), int(match[2])
-        if status < 100:
-            raise H1Error(f"malformed HTTP/1.1 status line {status_line[:100]!r}")
+    def _parse_head(self, raw: bytes) -> ResponseHead | None:
+        text = raw.decode("latin-1")
+        status_line, _, fields = text.partition("\r\n")
+        if fields:
+            fields += "\r\n"
+        if "\n" in status_line or not _STRICT_FIELDS.fullmatch(fields):
+            return self._parse_lines(_LINE_END.split(raw))
+        status = _status(status_line)
+        headers: dict[str, str] = {}
+        # Every line is `token ":" value` (checked above): a split is all that is left to do.
+        for line in fields[:-2].split("\r\n") if fields else ():
+            name, _, value = line.partition(":")
+            name = name.lower()
+            value = value.strip(_OWS)
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        return self._head_of(status, headers)
+
+    def _parse_lines(self, lines: list[bytes]) -> ResponseHead | None:
+        # Line by line: bare LF line ends, obsolete line folding, and the error that names a malformed line.
+        status = _status(lines[0].decode("latin-1"))
         headers: dict[str, str] = {}
         name = ""
         for raw in lines[1:]:
@@ -243,15 +281,20 @@ class ResponseReader:
             if "\r" in value or "\x00" in value:
                 raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        return self._head_of(status, headers)
+
+    def _head_of(self, status_line: tuple[int, int, str], headers: dict[str, str]) -> ResponseHead | None:
+        minor, status, reason = status_line
         if 100 <= status < 200:
             if status == 101:
                 raise H1Error("the server switched protocols (HTTP 101), which this client never asks for")
             return None  # an interim response: the final one follows on the same connection
-        keep_alive = minor >= 1 and "close" not in _tokens(headers.get("connection", ""))
+        connection = headers.get("connection")
+        keep_alive = minor >= 1 and (connection is None or "close" not in _tokens(connection))
         self._frame(status, headers)
         if self._remaining is None:
             keep_alive = False
-        return ResponseHead(status=status, reason=match[3] or "", headers=headers, keep_alive=keep_alive)
+        return ResponseHead(status=status, reason=reason, headers=headers, keep_alive=keep_alive)
 
     def _frame(self, status: int, headers: dict[str, str]) -> None:
         # RFC 9112 §6.3, in its order.
@@ -272,6 +315,11 @@ class ResponseReader:
         length = headers.get("content-length")
         if length is None:
             self._remaining, self._state = None, "data"
+            return
+        if 0 < len(length) <= 18 and length.isascii() and length.isdigit():
+            # The usual single value; anything else is checked below.
+            self._remaining = int(length)
+            self._state = "data" if self._remaining else "done"
             return
         values = {value.strip(_OWS) for value in length.split(",")}
         if len(values) != 1 or not _CONTENT_LENGTH.fullmatch(next(iter(values))):
@@ -365,6 +413,36 @@ class ResponseReader:
         if self._eof:
             raise H1Error("the server closed the connection in the middle of the response body")
         return b""
+
+
+def _head_end(buffer: bytearray) -> tuple[int, int] | None:
+    # Where the head ends: the first line break followed by an empty line, CRLF or bare LF (RFC 9112 §2.2),
+    # as (start of that line break, end of the empty line). The same as `_HEAD_END.search`, found with
+    # two byte searches instead of the regular expression.
+    crlf = buffer.find(b"\n\r\n")
+    lf = buffer.find(b"\n\n", 0, None if crlf < 0 else crlf + 1)
+    if lf >= 0:
+        first, stop = lf, lf + 2
+    elif crlf >= 0:
+        first, stop = crlf, crlf + 3
+    else:
+        return None
+    return (first - 1 if first and buffer[first - 1] == 0x0D else first), stop
+
+
+def _status(line: str) -> tuple[int, int, str]:
+    # (minor version, status code, reason phrase) of a status line.
+    known = _STATUS_LINES.get(line)
+    if known is not None:
+        return known
+    match = _STATUS_LINE.fullmatch(line)
+    if match is None or int(match[2]) < 100:
+        raise H1Error(f"malformed HTTP/1.1 status line {line[:100]!r}")
+    parsed = int(match[1]), int(match[2]), match[3] or ""
+    if len(_STATUS_LINES) >= _MAX_STATUS_LINES:
+        _STATUS_LINES.clear()
+    _STATUS_LINES[line] = parsed
+    return parsed
 
 
 def _tokens(value: str) -> list[str]:

@@ -29,8 +29,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import jsonschema_rs
-
 from .constants import INVALID_PARAMS, METHOD_NOT_FOUND
 from .errors import ProtocolError
 
@@ -243,6 +241,9 @@ def form_problems(schema: Any, content: Mapping[str, Any]) -> list[str]:
     """
     if not isinstance(schema, Mapping):
         return []
+    # Imported on the first form checked, not with mcpfsm (start-up: README "Benchmarks").
+    import jsonschema_rs
+
     try:
         validator = jsonschema_rs.validator_for(dict(schema), validate_formats=True, offline=True, mask=_HIDDEN)
     except (jsonschema_rs.ValidationError, ValueError, TypeError):

@@ -35,6 +35,7 @@ import json
 import math
 import re
 import secrets
+import typing
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -42,12 +43,13 @@ from types import MappingProxyType
 from typing import Any, Final, Literal, cast
 from urllib.parse import parse_qs, quote_plus, urlencode, urlsplit, urlunsplit
 
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-
 from .errors import AuthorizationError
 from .jsonrpc import holds_lone_surrogate
+
+if typing.TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+# PyJWT and cryptography are imported where they sign, not here: `import mcpfsm` imports neither.
 
 __all__ = [
     "ACCESS_TOKEN_REFRESH_MARGIN",
@@ -1487,6 +1489,8 @@ def client_assertion(
         "exp": issued + CLIENT_ASSERTION_LIFETIME,
         "jti": jti,
     }
+    import jwt
+
     try:
         return jwt.encode(claims, private_key_pem, algorithm=algorithm)
     except (ValueError, TypeError, jwt.exceptions.PyJWTError) as exc:
@@ -1728,12 +1732,16 @@ class DPoPKey:
     private_key: ec.EllipticCurvePrivateKey = field(repr=False)
 
     def __post_init__(self) -> None:
+        from cryptography.hazmat.primitives.asymmetric import ec
+
         if not isinstance(self.private_key.curve, ec.SECP256R1):
             raise ValueError("a DPoP key for ES256 is on the P-256 curve")
 
     @classmethod
     def generate(cls) -> DPoPKey:
         """Draw a fresh P-256 key."""
+        from cryptography.hazmat.primitives.asymmetric import ec
+
         return cls(private_key=ec.generate_private_key(ec.SECP256R1()))
 
     @classmethod
@@ -1743,6 +1751,9 @@ class DPoPKey:
         Raises:
             ValueError: when the PEM is not an unencrypted P-256 private key.
         """
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import ec
+
         data = pem.encode("ascii") if isinstance(pem, str) else pem
         try:
             key = serialization.load_pem_private_key(data, password=None)
@@ -1755,6 +1766,8 @@ class DPoPKey:
     @property
     def public_jwk(self) -> dict[str, str]:
         """The public key as a JWK (RFC 7517, RFC 7518 §6.2.1): ``kty``, ``crv``, ``x``, ``y`` only."""
+        import jwt
+
         jwk = jwt.algorithms.ECAlgorithm.to_jwk(self.private_key.public_key(), as_dict=True)
         return {name: str(jwk[name]) for name in ("kty", "crv", "x", "y")}
 
@@ -1803,6 +1816,8 @@ def dpop_proof(
         claims["nonce"] = nonce
     if access_token is not None:
         claims["ath"] = access_token_hash(access_token)
+    import jwt
+
     return jwt.encode(claims, key.private_key, algorithm="ES256", headers={"typ": "dpop+jwt", "jwk": key.public_jwk})
 
 

@@ -21,12 +21,13 @@ were compiled from.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
-
-import jsonschema_rs
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from .catalog import ToolDefinition
 from .results import ToolResult
+
+if TYPE_CHECKING:
+    import jsonschema_rs
 
 __all__ = ["OutputCheck", "ValidateOutput"]
 
@@ -55,6 +56,8 @@ class OutputCheck:
             return [validator]
         if not result.has_structured_content:
             return ["the tool has an outputSchema but returned no structuredContent"]
+        if validator.is_valid(result.structured_content):
+            return []
         found: list[str] = []
         for error in validator.iter_errors(result.structured_content):
             found.append(f"{_pointer(error.instance_path)}: {error.message}")
@@ -70,6 +73,9 @@ class OutputCheck:
         if not isinstance(schema, dict | bool):
             compiled = "the outputSchema is neither an object nor a boolean"
         else:
+            # Imported on the first schema compiled, not with mcpfsm: most clients never validate one.
+            import jsonschema_rs
+
             try:
                 compiled = jsonschema_rs.validator_for(schema, offline=True)
             except (jsonschema_rs.ValidationError, ValueError) as exc:

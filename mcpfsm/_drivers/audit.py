@@ -14,9 +14,9 @@ from contextlib import asynccontextmanager
 from typing import Final
 
 import trio
-from loguru import logger
 
 from .._core.events import CallEvent
+from .._log import logger, loguru_imported
 
 __all__ = ["DEFAULT_BUFFER", "AuditBus"]
 
@@ -55,6 +55,8 @@ class AuditBus:
         machine: str = "tool-call",
     ) -> None:
         """Log one transition at DEBUG with ``call_id`` bound: the loguru sink of :meth:`publish`."""
+        if not loguru_imported():
+            return
         if machine == "tool-call":
             logger.bind(call_id=call_id).debug("tool call {} {} -> {} ({})", tool, previous, state, trigger)
         else:

@@ -23,9 +23,8 @@ import os
 import threading
 from types import TracebackType
 
-from loguru import logger
-
 from .._core.events import CallEvent
+from .._log import logger
 
 __all__ = ["AuditLog"]
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import itertools
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from datetime import UTC, datetime
 from typing import Any, Final, Protocol
 
 import trio
@@ -24,7 +24,7 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
-from .._core.events import CallEvent, error_summary
+from .._core.events import CallEvent, error_summary, utc_timestamp
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, INITIAL, TERMINAL, State, Trigger
@@ -266,13 +266,40 @@ class ToolCall:
         raise self.error
 
     def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
-        state, previous, trigger = str(state), _text(previous), _text(trigger)
+        state, previous, trigger = _STATES[state], _PLAIN[previous], _PLAIN[trigger]
         seq, self.seq = self.seq, self.seq + 1
         audit = self.port.audit
         if not audit.observed:
             # Only loguru listens: the same DEBUG record, without building an event nobody receives.
             audit.log(self.call_id, self.name, previous, state, trigger)
             return
+        error = requests = responses = None
+        if state in _DETAILED:
+            error, requests, responses = self._details(state, trigger)
+        plan = self.plan
+        audit.publish(
+            CallEvent(
+                call_id=self.call_id,
+                seq=seq,
+                tool=self.name,
+                state=state,
+                previous=previous,
+                trigger=trigger,
+                attempt=self.attempt,
+                at=utc_timestamp(time.time_ns()),
+                elapsed=trio.current_time() - self.started,
+                headers=None if plan is None else plan.as_dict(),
+                error=error,
+                round=self.rounds.round,
+                input_requests=requests,
+                input_responses=responses,
+            )
+        )
+
+    def _details(
+        self, state: str, trigger: str | None
+    ) -> tuple[Mapping[str, Any] | None, Mapping[str, str] | None, Mapping[str, Any] | None]:
+        # The error, input requests and input responses of an event, for the states that may carry them.
         error: Mapping[str, Any] | None = None
         if state == State.cancelled:
             error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
@@ -288,32 +315,18 @@ class ToolCall:
             requests = rounds.pending.methods
         elif state in _RESENDING and rounds.responses is not None and rounds.handlers.audit_answers:
             responses = rounds.responses
-        audit.publish(
-            CallEvent(
-                call_id=self.call_id,
-                seq=seq,
-                tool=self.name,
-                state=state,
-                previous=previous,
-                trigger=trigger,
-                attempt=self.attempt,
-                at=datetime.now(UTC).isoformat(timespec="microseconds"),
-                elapsed=trio.current_time() - self.started,
-                headers=None if self.plan is None else self.plan.as_dict(),
-                error=error,
-                round=rounds.round,
-                input_requests=requests,
-                input_responses=responses,
-            )
-        )
+        return error, requests, responses
 
 
 _AWAITING: Final = frozenset({State.awaiting_input, State.retry_awaiting_input})
 _RESENDING: Final = frozenset({State.resending, State.retry_resending})
+# The states whose events may carry an error or input details; the others skip looking.
+_DETAILED: Final = frozenset({State.cancelled, State.failed, State.relisting, *_AWAITING, *_RESENDING})
 
 
-def _text(name: str | None) -> str | None:
-    return None if name is None else str(name)
+# Events carry plain strings, not the machine's enum members.
+_STATES: Final[Mapping[str, str]] = {str(state): str(state) for state in State}
+_PLAIN: Final[Mapping[str | None, str | None]] = {None: None, **{str(m): str(m) for m in (*State, *Trigger)}}
 
 
 _EFFECTS: Mapping[str, Callable[[ToolCall], Awaitable[Trigger]]] = {

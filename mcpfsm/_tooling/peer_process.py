@@ -30,8 +30,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, Final, cast
 
-import httpx
-
 __all__ = [
     "ComponentMissing",
     "PeerStartError",
@@ -89,18 +87,24 @@ class RunningPeer:
 
         Raises `httpx.HTTPStatusError` when the peer refuses the action (400 or 404).
         """
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
         response = httpx.post(f"{self.base_url}/control", json=dict(action))
         response.raise_for_status()
         return cast(dict[str, Any], response.json())
 
     def log(self) -> list[dict[str, Any]]:
         """Every request the peer received on `/mcp` since start (or the last clear/reset), oldest first."""
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
         response = httpx.get(f"{self.base_url}/control/log")
         response.raise_for_status()
         return cast(list[dict[str, Any]], response.json())
 
     def clear_log(self) -> None:
         """Forget the requests logged so far."""
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
         httpx.post(f"{self.base_url}/control/log/clear").raise_for_status()
 
 
@@ -125,16 +129,22 @@ class RunningAuthServer:
 
         Raises `httpx.HTTPStatusError` when the server refuses the scenario (an unknown field, say).
         """
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
         httpx.post(f"{self.base_url}/_config", json=dict(scenario)).raise_for_status()
 
     def log(self) -> list[dict[str, Any]]:
         """Every request the server received since start (or the last clear or configure), oldest first."""
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
         response = httpx.get(f"{self.base_url}/_log")
         response.raise_for_status()
         return cast(list[dict[str, Any]], response.json())
 
     def clear_log(self) -> None:
         """Forget the requests logged so far."""
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
         httpx.post(f"{self.base_url}/_log/clear").raise_for_status()
 
     def revoke(self, *, refresh_tokens: bool = False) -> None:
@@ -142,6 +152,8 @@ class RunningAuthServer:
 
         The next MCP request draws a 401.
         """
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
         httpx.post(f"{self.base_url}/_revoke", json={"refresh_tokens": refresh_tokens}).raise_for_status()
 
 

@@ -48,13 +48,12 @@ import contextlib
 import json
 import math
 import ssl
-import urllib.request
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
-from typing import Any, Final, cast
+import sys
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, cast
 
-import httpx
 import trio
-from loguru import logger
 
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_modern, is_read_only
 from .._core.content_coding import ACCEPT_ENCODING, BodyTooLarge, ContentDecodeError, ContentDecoder
@@ -63,15 +62,21 @@ from .._core.h1 import H1Error, field_problem
 from .._core.jsonrpc import Response, decode_message, outgoing_request, parse_message
 from .._core.proxies import ProxyRules
 from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge, reconnection_delay
+from .._log import logger
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
-from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireTimeout
+from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireReply, WireTimeout
 from .tls import CertTypes, VerifyTypes, ssl_context
+
+if TYPE_CHECKING:
+    import httpx
+
+    DEFAULT_TIMEOUT: httpx.Timeout
 
 __all__ = ["DEFAULT_TIMEOUT", "MAX_REDIRECTS", "USER_AGENT", "HttpTransport"]
 
-DEFAULT_TIMEOUT: Final = httpx.Timeout(30.0, read=300.0)
-"""Connect, write and pool timeouts of 30 s; a tool may stream nothing for up to 5 minutes."""
+# DEFAULT_TIMEOUT: ``httpx.Timeout(30.0, read=300.0)``, made on first use (module __getattr__ below).
+_DEFAULT_TIMEOUTS: Final = Timeouts(connect=30.0, write=30.0, read=300.0, pool=30.0)
 
 MAX_REDIRECTS: Final = 5
 """Redirect hops followed for one request."""
@@ -79,7 +84,9 @@ MAX_REDIRECTS: Final = 5
 USER_AGENT: Final = f"mcpfsm/{MCPFSM_VERSION}"
 """The ``User-Agent`` sent unless the caller's headers set one."""
 
-# Keep every connection of a burst of concurrent calls alive instead of reconnecting most of them.
+# The pool policy (mcpfsm._transports.pool, README "Benchmarks"): 8 connections per origin for quick calls,
+# up to 100 while every busy one is slow; all kept alive.
+_SOFT_CONNECTIONS: Final = 8
 _MAX_CONNECTIONS: Final = 100
 _KEEPALIVE_EXPIRY: Final = 30.0
 _MAX_RESUMES: Final = 3
@@ -94,9 +101,6 @@ _CREDENTIAL_HEADERS: Final = frozenset({"authorization", "cookie"})
 _ERROR_BODY_SNIPPET: Final = 200
 
 _CONNECTION_ERRORS: Final = (
-    httpx.HTTPError,
-    httpx.StreamError,
-    httpx.InvalidURL,
     WireError,
     H1Error,
     OSError,
@@ -107,19 +111,44 @@ _CONNECTION_ERRORS: Final = (
 Origin = tuple[str, str, int]
 
 
-@contextlib.contextmanager
-def _mapped(what: str) -> Iterator[None]:
-    # The one place connection-layer exceptions become TransportError (STYLE: one mapping point).
-    try:
-        yield
-    except httpx.TimeoutException as exc:
-        raise TransportError(f"{what} timed out ({type(exc).__name__})") from exc
-    except WireTimeout as exc:
-        raise TransportError(f"{what} timed out ({exc.kind})") from exc
-    except _CONNECTION_ERRORS as exc:
-        # trio wraps socket errors: BrokenResourceError("") from ConnectionResetError(...).
-        detail = str(exc) or str(exc.__cause__ or "") or type(exc).__name__
-        raise TransportError(f"{what} failed: {detail}") from exc
+def __getattr__(name: str) -> object:
+    # DEFAULT_TIMEOUT is an httpx value: made on first use, so that `import mcpfsm` does not import httpx.
+    if name == "DEFAULT_TIMEOUT":
+        import httpx
+
+        return httpx.Timeout(30.0, read=300.0)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+class _mapped:
+    # The one place connection-layer exceptions become TransportError (STYLE: one mapping point). A class,
+    # not a @contextmanager generator: entered several times per request, it costs a third as much.
+    # httpx exceptions are mapped only when httpx is imported: a process without httpx raises none.
+    __slots__ = ("_what",)
+
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if exc is None or not isinstance(exc, Exception):
+            return  # nothing raised, or trio.Cancelled / KeyboardInterrupt: never wrapped
+        what = self._what
+        httpx = sys.modules.get("httpx")
+        if httpx is not None and isinstance(exc, httpx.TimeoutException):
+            raise TransportError(f"{what} timed out ({type(exc).__name__})") from exc
+        if isinstance(exc, WireTimeout):
+            raise TransportError(f"{what} timed out ({exc.kind})") from exc
+        if isinstance(exc, _CONNECTION_ERRORS) or (
+            httpx is not None and isinstance(exc, httpx.HTTPError | httpx.StreamError | httpx.InvalidURL)
+        ):
+            # trio wraps socket errors: BrokenResourceError("") from ConnectionResetError(...).
+            detail = str(exc) or str(exc.__cause__ or "") or type(exc).__name__
+            raise TransportError(f"{what} failed: {detail}") from exc
 
 
 def _media_type(response: HttpResponse) -> str:
@@ -127,7 +156,12 @@ def _media_type(response: HttpResponse) -> str:
     return content_type.partition(";")[0].strip().lower()
 
 
-def _timeouts(timeout: httpx.Timeout) -> Timeouts:
+def _timeouts(timeout: httpx.Timeout | float | None) -> Timeouts:
+    if timeout is None:
+        return _DEFAULT_TIMEOUTS
+    if isinstance(timeout, int | float):
+        return Timeouts(connect=timeout, write=timeout, read=timeout, pool=timeout)
+
     def seconds(value: float | None) -> float:
         return math.inf if value is None else value
 
@@ -143,6 +177,11 @@ def _origin(url: httpx.URL) -> Origin:
     return url.scheme, url.host, url.port or (443 if url.scheme == "https" else 80)
 
 
+def _target(url: httpx.URL) -> str:
+    # The request target (RFC 9112 §3.2.1 origin-form): the path and query as they go on the wire.
+    return url.raw_path.decode("ascii")
+
+
 def _redacted(url: httpx.URL) -> str:
     # Credentials never appear in a message (nor does a fragment, which never goes on the wire).
     return str(url.copy_with(username=None, password=None, fragment=None))
@@ -154,6 +193,9 @@ def _basic(username: str, password: str) -> str:
 
 
 def _parse_url(url: str | httpx.URL, what: str) -> httpx.URL:
+    # httpx parses and normalises URLs (its URL is what this transport keeps); imported here, on first use.
+    import httpx
+
     shown = url if isinstance(url, str) else str(url)
     try:
         parsed = httpx.URL(url)
@@ -282,6 +324,8 @@ class HttpTransport:
             self._credentials.append(("Authorization", _basic(parsed.username, parsed.password)))
         self._endpoint = parsed.copy_with(username=None, password=None, fragment=None)
         self._home: Origin = _origin(self._endpoint)
+        # The endpoint's origin and request target, worked out once (and again when a 308 moves it).
+        self._endpoint_place: tuple[Origin, str] = self._home, _target(self._endpoint)
         self._base: list[tuple[str, str]] = [
             ("Accept", "application/json, text/event-stream"),
             ("Content-Type", "application/json"),
@@ -289,11 +333,17 @@ class HttpTransport:
             *((("Accept-Encoding", ACCEPT_ENCODING),) if "accept-encoding" not in lowered else ()),
             *((n, v) for n, v in custom.items() if n.lower() not in _CREDENTIAL_HEADERS),
         ]
-        timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
-            DEFAULT_TIMEOUT if timeout is None else httpx.Timeout(timeout)
-        )
-        self._extensions = {"timeout": timeouts.as_dict()}
-        self._timeouts = _timeouts(timeouts)
+        if transport is not None:
+            import httpx
+
+            timeouts = timeout if isinstance(timeout, httpx.Timeout) else (
+                httpx.Timeout(30.0, read=300.0) if timeout is None else httpx.Timeout(timeout)
+            )
+            self._extensions = {"timeout": timeouts.as_dict()}
+            self._timeouts = _timeouts(timeouts)
+        else:
+            self._extensions = {}
+            self._timeouts = _timeouts(timeout)
         self._max = max_response_bytes
         self._httpx = transport
         self._pools: dict[Origin, ConnectionPool] = {}
@@ -306,6 +356,8 @@ class HttpTransport:
                 _parse_url(proxy, "proxy URL")
                 self._proxies = ProxyRules.explicit(proxy)
             else:
+                import urllib.request  # here: with http.client and email, it is most of a millisecond
+
                 self._proxies = ProxyRules.from_environment(urllib.request.getproxies() if trust_env else {})
             if verify is not True or cert is not None:
                 self._tls = ssl_context(verify, cert, trust_env=trust_env)  # a bad path fails here, not later
@@ -361,11 +413,12 @@ class HttpTransport:
     ) -> HttpResponse:
         # RFC 9110 §15.4, as httpx follows redirects; see the module docstring.
         url = self._endpoint
-        start = _origin(url)
+        origin, path = self._endpoint_place
+        start = origin
         permanent = True
         for hops in range(MAX_REDIRECTS + 1):
-            headers = self._headers_for(url, start, method, extra)
-            response = await self._request(url, method, headers, body, resendable)
+            headers = self._headers_for(url, origin, start, method, extra)
+            response = await self._request(url, origin, path, method, headers, body, resendable)
             status = response.status
             location = response.headers.get("location")
             if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
@@ -386,11 +439,15 @@ class HttpTransport:
             if permanent:
                 # A 308 (and only while every hop so far was one) moves the endpoint for good.
                 self._endpoint = target
+                self._endpoint_place = _origin(target), _target(target)
             logger.debug("following HTTP {} to {}", status, _redacted(target))
             url = target
+            origin, path = _origin(url), _target(url)
         raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
     def _redirect_target(self, url: httpx.URL, location: str) -> httpx.URL:
+        import httpx
+
         try:
             target = url.join(location)
         except (httpx.InvalidURL, TypeError, ValueError) as exc:
@@ -401,9 +458,8 @@ class HttpTransport:
         return target.copy_with(username=None, password=None, fragment=None)
 
     def _headers_for(
-        self, url: httpx.URL, start: Origin, method: str, extra: Mapping[str, str]
+        self, url: httpx.URL, origin: Origin, start: Origin, method: str, extra: Mapping[str, str]
     ) -> list[tuple[str, str]]:
-        origin = _origin(url)
         if method == "GET":
             # A resuming GET has no body and asks for a stream only (its Accept comes in `extra`).
             replaced = {"accept", "content-type"}
@@ -422,15 +478,26 @@ class HttpTransport:
         return headers
 
     async def _request(
-        self, url: httpx.URL, method: str, headers: list[tuple[str, str]], body: bytes, resendable: bool
+        self,
+        url: httpx.URL,
+        origin: Origin,
+        target: str,
+        method: str,
+        headers: list[tuple[str, str]],
+        body: bytes,
+        resendable: bool,
     ) -> HttpResponse:
         if self._httpx is None:
-            pool = self._pool_for(url)
-            return await pool.request(method, url.raw_path.decode("ascii"), headers, body, resendable=resendable)
+            pool = self._pools.get(origin) or self._pool_for(url)
+            # The 2xx body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
+            prefetch = method == "POST"
+            return await pool.request(method, target, headers, body, resendable=resendable, prefetch=prefetch)
         for name, value in headers:
             # What the pool's framing refuses, refused here too: httpx and h11 would quote the value.
             if (problem := field_problem(name, value)) is not None:
                 raise H1Error(problem)
+        import httpx
+
         request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)
         return _HttpxResponse(await self._httpx.handle_async_request(request))
 
@@ -447,6 +514,7 @@ class HttpTransport:
                 port=port,
                 timeouts=self._timeouts,
                 max_connections=_MAX_CONNECTIONS,
+                soft_connections=_SOFT_CONNECTIONS,
                 keepalive_expiry=_KEEPALIVE_EXPIRY,
                 ssl_context=tls,
                 proxy=None if proxy is None else self._route(proxy),
@@ -523,11 +591,16 @@ class HttpTransport:
 
     async def _read_body(self, response: HttpResponse, *, what: str = "reading HTTP response") -> bytes:
         limit = self._max
-        decoder = self._decoder(response, limit=limit)
         length = response.headers.get("content-length", "")
-        if "content-encoding" not in response.headers and length.isdigit() and int(length) > limit:
+        identity = "content-encoding" not in response.headers
+        if identity and length.isdigit() and int(length) > limit:
             await self._abort(response)
             raise self._too_large(f"the server's answer (Content-Length {length})")
+        if identity and length.isdigit() and isinstance(response, WireReply):
+            # No coding, and a length within the limit that framing holds the body to: nothing to decode or count.
+            with _mapped(what):
+                return await response.read()
+        decoder = self._decoder(response, limit=limit)
         pieces: list[bytes] = []
         try:
             with _mapped(what):
@@ -810,8 +883,9 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 def _field_values(headers: Mapping[str, str], name: str) -> tuple[str, ...]:
     # Every value of a header field that may repeat: httpx keeps them apart, the pool joins them with ", "
     # (RFC 9110 §5.3: the same field either way).
-    if isinstance(headers, httpx.Headers):
-        return tuple(headers.get_list(name))
+    get_list = getattr(headers, "get_list", None)  # httpx.Headers
+    if get_list is not None:
+        return tuple(get_list(name))
     value = headers.get(name)
     return () if value is None else (value,)
 

@@ -20,19 +20,20 @@ import contextlib
 import os
 import ssl
 from collections.abc import AsyncGenerator, Sequence
-from typing import Final, cast
-
-import httpx
+from typing import TYPE_CHECKING, Final, cast
 
 from .._core.errors import TransportError
 from .._core.oauth import Answer
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["MAX_BODY", "OAuthHttp"]
 
 MAX_BODY: Final = 1024 * 1024
 """The largest body read from a metadata, registration or token endpoint (1 MiB)."""
 
-_TIMEOUT: Final = httpx.Timeout(30.0)
+_TIMEOUT: Final = 30.0
 
 
 class OAuthHttp:
@@ -62,6 +63,8 @@ class OAuthHttp:
         user_agent: str = "mcpfsm",
     ) -> None:
         """Prepare the client; no connection is made until the first request."""
+        import httpx  # here, not at module level: `import mcpfsm` does not import httpx
+
         self._client = httpx.AsyncClient(
             follow_redirects=False,
             timeout=_TIMEOUT if timeout is None else timeout,
@@ -82,6 +85,8 @@ class OAuthHttp:
             TransportError: the request failed (network, timeout, malformed URL) or the body exceeds
                 :data:`MAX_BODY`.
         """
+        import httpx
+
         try:
             async with self._client.stream(method, url, headers=list(headers), content=body) as response:
                 chunks: list[bytes] = []

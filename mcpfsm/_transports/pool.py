@@ -17,6 +17,13 @@ constant work per request whatever the number of connections:
   form (RFC 9112 §3.2.2) and ``https://`` ones through a ``CONNECT`` tunnel (RFC 9110 §9.3.6), with
   ``Proxy-Authorization`` when the proxy URL carried credentials;
 - each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`;
+- how many connections (the policy, measured with ``bench/call.py --pool-sizes``, README "Benchmarks"):
+  up to ``soft_connections`` (8) a request that finds no idle connection opens one; beyond that it waits
+  for one to be released, unless every busy connection has been busy for ``slow_seconds`` (1 s: slow tool
+  calls or held event streams, not a queue of quick ones), and then it opens another, up to
+  ``max_connections`` (100). A quick server is kept busy by a few connections, and more of them only add
+  work on both sides (a burst of 1,000 calls through 100 connections took 1.6x the SDK client's wall time
+  per call; through 8, 0.7x); slow calls still run side by side up to the hard limit;
 - at most ``max_connections`` connections exist at once; further requests wait for one;
 - every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`.
 
@@ -55,6 +62,9 @@ __all__ = [
 ]
 
 _RECEIVE_BYTES: Final = 65536
+# A Content-Length body this small that did not come with its head (servers often write the head and the
+# body separately) is waited for in the exchange's own cancel scope, not in one of its own.
+_PREFETCH_BYTES: Final = 16384
 # Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
 _DRAIN_SECONDS: Final = 0.001
 
@@ -163,22 +173,30 @@ async def _handshake(stream: trio.abc.Stream, context: ssl.SSLContext, host: str
 def _readable(fd: int) -> bool:
     # An idle keep-alive connection has nothing to read unless the server closed it (or broke
     # the protocol): either way it must not carry a request.
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))
     readable, _, _ = select.select([fd], [], [], 0)
     return bool(readable)
 
 
 class _Connection:
-    __slots__ = ("idle_since", "socket", "stream", "writable")
+    __slots__ = ("_poller", "busy_since", "idle_since", "socket", "stream", "writable")
 
     def __init__(self, stream: trio.abc.Stream, socket: trio.socket.SocketType) -> None:
         self.stream = stream
         self.socket = socket
         self.idle_since = 0.0
+        self.busy_since = 0.0
         self.writable = True
+        # One poll object per connection, registered once: the idle check before each reuse is one system call.
+        self._poller: select.poll | None = None
+        if hasattr(select, "poll"):
+            self._poller = select.poll()
+            self._poller.register(socket.fileno(), select.POLLIN)
+
+    def readable(self) -> bool:
+        """Whether the server sent something (or closed the connection) while it was idle."""
+        if self._poller is not None:
+            return bool(self._poller.poll(0))
+        return _readable(self.socket.fileno())
 
     def close(self) -> None:
         # Forceful and synchronous, without a TLS close_notify: a cancelled request must never
@@ -198,10 +216,20 @@ class WireReply:
     :meth:`aclose` (idempotent).
     """
 
-    __slots__ = ("_connection", "_pool", "_reader", "headers", "reason", "status")
+    __slots__ = ("_connection", "_deferred", "_pool", "_reader", "headers", "reason", "status")
 
-    def __init__(self, pool: ConnectionPool, connection: _Connection, reader: ResponseReader) -> None:
-        """Wrap the response whose head ``reader`` has read on ``connection``."""
+    def __init__(
+        self,
+        pool: ConnectionPool,
+        connection: _Connection,
+        reader: ResponseReader,
+        deferred: BaseException | None = None,
+    ) -> None:
+        """Wrap the response whose head ``reader`` has read on ``connection``.
+
+        ``deferred``: what the wait for the rest of a small body after the head raised (a timeout, a
+        broken connection), raised where the body is read, as if the wait had happened there.
+        """
         head = reader.read_head()
         assert head is not None
         self.status = head.status
@@ -213,6 +241,7 @@ class WireReply:
         self._pool = pool
         self._connection: _Connection | None = connection
         self._reader = reader
+        self._deferred = deferred
 
     async def read(self) -> bytes:
         """Read the rest of the body.
@@ -220,9 +249,30 @@ class WireReply:
         Raises:
             WireError, WireTimeout, H1Error, OSError, trio.BrokenResourceError: as for the request.
         """
+        # The loop of __anext__ without the async iterator around it: an answer that came with its head
+        # (the usual one) is read without a wait.
         pieces = []
-        async for piece in self.chunks():
-            pieces.append(piece)
+        reader = self._reader
+        while True:
+            try:
+                piece = reader.read_body()
+            except BaseException:
+                self._discard()
+                raise
+            if piece is None:
+                self._release()
+                break
+            if piece:
+                pieces.append(piece)
+                continue
+            connection = self._connection
+            if connection is None:
+                raise WireError("the response was closed before its body was read")
+            try:
+                reader.receive(await self._receive(connection))
+            except BaseException:
+                self._discard()
+                raise
         if len(pieces) == 1:
             return pieces[0]
         return b"".join(pieces)
@@ -251,10 +301,16 @@ class WireReply:
             if connection is None:
                 raise WireError("the response was closed before its body was read")
             try:
-                reader.receive(await self._pool._receive(connection))
+                reader.receive(await self._receive(connection))
             except BaseException:
                 self._discard()
                 raise
+
+    async def _receive(self, connection: _Connection) -> bytes | bytearray:
+        deferred, self._deferred = self._deferred, None
+        if deferred is not None:
+            raise deferred
+        return await self._pool._receive(connection)
 
     async def aclose(self) -> None:
         """Release the connection: back to the pool if the body ended cleanly, else closed.
@@ -269,7 +325,7 @@ class WireReply:
         try:
             while reader.read_body():
                 pass
-            if not reader.done and _readable(connection.socket.fileno()):
+            if not reader.done and connection.readable():
                 with trio.CancelScope(deadline=trio.current_time() + _DRAIN_SECONDS):
                     reader.receive(await connection.stream.receive_some(_RECEIVE_BYTES))
                 while reader.read_body():
@@ -308,6 +364,10 @@ class ConnectionPool:
         port: the server's port.
         timeouts: the timeout of each wait.
         max_connections: connections open at once, busy or idle.
+        soft_connections: connections opened without waiting for a busy one to be released (see the
+            module docstring); at most ``max_connections``.
+        slow_seconds: how long every busy connection must have been busy before a request opens a
+            connection beyond ``soft_connections`` instead of waiting.
         keepalive_expiry: seconds an idle connection is kept.
         ssl_context: for ``https`` (default: ``ssl.create_default_context()``).
         proxy: the forward proxy to go through, if any.
@@ -324,6 +384,8 @@ class ConnectionPool:
         port: int,
         timeouts: Timeouts = Timeouts(),
         max_connections: int = 100,
+        soft_connections: int = 8,
+        slow_seconds: float = 1.0,
         keepalive_expiry: float = 30.0,
         ssl_context: ssl.SSLContext | None = None,
         proxy: ProxyRoute | None = None,
@@ -348,8 +410,12 @@ class ConnectionPool:
         )
         self._timeouts = timeouts
         self._max = max_connections
+        self._soft = max(1, min(soft_connections, max_connections))
+        self._slow = slow_seconds
         self._expiry = keepalive_expiry
         self._idle: list[_Connection] = []
+        self._busy: set[_Connection] = set()
+        self._connecting = 0
         self._open = 0
         self._waiters = trio.lowlevel.ParkingLot()
         self._closed = False
@@ -372,11 +438,15 @@ class ConnectionPool:
         body: bytes = b"",
         *,
         resendable: bool = False,
+        prefetch: bool = False,
     ) -> WireReply:
         """Send one request and return its response once the head has arrived.
 
         The caller reads the body from the reply and must ``aclose()`` it. ``resendable`` says the
-        request changes nothing on the server, so a keep-alive race may resend it once.
+        request changes nothing on the server, so a keep-alive race may resend it once. ``prefetch``
+        says the caller reads any 2xx body at once: the rest of a small ``Content-Length`` body (16 KiB)
+        is then waited for before this returns, with the same read timeout per wait, and a failure of
+        that wait is raised where the body is read.
 
         Raises:
             H1Error: the request cannot be written (nothing was sent), the server closed the
@@ -395,19 +465,23 @@ class ConnectionPool:
         data = encode_request(method, target, self._authority, headers, body)
         connection, reused = await self._checkout(fresh=False)
         try:
-            reader = await self._exchange(connection, data, method, reused=reused, resendable=resendable)
+            reader, deferred = await self._exchange(
+                connection, data, method, reused=reused, resendable=resendable, prefetch=prefetch
+            )
         except _Stale:
             self._release(connection, reusable=False)
             connection, _ = await self._checkout(fresh=True)
             try:
-                reader = await self._exchange(connection, data, method, reused=False, resendable=False)
+                reader, deferred = await self._exchange(
+                    connection, data, method, reused=False, resendable=False, prefetch=prefetch
+                )
             except BaseException:
                 self._release(connection, reusable=False)
                 raise
         except BaseException:
             self._release(connection, reusable=False)
             raise
-        return WireReply(self, connection, reader)
+        return WireReply(self, connection, reader, deferred)
 
     async def aclose(self) -> None:
         """Close every idle connection; busy ones are closed when their response is released."""
@@ -429,26 +503,39 @@ class ConnectionPool:
                 idle = self._idle
                 while idle:
                     connection = idle.pop()
-                    if (
-                        trio.current_time() - connection.idle_since <= self._expiry
-                        and not _readable(connection.socket.fileno())
-                    ):
+                    now = trio.current_time()
+                    if now - connection.idle_since <= self._expiry and not connection.readable():
+                        connection.busy_since = now
+                        self._busy.add(connection)
                         return connection, True
                     connection.close()
                     self._open -= 1
-            if self._open < self._max:
+            now = trio.current_time()
+            # Beyond the soft limit, only while every busy connection is slow (the youngest included; one
+            # being opened is as young as it gets).
+            youngest = now if self._connecting else max((c.busy_since for c in self._busy), default=-math.inf)
+            stalled_at = youngest + self._slow
+            if self._open < self._soft or (self._open < self._max and now >= stalled_at):
                 self._open += 1
+                self._connecting += 1
                 try:
-                    return await self._connect(), False
+                    connection = await self._connect()
                 except BaseException:
                     self._open -= 1
                     self._waiters.unpark()
                     raise
+                finally:
+                    self._connecting -= 1
+                connection.busy_since = trio.current_time()
+                self._busy.add(connection)
+                return connection, False
             if deadline is None:
-                deadline = trio.current_time() + self._timeouts.pool
-            with trio.CancelScope(deadline=deadline) as scope:
+                deadline = now + self._timeouts.pool
+            # Wake up when a connection is released, when the busy ones would count as slow, or at the timeout.
+            wake = min(deadline, stalled_at) if self._open < self._max else deadline
+            with trio.CancelScope(deadline=wake) as scope:
                 await self._waiters.park()
-            if scope.cancelled_caught:
+            if scope.cancelled_caught and wake >= deadline:
                 raise WireTimeout("PoolTimeout", self._timeouts.pool)
 
     async def _connect(self) -> _Connection:
@@ -486,59 +573,76 @@ class ConnectionPool:
             raise TunnelError(f"the proxy sent data before the tunnel to {target} was used")
 
     def _release(self, connection: _Connection, *, reusable: bool) -> None:
+        self._busy.discard(connection)
         if reusable and connection.writable and not self._closed:
             connection.idle_since = trio.current_time()
             self._idle.append(connection)
         else:
             connection.close()
             self._open -= 1
-        self._waiters.unpark()
+        if self._waiters:
+            self._waiters.unpark()
 
     # --- one exchange ------------------------------------------------------------------------
 
     async def _exchange(
-        self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool
-    ) -> ResponseReader:
+        self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool, prefetch: bool
+    ) -> tuple[ResponseReader, BaseException | None]:
+        # One cancel scope for the write and the wait for the head: its deadline is the write timeout
+        # while writing, then the read timeout from the start of each wait for more bytes. (Moving a
+        # deadline costs a third of entering a scope; a request is one write and usually one wait.)
+        # The rest of a small Content-Length body is waited for in the same scope; what that wait raises
+        # is handed to the reply, which raises it where the body is read (see WireReply).
         reader = ResponseReader(method)
-        try:
-            await self._send(connection, data)
-        except (OSError, trio.BrokenResourceError) as exc:
-            if reused and resendable:
-                raise _Stale from exc
-            # The server may have answered before it stopped reading (413, 431): read the answer,
-            # but never write on this connection again.
-            connection.writable = False
-            send_error: BaseException | None = exc
-        else:
-            send_error = None
-        try:
-            while True:
-                reader.receive(await self._receive(connection))
-                if reader.read_head() is not None:
-                    return reader
-        except (OSError, trio.BrokenResourceError, H1Error) as exc:
-            if reused and not reader.received:
-                if resendable:
+        stream = connection.stream
+        timeouts = self._timeouts
+        waiting = "WriteTimeout"
+        send_error: BaseException | None = None
+        with trio.CancelScope(deadline=trio.current_time() + timeouts.write) as scope:
+            try:
+                await stream.send_all(data)
+            except (OSError, trio.BrokenResourceError) as exc:
+                if reused and resendable:
                     raise _Stale from exc
-                # RFC 9110 §9.2.2: the server may have read and acted on the request before the
-                # connection broke; only the caller may decide to send it again.
-                raise NotResent(
-                    "the server closed a kept-alive connection without answering; the request was not"
-                    " resent because the server may have acted on it (RFC 9110 §9.2.2)"
-                ) from exc
-            if send_error is not None:
-                raise send_error from None
-            raise
-
-    async def _send(self, connection: _Connection, data: bytes) -> None:
-        timeout = self._timeouts.write
-        if timeout == math.inf:
-            await connection.stream.send_all(data)
-            return
-        with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
-            await connection.stream.send_all(data)
-        if scope.cancelled_caught:
-            raise WireTimeout("WriteTimeout", timeout)
+                # The server may have answered before it stopped reading (413, 431): read the answer,
+                # but never write on this connection again.
+                connection.writable = False
+                send_error = exc
+            waiting = "ReadTimeout"
+            try:
+                while True:
+                    scope.deadline = trio.current_time() + timeouts.read
+                    reader.receive(await stream.receive_some(_RECEIVE_BYTES))
+                    if reader.read_head() is not None:
+                        break
+            except (OSError, trio.BrokenResourceError, H1Error) as exc:
+                if reused and not reader.received:
+                    if resendable:
+                        raise _Stale from exc
+                    # RFC 9110 §9.2.2: the server may have read and acted on the request before the
+                    # connection broke; only the caller may decide to send it again.
+                    raise NotResent(
+                        "the server closed a kept-alive connection without answering; the request was not"
+                        " resent because the server may have acted on it (RFC 9110 §9.2.2)"
+                    ) from exc
+                if send_error is not None:
+                    raise send_error from None
+                raise
+            head = reader.read_head()
+            if not prefetch or head is None or not 200 <= head.status < 300:
+                return reader, None
+            waiting = "body"
+            try:
+                while 0 < reader.missing <= _PREFETCH_BYTES:
+                    scope.deadline = trio.current_time() + timeouts.read
+                    reader.receive(await stream.receive_some(_RECEIVE_BYTES))
+            except (OSError, trio.BrokenResourceError) as exc:
+                return reader, exc
+            return reader, None
+        # Only the deadline can end the scope without a return or an exception: an outer cancellation propagates.
+        if waiting == "body":
+            return reader, WireTimeout("ReadTimeout", timeouts.read)
+        raise WireTimeout(waiting, timeouts.write if waiting == "WriteTimeout" else timeouts.read)
 
     async def _receive(self, connection: _Connection) -> bytes | bytearray:
         timeout = self._timeouts.read

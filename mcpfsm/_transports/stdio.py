@@ -28,12 +28,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
 import trio
-from loguru import logger
 
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES
 from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
 from .._core.lines import LineFramer, OversizedLine
+from .._log import logger
 from .background import BackgroundTasks
 from .base import NO_HEADERS, InboundHandler, Reply
 

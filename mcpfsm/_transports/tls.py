@@ -20,8 +20,6 @@ import os
 import ssl
 from typing import TypeAlias
 
-import httpx
-
 from .._core.errors import TransportError
 
 __all__ = ["CertTypes", "VerifyTypes", "ssl_context"]
@@ -43,6 +41,8 @@ def ssl_context(verify: VerifyTypes = True, cert: CertTypes | None = None, *, tr
     if isinstance(verify, ssl.SSLContext):
         context = verify
     elif isinstance(verify, bool):
+        import httpx  # only here: `import mcpfsm` does not import httpx
+
         context = httpx.create_ssl_context(verify=verify, trust_env=trust_env)
     elif isinstance(verify, str | os.PathLike):
         path = os.fspath(verify)

@@ -12,11 +12,11 @@ from types import TracebackType
 from typing import IO, Any, Final
 
 import trio
-from loguru import logger
 
 from ..._client.tools import ToolList
 from ..._core.events import CallEvent
 from ..._core.results import ToolResult
+from ..._log import logger
 from .common import (
     CliError,
     Exit,

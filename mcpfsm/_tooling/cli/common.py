@@ -18,9 +18,6 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any, Final, NoReturn, TypeVar
 
-import httpx
-from loguru import logger
-
 from ..._client.client import Client
 from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
@@ -213,6 +210,10 @@ def error_line(message: str) -> None:
 
 
 def configure_logging(verbose: bool) -> None:
+    # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log disables the
+    # library's records as loguru is imported, so the enable below comes after that).
+    from loguru import logger
+
     logger.remove()
 
     def line(record: Any) -> str:
@@ -285,6 +286,8 @@ def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
 def target(args: argparse.Namespace) -> str:
     if args.stdio is not None:
         return f"stdio server {args.stdio!r}"
+    import httpx
+
     try:
         # Credentials in the URL never appear in a message.
         return str(httpx.URL(args.url).copy_with(username=None, password=None))

@@ -9,7 +9,6 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
-import httpx
 import trio
 
 from ..._client.client import Client
@@ -130,6 +129,8 @@ async def _demo(peer: RunningPeer) -> Exit:
 
 async def _control(what: str, request: Callable[[], T]) -> T:
     # The peer's control surface is plain sync HTTP: run it off the trio thread.
+    import httpx
+
     try:
         return await trio.to_thread.run_sync(request)
     except (httpx.HTTPError, ValueError) as exc:

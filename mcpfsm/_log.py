@@ -1,0 +1,114 @@
+"""The library's loguru logger, without importing loguru (README, "Development").
+
+mcpfsm logs through loguru and never configures it: ``logger.disable("mcpfsm")`` is in force, and an
+application calls ``logger.enable("mcpfsm")`` to see the library's records (loguru's README, "suitable
+for scripts and libraries"). Importing loguru takes about as long as importing trio, and in a process
+that never imports loguru no sink can exist, so mcpfsm does not import it:
+
+- :data:`logger` is ``loguru.logger`` as soon as loguru is imported (by anyone), and does nothing
+  before. Every attribute is looked up on ``loguru.logger`` at the call, so its methods run in the
+  caller's frame: records name the mcpfsm module, function and line, and
+  ``logger.enable("mcpfsm._transports")`` selects modules as before.
+- :func:`disable_library_logs` (run by ``import mcpfsm``) disables ``"mcpfsm"`` at once when loguru is
+  already imported, and otherwise right after loguru's own import completes (a one-shot finder on
+  ``sys.meta_path`` wraps loguru's loader), before the code importing loguru can call ``enable``. So
+  ``disable`` and an application's ``enable`` happen in the same order as when ``import mcpfsm``
+  imported loguru itself.
+
+Nothing here imports loguru; the type of :data:`logger` is loguru's own, for the type checker only.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from importlib.abc import Loader, MetaPathFinder
+from importlib.machinery import ModuleSpec
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from loguru import Logger
+
+__all__ = ["disable_library_logs", "logger", "loguru_imported"]
+
+_LIBRARY = "mcpfsm"
+
+
+class _LazyLogger:
+    # No attributes of its own but `_nothing`: every other lookup goes through __getattr__.
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        loguru = sys.modules.get("loguru")
+        real = getattr(loguru, "logger", None)
+        if real is None:
+            return self._nothing
+        return getattr(real, name)
+
+    def _nothing(self, *args: object, **kwargs: object) -> _LazyLogger:
+        # Stands for every method before loguru exists; returning itself keeps `logger.bind(...).debug(...)` working.
+        return self
+
+    def __repr__(self) -> str:
+        loguru = sys.modules.get("loguru")
+        return repr(loguru.logger) if loguru is not None else "<mcpfsm logger: loguru is not imported>"
+
+
+logger = cast("Logger", _LazyLogger())
+"""``loguru.logger`` once loguru is imported; until then every call does nothing."""
+
+
+def loguru_imported() -> bool:
+    """Whether loguru is imported; before that no sink exists, and a hot path may skip building a record."""
+    return "loguru" in sys.modules
+
+
+class _DisablingLoader(Loader):
+    # Runs loguru's own loader, then disables the library's records before anyone else sees the module.
+    def __init__(self, loader: Loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        module.logger.disable(_LIBRARY)
+
+    def __getattr__(self, name: str) -> Any:
+        # get_resource_reader, is_package, get_code, ...: whatever the wrapped loader offers.
+        return getattr(self._loader, name)
+
+
+class _OnLoguruImport(MetaPathFinder):
+    # One shot: leaves sys.meta_path at the first lookup of loguru, and finds it with the finders after it.
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != "loguru":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        spec: ModuleSpec | None = None
+        for finder in sys.meta_path:
+            find_spec = getattr(finder, "find_spec", None)
+            spec = None if find_spec is None else find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        if spec is None:
+            return None
+        loader = spec.loader
+        if loader is not None and hasattr(loader, "exec_module"):
+            spec.loader = _DisablingLoader(loader)
+        return spec
+
+
+def disable_library_logs() -> None:
+    """``logger.disable("mcpfsm")`` now if loguru is imported, else right after its import; idempotent."""
+    loguru = sys.modules.get("loguru")
+    if loguru is not None and hasattr(loguru, "logger"):
+        loguru.logger.disable(_LIBRARY)
+        return
+    if not any(isinstance(finder, _OnLoguruImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _OnLoguruImport())

@@ -1,0 +1,121 @@
+"""Start-up: what ``import mcpfsm`` and ``mcpfsm --help`` load, and logging with loguru imported lazily (mcpfsm._log).
+
+No timing here (bench/startup.py measures it): each test runs a fresh interpreter and asserts on the modules
+it loaded or the loguru records it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+AVOIDED = ("anyio", "cryptography", "httpx", "jsonschema_rs", "jwt", "loguru", "mcp", "opentelemetry")
+
+LOADED = """
+import json, sys
+{code}
+print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set(json.loads(sys.argv[1])))))
+"""
+
+
+def loaded_after(code: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED.format(code=code), json.dumps(AVOIDED)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    found: list[str] = json.loads(done.stdout)
+    return found
+
+
+def test_import_mcpfsm_loads_none_of_the_optional_or_heavy_libraries() -> None:
+    assert loaded_after("import mcpfsm") == []
+
+
+def test_every_public_name_resolves_without_them() -> None:
+    assert loaded_after("import mcpfsm\nfor name in mcpfsm.__all__: getattr(mcpfsm, name)") == []
+
+
+def test_mcpfsm_help_loads_none_of_them() -> None:
+    code = "from mcpfsm._tooling.cli import build_parser\nbuild_parser().format_help()"
+    assert loaded_after(code) == []
+
+
+def test_an_http_client_needs_httpx_only_to_parse_its_url() -> None:
+    assert loaded_after("import mcpfsm\nmcpfsm.Client.http('http://127.0.0.1:1/mcp')") == ["httpx"]
+
+
+@pytest.mark.parametrize("library", ["httpx", "loguru", "jsonschema_rs"])
+def test_the_probe_sees_a_library_that_was_imported(library: str) -> None:
+    assert loaded_after(f"import mcpfsm, {library}") == [library]
+
+
+LOGS = """
+import json, sys
+{first}
+from loguru import logger
+from mcpfsm._core.events import CallEvent
+from mcpfsm._drivers.audit import AuditBus
+
+logger.remove()
+seen = []
+logger.add(lambda m: seen.append([m.record["name"], m.record["function"], m.record["message"]]), level="WARNING")
+{enable}
+
+def failing(event):
+    raise RuntimeError("the auditor's bug")
+
+event = CallEvent(
+    call_id="c", seq=0, tool="t", state="resolving", previous=None, trigger=None, attempt=1, at="", elapsed=0.0
+)
+AuditBus(failing).publish(event)
+print(json.dumps(seen))
+"""
+
+WARNING = [
+    "mcpfsm._drivers.audit",
+    "publish",
+    'on_event callback raised RuntimeError("the auditor\'s bug"); the call goes on',
+]
+
+
+def records(first: str, enable: str) -> list[list[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", LOGS.format(first=first, enable=enable)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    seen: list[list[str]] = json.loads(done.stdout)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["import mcpfsm", "import loguru\nimport mcpfsm"],
+    ids=["mcpfsm-before-loguru", "loguru-before-mcpfsm"],
+)
+def test_the_library_logs_nothing_until_enabled(first: str) -> None:
+    assert records(first, "") == []
+
+
+@pytest.mark.parametrize(
+    "first",
+    ["import mcpfsm", "import loguru\nimport mcpfsm"],
+    ids=["mcpfsm-before-loguru", "loguru-before-mcpfsm"],
+)
+def test_enabled_records_name_the_mcpfsm_module_and_function(first: str) -> None:
+    assert records(first, 'logger.enable("mcpfsm")') == [WARNING]
+
+
+def test_enabling_one_module_selects_it_as_before() -> None:
+    assert records("import mcpfsm", 'logger.enable("mcpfsm._drivers")') == [WARNING]
+    assert records("import mcpfsm", 'logger.enable("mcpfsm._transports")') == []
