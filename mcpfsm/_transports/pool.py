@@ -18,7 +18,9 @@ constant work per request whatever the number of connections:
   ``Proxy-Authorization`` when the proxy URL carried credentials;
 - each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`;
 - at most ``max_connections`` connections exist at once; further requests wait for one;
-- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`.
+- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`. The body of
+  a *long-lived* request (a stream meant to stay open and quiet: a subscription, the standalone event
+  stream) is the exception: the read timeout bounds the wait for its head, not the silences of its body.
 
 Errors: :class:`WireError` (the pool is closed, or a response was closed before its body was
 read), :class:`NotResent`, :class:`TunnelError`, :class:`WireTimeout`,
@@ -198,10 +200,15 @@ class WireReply:
     :meth:`aclose` (idempotent).
     """
 
-    __slots__ = ("_connection", "_pool", "_reader", "headers", "reason", "status")
+    __slots__ = ("_connection", "_pool", "_read_timeout", "_reader", "headers", "reason", "status")
 
-    def __init__(self, pool: ConnectionPool, connection: _Connection, reader: ResponseReader) -> None:
-        """Wrap the response whose head ``reader`` has read on ``connection``."""
+    def __init__(
+        self, pool: ConnectionPool, connection: _Connection, reader: ResponseReader, *, long_lived: bool = False
+    ) -> None:
+        """Wrap the response whose head ``reader`` has read on ``connection``.
+
+        ``long_lived``: the body may be silent for any time, so no read timeout bounds its waits.
+        """
         head = reader.read_head()
         assert head is not None
         self.status = head.status
@@ -213,6 +220,7 @@ class WireReply:
         self._pool = pool
         self._connection: _Connection | None = connection
         self._reader = reader
+        self._read_timeout = math.inf if long_lived else pool._timeouts.read
 
     async def read(self) -> bytes:
         """Read the rest of the body.
@@ -251,7 +259,7 @@ class WireReply:
             if connection is None:
                 raise WireError("the response was closed before its body was read")
             try:
-                reader.receive(await self._pool._receive(connection))
+                reader.receive(await self._pool._receive(connection, self._read_timeout))
             except BaseException:
                 self._discard()
                 raise
@@ -372,11 +380,14 @@ class ConnectionPool:
         body: bytes = b"",
         *,
         resendable: bool = False,
+        long_lived: bool = False,
     ) -> WireReply:
         """Send one request and return its response once the head has arrived.
 
         The caller reads the body from the reply and must ``aclose()`` it. ``resendable`` says the
-        request changes nothing on the server, so a keep-alive race may resend it once.
+        request changes nothing on the server, so a keep-alive race may resend it once. ``long_lived``
+        says the body is a stream that may be silent for any time (a subscription, a standalone event
+        stream): the read timeout bounds the wait for the head, never a wait for more of the body.
 
         Raises:
             H1Error: the request cannot be written (nothing was sent), the server closed the
@@ -407,7 +418,7 @@ class ConnectionPool:
         except BaseException:
             self._release(connection, reusable=False)
             raise
-        return WireReply(self, connection, reader)
+        return WireReply(self, connection, reader, long_lived=long_lived)
 
     async def aclose(self) -> None:
         """Close every idle connection; busy ones are closed when their response is released."""
@@ -540,8 +551,9 @@ class ConnectionPool:
         if scope.cancelled_caught:
             raise WireTimeout("WriteTimeout", timeout)
 
-    async def _receive(self, connection: _Connection) -> bytes | bytearray:
-        timeout = self._timeouts.read
+    async def _receive(self, connection: _Connection, timeout: float | None = None) -> bytes | bytearray:
+        if timeout is None:
+            timeout = self._timeouts.read
         if timeout == math.inf:
             return await connection.stream.receive_some(_RECEIVE_BYTES)
         with trio.CancelScope(deadline=trio.current_time() + timeout):
