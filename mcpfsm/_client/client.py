@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from enum import Enum
 from functools import partial
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
@@ -34,7 +33,7 @@ import trio
 from .._core.cache import ResponseCache
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
-from .._core.errors import OutputValidationError, TransportError
+from .._core.errors import OutputValidationError
 from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
 from .._core.output import OutputCheck, ValidateOutput
@@ -58,6 +57,7 @@ from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation, subscriptions, telemetry
 from .catalog import Catalog
+from .lifecycle import Lifecycle
 from .session import NotificationCallback, Session
 from .subscriptions import Subscription
 from .tools import Tool, ToolList
@@ -92,12 +92,6 @@ def __getattr__(name: str) -> object:
 
 _VERSION: Final = MCPFSM_VERSION
 _VALIDATE_OUTPUT: Final = get_args(ValidateOutput)
-
-
-class _Lifecycle(Enum):
-    new = "new"
-    connected = "connected"
-    closed = "closed"
 
 
 class _Port:
@@ -244,7 +238,7 @@ class Client:
         self._session.telemetry = self._telemetry
         self._audit = AuditBus(on_event if self._telemetry is None else self._telemetry.observe(on_event))
         self._port = _Port(self._session, self._catalog, self._audit, validate_output)
-        self._lifecycle = _Lifecycle.new
+        self._lifecycle = Lifecycle(self._handshake)
         self._opened = False
 
     # --- construction -------------------------------------------------------------------------
@@ -411,9 +405,8 @@ class Client:
 
     async def aclose(self) -> None:
         """End the session and release the transport. Idempotent."""
-        if self._lifecycle is _Lifecycle.closed:
+        if not self._lifecycle.close():
             return
-        self._lifecycle = _Lifecycle.closed
         with trio.CancelScope(shield=True):
             try:
                 await self._session.aclose()
@@ -448,21 +441,23 @@ class Client:
         return self._session.session_id
 
     async def connect(self) -> None:
-        """Open the transport and negotiate the protocol era; ``async with`` calls this for you.
+        """Open the transport and negotiate the protocol era; ``async with`` and every public method call this.
+
+        One handshake at a time: concurrent first uses of a client share one (the others wait for it,
+        mcpfsm._client.lifecycle). A failed handshake leaves the client unconnected, so the next use tries
+        again; every task that waited for it gets the same error.
 
         Raises:
             McpError: the server could not be reached or speaks no version mcpfsm speaks.
             TransportError: the client is closed.
         """
-        if self._lifecycle is _Lifecycle.connected:
-            return
-        if self._lifecycle is _Lifecycle.closed:
-            raise TransportError("the client is closed")
+        await self._lifecycle.connect()
+
+    async def _handshake(self) -> None:
         if not self._opened:
             await self._transport.open(self._session.inbound)
             self._opened = True
         await negotiation.negotiate(self._session, self._requested)
-        self._lifecycle = _Lifecycle.connected
 
     # --- public API -----------------------------------------------------------------------------
 

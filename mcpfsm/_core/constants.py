@@ -30,9 +30,11 @@ __all__ = [
     "NAME_PARAM",
     "PARSE_ERROR",
     "PROTOCOL_VERSION_KEY",
+    "LONG_LIVED_METHODS",
     "READ_ONLY_METHODS",
     "SPOKEN_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "is_long_lived",
     "is_modern",
     "is_read_only",
 ]
@@ -85,6 +87,10 @@ READ_ONLY_METHODS: Final = frozenset(
 )
 """Requests that ask and change nothing on the server (every ``*/list`` too, see :func:`is_read_only`)."""
 
+LONG_LIVED_METHODS: Final = frozenset({"subscriptions/listen"})
+"""Requests whose response stream stays open for as long as the client wants it (MCP 2026-07-28
+"Subscriptions") and may be silent for any time in between: no read timeout bounds the stream."""
+
 
 def is_modern(protocol_version: str | None) -> bool:
     """True for the per-request-header era (``2026-07-28``)."""
@@ -99,3 +105,8 @@ def is_read_only(method: str | None) -> bool:
     qualify. A notification or a response of ours (``None``) never does.
     """
     return method is not None and (method in READ_ONLY_METHODS or method.endswith("/list"))
+
+
+def is_long_lived(method: str | None) -> bool:
+    """True for a request whose response stream is expected to be silent for long (:data:`LONG_LIVED_METHODS`)."""
+    return method in LONG_LIVED_METHODS

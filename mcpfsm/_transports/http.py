@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 import trio
 
-from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_modern, is_read_only
+from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, is_long_lived, is_modern, is_read_only
 from .._core.content_coding import ACCEPT_ENCODING, BodyTooLarge, ContentDecodeError, ContentDecoder
 from .._core.errors import McpError, ProtocolError, TransportError
 from .._core.h1 import H1Error, field_problem
@@ -265,7 +265,9 @@ class HttpTransport:
         url: the MCP endpoint; credentials in it become ``Authorization: Basic``.
         headers: custom headers for every request; names starting with ``mcp-`` are dropped.
         timeout: connect, write, read and pool timeouts (default :data:`DEFAULT_TIMEOUT`); the read
-            timeout bounds each wait for more of a response, not the whole response.
+            timeout bounds each wait for more of a response, not the whole response. A long-lived stream
+            (``subscriptions/listen``, the standalone ``GET``) may be silent for any time: the read timeout
+            bounds the wait for its head only (on a caller's ``transport``, not even that).
         transport: an ``httpx.AsyncBaseTransport`` to drive instead of mcpfsm's keep-alive pool
             (the caller then owns closing it, and its proxy and TLS settings).
         sleep: the delay function used before resuming a stream (``trio.sleep``).
@@ -340,9 +342,12 @@ class HttpTransport:
                 httpx.Timeout(30.0, read=300.0) if timeout is None else httpx.Timeout(timeout)
             )
             self._extensions = {"timeout": timeouts.as_dict()}
+            # A long-lived stream's silences are not bounded (httpx cannot tell the head's wait from the body's).
+            self._long_lived_extensions = {"timeout": {**timeouts.as_dict(), "read": None}}
             self._timeouts = _timeouts(timeouts)
         else:
             self._extensions = {}
+            self._long_lived_extensions = {}
             self._timeouts = _timeouts(timeout)
         self._max = max_response_bytes
         self._httpx = transport
@@ -399,7 +404,9 @@ class HttpTransport:
         request_id, method = outgoing_request(message)
         resendable = request_id is not None and is_read_only(method)
         with _mapped("POST to MCP server"):
-            response = await self._follow("POST", headers, message.encode(), resendable=resendable)
+            response = await self._follow(
+                "POST", headers, message.encode(), resendable=resendable, long_lived=is_long_lived(method)
+            )
         try:
             return await self._answer(response, request_id, headers)
         finally:
@@ -409,7 +416,7 @@ class HttpTransport:
     # --- redirects, credentials, one request -------------------------------------------------------
 
     async def _follow(
-        self, method: str, extra: Mapping[str, str], body: bytes = b"", *, resendable: bool
+        self, method: str, extra: Mapping[str, str], body: bytes = b"", *, resendable: bool, long_lived: bool = False
     ) -> HttpResponse:
         # RFC 9110 §15.4, as httpx follows redirects; see the module docstring.
         url = self._endpoint
@@ -418,7 +425,7 @@ class HttpTransport:
         permanent = True
         for hops in range(MAX_REDIRECTS + 1):
             headers = self._headers_for(url, origin, start, method, extra)
-            response = await self._request(url, origin, path, method, headers, body, resendable)
+            response = await self._request(url, origin, path, method, headers, body, resendable, long_lived)
             status = response.status
             location = response.headers.get("location")
             if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
@@ -486,19 +493,25 @@ class HttpTransport:
         headers: list[tuple[str, str]],
         body: bytes,
         resendable: bool,
+        long_lived: bool,
     ) -> HttpResponse:
+        # A long-lived stream (subscriptions/listen, the standalone GET) may be silent for any time: the
+        # read timeout bounds the wait for its head only. A request's own answer keeps every timeout.
         if self._httpx is None:
             pool = self._pools.get(origin) or self._pool_for(url)
             # The 2xx body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
-            prefetch = method == "POST"
-            return await pool.request(method, target, headers, body, resendable=resendable, prefetch=prefetch)
+            prefetch = method == "POST" and not long_lived
+            return await pool.request(
+                method, target, headers, body, resendable=resendable, prefetch=prefetch, long_lived=long_lived
+            )
         for name, value in headers:
             # What the pool's framing refuses, refused here too: httpx and h11 would quote the value.
             if (problem := field_problem(name, value)) is not None:
                 raise H1Error(problem)
         import httpx
 
-        request = httpx.Request(method, url, headers=headers, content=body or None, extensions=self._extensions)
+        extensions = self._long_lived_extensions if long_lived else self._extensions
+        request = httpx.Request(method, url, headers=headers, content=body or None, extensions=extensions)
         return _HttpxResponse(await self._httpx.handle_async_request(request))
 
     def _pool_for(self, url: httpx.URL) -> ConnectionPool:
@@ -716,8 +729,9 @@ class HttpTransport:
 
         Returns once the server has accepted the stream (so a request it sends there right after
         cannot be lost), or with False when it answers 405 (it offers none) or fails (logged at
-        WARNING). A background task routes what arrives to the inbound handler. A stream that breaks
-        (network, read timeout), or that the server ends after giving event ids, is reopened after the
+        WARNING). A background task routes what arrives to the inbound handler. The stream may be silent
+        for any time (no read timeout bounds it: server requests arrive whenever the server has one). A
+        stream that breaks (network), or that the server ends after giving event ids, is reopened after the
         server's ``retry`` delay (default 1 s, at most 60 s) with ``Last-Event-ID``, until three reopened streams in a
         row bring nothing or the server refuses one; a stream the server ends without ids stays closed,
         and so does one that sends an event beyond ``max_response_bytes``. A second call replaces the
@@ -753,7 +767,7 @@ class HttpTransport:
         if last_event_id is not None:
             extra["Last-Event-ID"] = last_event_id
         with _mapped("opening the server's event stream"):
-            response = await self._follow("GET", extra, resendable=True)
+            response = await self._follow("GET", extra, resendable=True, long_lived=True)
         if response.status == 200 and _media_type(response) == "text/event-stream":
             return response
         try:
@@ -767,10 +781,11 @@ class HttpTransport:
         raise TransportError(_status_message(response, body), status=response.status)
 
     async def _listen(self, response: HttpResponse, headers: Mapping[str, str]) -> None:
-        # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network, read timeout) is
-        # reopened, and so is one the server ended after giving event ids (it expects a resume with
-        # Last-Event-ID); one it ended without ids was closed on purpose. Three reopened streams in a row
-        # that bring nothing, any refusal, or an event beyond max_response_bytes end the loop: it is bounded.
+        # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network; silence is no
+        # failure: no read timeout bounds this stream) is reopened, and so is one the server ended after
+        # giving event ids (it expects a resume with Last-Event-ID); one it ended without ids was closed on
+        # purpose. Three reopened streams in a row that bring nothing, any refusal, or an event beyond
+        # max_response_bytes end the loop: it is bounded.
         parser = SseParser(max_event_bytes=self._max)
         idle = 0
         while True:

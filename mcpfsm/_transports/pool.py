@@ -25,7 +25,9 @@ constant work per request whatever the number of connections:
   work on both sides (a burst of 1,000 calls through 100 connections took 1.6x the SDK client's wall time
   per call; through 8, 0.7x); slow calls still run side by side up to the hard limit;
 - at most ``max_connections`` connections exist at once; further requests wait for one;
-- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`.
+- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`. The body of
+  a *long-lived* request (a stream meant to stay open and quiet: a subscription, the standalone event
+  stream) is the exception: the read timeout bounds the wait for its head, not the silences of its body.
 
 Errors: :class:`WireError` (the pool is closed, or a response was closed before its body was
 read), :class:`NotResent`, :class:`TunnelError`, :class:`WireTimeout`,
@@ -216,7 +218,7 @@ class WireReply:
     :meth:`aclose` (idempotent).
     """
 
-    __slots__ = ("_connection", "_deferred", "_pool", "_reader", "headers", "reason", "status")
+    __slots__ = ("_connection", "_deferred", "_pool", "_read_timeout", "_reader", "headers", "reason", "status")
 
     def __init__(
         self,
@@ -224,11 +226,14 @@ class WireReply:
         connection: _Connection,
         reader: ResponseReader,
         deferred: BaseException | None = None,
+        *,
+        long_lived: bool = False,
     ) -> None:
         """Wrap the response whose head ``reader`` has read on ``connection``.
 
         ``deferred``: what the wait for the rest of a small body after the head raised (a timeout, a
         broken connection), raised where the body is read, as if the wait had happened there.
+        ``long_lived``: the body may be silent for any time, so no read timeout bounds its waits.
         """
         head = reader.read_head()
         assert head is not None
@@ -242,6 +247,7 @@ class WireReply:
         self._connection: _Connection | None = connection
         self._reader = reader
         self._deferred = deferred
+        self._read_timeout = math.inf if long_lived else pool._timeouts.read
 
     async def read(self) -> bytes:
         """Read the rest of the body.
@@ -310,7 +316,7 @@ class WireReply:
         deferred, self._deferred = self._deferred, None
         if deferred is not None:
             raise deferred
-        return await self._pool._receive(connection)
+        return await self._pool._receive(connection, self._read_timeout)
 
     async def aclose(self) -> None:
         """Release the connection: back to the pool if the body ended cleanly, else closed.
@@ -439,6 +445,7 @@ class ConnectionPool:
         *,
         resendable: bool = False,
         prefetch: bool = False,
+        long_lived: bool = False,
     ) -> WireReply:
         """Send one request and return its response once the head has arrived.
 
@@ -446,7 +453,9 @@ class ConnectionPool:
         request changes nothing on the server, so a keep-alive race may resend it once. ``prefetch``
         says the caller reads any 2xx body at once: the rest of a small ``Content-Length`` body (16 KiB)
         is then waited for before this returns, with the same read timeout per wait, and a failure of
-        that wait is raised where the body is read.
+        that wait is raised where the body is read. ``long_lived`` says the body is a stream that may be
+        silent for any time (a subscription, a standalone event stream): the read timeout bounds the wait
+        for the head, never a wait for more of the body.
 
         Raises:
             H1Error: the request cannot be written (nothing was sent), the server closed the
@@ -481,7 +490,7 @@ class ConnectionPool:
         except BaseException:
             self._release(connection, reusable=False)
             raise
-        return WireReply(self, connection, reader, deferred)
+        return WireReply(self, connection, reader, deferred, long_lived=long_lived)
 
     async def aclose(self) -> None:
         """Close every idle connection; busy ones are closed when their response is released."""
@@ -644,8 +653,9 @@ class ConnectionPool:
             return reader, WireTimeout("ReadTimeout", timeouts.read)
         raise WireTimeout(waiting, timeouts.write if waiting == "WriteTimeout" else timeouts.read)
 
-    async def _receive(self, connection: _Connection) -> bytes | bytearray:
-        timeout = self._timeouts.read
+    async def _receive(self, connection: _Connection, timeout: float | None = None) -> bytes | bytearray:
+        if timeout is None:
+            timeout = self._timeouts.read
         if timeout == math.inf:
             return await connection.stream.receive_some(_RECEIVE_BYTES)
         with trio.CancelScope(deadline=trio.current_time() + timeout):
