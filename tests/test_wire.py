@@ -648,6 +648,32 @@ async def test_a_silent_server_hits_the_read_timeout() -> None:
         await pool.aclose()
 
 
+async def test_a_request_larger_than_the_socket_buffers_is_sent_whole() -> None:
+    # A plain connection writes what the socket takes at once and waits for room for the rest.
+    body = bytes(range(256)) * (8 * 1024 * 1024 // 256)
+    async with serving(Server(default=echo())) as server:
+        pool = pool_for(server, timeouts=Timeouts(write=30.0))
+        assert await post(pool, body) == (200, body)
+        assert await post(pool, b"small") == (200, b"small")
+        assert (server.connections, pool.connections, pool.idle) == (1, 1, 1)
+        await pool.aclose()
+
+
+async def test_a_server_that_does_not_read_hits_the_write_timeout() -> None:
+    # The kernel completes the handshake with nobody accepting: the request fills the buffers, then the write waits.
+    listeners = await trio.open_tcp_listeners(0, host=HOST)
+    try:
+        port = listeners[0].socket.getsockname()[1]
+        pool = ConnectionPool(scheme="http", host=HOST, port=port, timeouts=Timeouts(write=0.05))
+        with pytest.raises(WireTimeout, match=r"^WriteTimeout after 0.05 s$") as caught:
+            await post(pool, b"x" * (64 * 1024 * 1024))
+        assert (caught.value.kind, pool.connections) == ("WriteTimeout", 0)
+        await pool.aclose()
+    finally:
+        for listener in listeners:
+            await listener.aclose()
+
+
 async def test_a_busy_pool_makes_the_next_request_wait_and_time_out() -> None:
     async with serving(Server()) as server:
         server.queue(raw(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nab", then="keep"), ok(b"later"))

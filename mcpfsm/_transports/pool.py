@@ -216,6 +216,15 @@ class _PlainStream:
         except OSError as exc:
             raise _stream_error(exc) from exc
 
+    def send_nowait(self, data: bytes) -> int:
+        # As much of ``data`` as the socket takes without waiting (the caller has passed a cancellation point).
+        try:
+            return self._socket.send(data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise _stream_error(exc) from exc
+
     async def receive_some(self, max_bytes: int = _RECEIVE_BYTES) -> bytes:
         await trio.lowlevel.checkpoint_if_cancelled()
         socket = self._socket
@@ -667,31 +676,39 @@ class ConnectionPool:
     ) -> tuple[ResponseReader, BaseException | None]:
         # One cancel scope for the write and the wait for the head: its deadline is the write timeout
         # while writing, then the read timeout from the start of each wait for more bytes. (Moving a
-        # deadline costs a third of entering a scope; a request is one write and usually one wait.)
+        # deadline costs a third of entering a scope; a request is one write and usually one wait.) On a
+        # plain connection the request usually fits in the socket buffer and goes out before the scope is
+        # entered, without a wait: the scope then starts with the read deadline and it never moves.
         # The rest of a small Content-Length body is waited for in the same scope; what that wait raises
         # is handed to the reply, which raises it where the body is read (see WireReply).
         reader = ResponseReader(method)
         stream = connection.stream
         timeouts = self._timeouts
-        waiting = "WriteTimeout"
         send_error: BaseException | None = None
-        with trio.CancelScope(deadline=trio.current_time() + timeouts.write) as scope:
+        sent = 0
+        if type(stream) is _PlainStream:
+            await trio.lowlevel.checkpoint_if_cancelled()  # a cancelled request is never sent
             try:
-                await stream.send_all(data)
-            except (OSError, trio.BrokenResourceError) as exc:
-                if reused and resendable:
-                    raise _Stale from exc
-                # The server may have answered before it stopped reading (413, 431): read the answer,
-                # but never write on this connection again.
-                connection.writable = False
-                send_error = exc
-            waiting = "ReadTimeout"
+                sent = stream.send_nowait(data)
+            except trio.BrokenResourceError as exc:
+                send_error = self._send_failed(connection, exc, reused=reused, resendable=resendable)
+                sent = len(data)
+        writing = sent < len(data)
+        waiting = "WriteTimeout" if writing else "ReadTimeout"
+        with trio.CancelScope(deadline=trio.current_time() + (timeouts.write if writing else timeouts.read)) as scope:
+            if writing:
+                try:
+                    await stream.send_all(memoryview(data)[sent:] if sent else data)
+                except (OSError, trio.BrokenResourceError) as exc:
+                    send_error = self._send_failed(connection, exc, reused=reused, resendable=resendable)
+                waiting = "ReadTimeout"
+                scope.deadline = trio.current_time() + timeouts.read
             try:
                 while True:
-                    scope.deadline = trio.current_time() + timeouts.read
                     reader.receive(await stream.receive_some(_RECEIVE_BYTES))
                     if reader.read_head() is not None:
                         break
+                    scope.deadline = trio.current_time() + timeouts.read
             except (OSError, trio.BrokenResourceError, H1Error) as exc:
                 if reused and not reader.received:
                     if resendable:
@@ -720,6 +737,16 @@ class ConnectionPool:
         if waiting == "body":
             return reader, WireTimeout("ReadTimeout", timeouts.read)
         raise WireTimeout(waiting, timeouts.write if waiting == "WriteTimeout" else timeouts.read)
+
+    @staticmethod
+    def _send_failed(connection: _Connection, exc: BaseException, *, reused: bool, resendable: bool) -> BaseException:
+        # What a failed write means: a stale kept-alive connection (resend), or a server that stopped reading.
+        if reused and resendable:
+            raise _Stale from exc
+        # The server may have answered before it stopped reading (413, 431): read the answer,
+        # but never write on this connection again.
+        connection.writable = False
+        return exc
 
     async def _receive(self, connection: _Connection, timeout: float | None = None) -> bytes | bytearray:
         if timeout is None:
