@@ -400,3 +400,39 @@ def test_plan_request_ignores_schema_and_argument_order(values: dict[str, object
     b = plan_request("tools/call", call(dict(items)), protocol_version=MODERN, mirrored=shuffled_mirrored)
     assert (a == b, hash(a) == hash(b)) == (True, True)
     assert len(a) == 3 + sum(v is not None for v in values.values())
+
+
+# --- plans made once -----------------------------------------------------------------------------
+
+
+def test_the_same_inputs_give_the_same_plan_object_and_other_values_their_own() -> None:
+    mirrored = (param("Count", "integer"), param("Region", "string"))
+
+    def plan(arguments: dict[str, Any]) -> HeaderPlan:
+        return plan_request(
+            "tools/call", {"name": "t", "arguments": arguments}, protocol_version=MODERN_VERSION, mirrored=mirrored
+        )
+
+    first = plan({"count": 1, "region": "eu"})
+    assert plan({"count": 1, "region": "eu"}) is first
+    assert [p.headers for p in (plan({"count": 2, "region": "eu"}), plan({"count": 1}), plan({"count": 1.0}))] == [
+        (("MCP-Protocol-Version", MODERN_VERSION), ("Mcp-Method", "tools/call"), ("Mcp-Name", "t"),
+         ("Mcp-Param-Count", "2"), ("Mcp-Param-Region", "eu")),
+        (("MCP-Protocol-Version", MODERN_VERSION), ("Mcp-Method", "tools/call"), ("Mcp-Name", "t"),
+         ("Mcp-Param-Count", "1")),
+        (("MCP-Protocol-Version", MODERN_VERSION), ("Mcp-Method", "tools/call"), ("Mcp-Name", "t"),
+         ("Mcp-Param-Count", "1")),
+    ]
+    # True equals 1 and hashes like it: a known plan for 1 must not answer for True, which cannot be mirrored.
+    with pytest.raises(MirroringError, match=r"^argument /count cannot be mirrored into Mcp-Param-Count"):
+        plan({"count": True, "region": "eu"})
+
+
+def test_an_equal_but_distinct_mirrored_tuple_is_planned_with_its_own_params() -> None:
+    arguments = {"name": "t", "arguments": {"flag": "yes"}}
+    as_string = plan_request(
+        "tools/call", arguments, protocol_version=MODERN_VERSION, mirrored=(param("Flag", "string"),)
+    )
+    with pytest.raises(MirroringError, match=r"^argument /flag cannot be mirrored into Mcp-Param-Flag"):
+        plan_request("tools/call", arguments, protocol_version=MODERN_VERSION, mirrored=(param("Flag", "boolean"),))
+    assert as_string.as_dict()["Mcp-Param-Flag"] == "yes"

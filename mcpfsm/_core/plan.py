@@ -20,6 +20,14 @@ from .schema import MirroredParam, json_pointer
 __all__ = ["HeaderPlan", "mirror_value", "plan_request"]
 
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
+# Plans already made (a plan is an immutable value, and a client sends the same few again and again), by
+# (version, method, name, mirrored params, the argument values they mirror). Only values of exact types
+# (str, bool, int) up to _MAX_CACHED_TEXT characters make a key; any other input is planned afresh.
+# Bounded: cleared when full.
+_PLANS: dict[tuple[Any, ...], tuple[Sequence[MirroredParam], HeaderPlan]] = {}
+_MAX_PLANS: Final = 1024
+_MAX_CACHED_TEXT: Final = 256
+_CACHEABLE: Final = frozenset({str, bool, int})
 
 
 class HeaderPlan:
@@ -110,6 +118,52 @@ def plan_request(
         return HeaderPlan()
     if not is_modern(protocol_version):
         return HeaderPlan((("MCP-Protocol-Version", protocol_version),))
+    key = _key(method, params, protocol_version, mirrored)
+    if key is not None:
+        known = _PLANS.get(key)
+        # The mirrored params are keyed by identity (a tool definition's tuple): the same object, not a lookalike.
+        if known is not None and known[0] is mirrored:
+            return known[1]
+    plan = _plan(method, params, protocol_version, mirrored)
+    if key is not None:
+        if len(_PLANS) >= _MAX_PLANS:
+            _PLANS.clear()
+        _PLANS[key] = (mirrored, plan)
+    return plan
+
+
+def _key(
+    method: str, params: Mapping[str, Any] | None, protocol_version: str, mirrored: Sequence[MirroredParam]
+) -> tuple[Any, ...] | None:
+    # What a modern plan depends on, or None when an input is not cacheable (then it is planned afresh).
+    name: object = None
+    name_key = NAME_PARAM.get(method)
+    if name_key is not None and params is not None:
+        name = params.get(name_key)
+        if type(name) is not str or len(name) > _MAX_CACHED_TEXT:
+            return None
+    key: list[Any] = [protocol_version, method, name, id(mirrored)]
+    if method == "tools/call" and mirrored and params is not None:
+        arguments = params.get("arguments")
+        for param in mirrored:
+            value: object = arguments
+            for segment in param.path:
+                if type(value) is not dict:
+                    return None
+                value = value.get(segment)
+                if value is None:
+                    break
+            kind = type(value)
+            if value is not None and (kind not in _CACHEABLE or (isinstance(value, str) and len(value) > _MAX_CACHED_TEXT)):
+                return None
+            key.append(kind)
+            key.append(value)
+    return tuple(key)
+
+
+def _plan(
+    method: str, params: Mapping[str, Any] | None, protocol_version: str, mirrored: Sequence[MirroredParam]
+) -> HeaderPlan:
     headers: list[tuple[str, str]] = [("MCP-Protocol-Version", protocol_version), ("Mcp-Method", method)]
     name_key = NAME_PARAM.get(method)
     if name_key is not None and params is not None:
