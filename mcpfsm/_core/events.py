@@ -11,7 +11,7 @@ Pure: building and serialising events does no I/O; the drivers publish them.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -36,7 +36,7 @@ def utc_timestamp(ns: int) -> str:
     return f"{known[1]}.{fraction // 1000:06d}+00:00"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class CallEvent:
     """The fact that one tool call entered one state (README, "Reading the audit events").
 
@@ -81,6 +81,44 @@ class CallEvent:
     input_responses: Mapping[str, Any] | None = None
     machine: str = "tool-call"
 
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        seq: int,
+        tool: str,
+        state: str,
+        previous: str | None,
+        trigger: str | None,
+        attempt: int,
+        at: str,
+        elapsed: float,
+        headers: Mapping[str, str] | None = None,
+        error: Mapping[str, Any] | None = None,
+        round: int = 0,
+        input_requests: Mapping[str, str] | None = None,
+        input_responses: Mapping[str, Any] | None = None,
+        machine: str = "tool-call",
+    ) -> None:
+        """Make the event: what the dataclass would generate, at about half its cost (four events per tool call)."""
+        # The slots' own setters, past the frozen __setattr__, as the generated __init__ goes past it with
+        # object.__setattr__, without looking each name up.
+        _SET_CALL_ID(self, call_id)
+        _SET_SEQ(self, seq)
+        _SET_TOOL(self, tool)
+        _SET_STATE(self, state)
+        _SET_PREVIOUS(self, previous)
+        _SET_TRIGGER(self, trigger)
+        _SET_ATTEMPT(self, attempt)
+        _SET_AT(self, at)
+        _SET_ELAPSED(self, elapsed)
+        _SET_HEADERS(self, headers)
+        _SET_ERROR(self, error)
+        _SET_ROUND(self, round)
+        _SET_INPUT_REQUESTS(self, input_requests)
+        _SET_INPUT_RESPONSES(self, input_responses)
+        _SET_MACHINE(self, machine)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of every field (one JSON Lines record)."""
         return {
@@ -122,6 +160,24 @@ class CallEvent:
             return CallEvent(**_common_fields(data))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a CallEvent record: {exc}") from exc
+
+
+_Setter = Callable[[CallEvent, Any], None]
+_SET_CALL_ID: _Setter = CallEvent.__dict__["call_id"].__set__
+_SET_SEQ: _Setter = CallEvent.__dict__["seq"].__set__
+_SET_TOOL: _Setter = CallEvent.__dict__["tool"].__set__
+_SET_STATE: _Setter = CallEvent.__dict__["state"].__set__
+_SET_PREVIOUS: _Setter = CallEvent.__dict__["previous"].__set__
+_SET_TRIGGER: _Setter = CallEvent.__dict__["trigger"].__set__
+_SET_ATTEMPT: _Setter = CallEvent.__dict__["attempt"].__set__
+_SET_AT: _Setter = CallEvent.__dict__["at"].__set__
+_SET_ELAPSED: _Setter = CallEvent.__dict__["elapsed"].__set__
+_SET_HEADERS: _Setter = CallEvent.__dict__["headers"].__set__
+_SET_ERROR: _Setter = CallEvent.__dict__["error"].__set__
+_SET_ROUND: _Setter = CallEvent.__dict__["round"].__set__
+_SET_INPUT_REQUESTS: _Setter = CallEvent.__dict__["input_requests"].__set__
+_SET_INPUT_RESPONSES: _Setter = CallEvent.__dict__["input_responses"].__set__
+_SET_MACHINE: _Setter = CallEvent.__dict__["machine"].__set__
 
 
 def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -154,7 +154,9 @@ def _key(
                 if value is None:
                     break
             kind = type(value)
-            if value is not None and (kind not in _CACHEABLE or (isinstance(value, str) and len(value) > _MAX_CACHED_TEXT)):
+            if value is not None and kind not in _CACHEABLE:
+                return None
+            if isinstance(value, str) and len(value) > _MAX_CACHED_TEXT:
                 return None
             key.append(kind)
             key.append(value)
