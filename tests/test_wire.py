@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mcpfsm
-from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request
+from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request, request_prefix
 from mcpfsm._transports.base import Reply
 from mcpfsm._transports.http import HttpTransport
 from mcpfsm._transports.pool import ConnectionPool, NotResent, Timeouts, WireError, WireTimeout
@@ -68,6 +68,30 @@ def test_content_length_only_for_a_body_or_a_post(method: str, body: bytes, expe
 def test_a_host_header_replaces_the_default_in_place() -> None:
     data = encode_request("GET", "/", "h", [("Accept", "x"), ("host", "virtual.test")])
     assert data == b"GET / HTTP/1.1\r\nhost: virtual.test\r\nAccept: x\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("fixed", "headers"),
+    [
+        pytest.param([("Accept", "x"), ("User-Agent", "u")], [("Mcp-Method", "m")], id="fixed-then-own"),
+        pytest.param([], [("Accept", "x")], id="no-fixed"),
+        pytest.param([("Host", "fixed.test"), ("Accept", "x")], [("Mcp-Method", "m")], id="host-in-fixed"),
+        pytest.param([("Accept", "x")], [("Mcp-Method", "m"), ("host", "own.test")], id="host-in-own"),
+    ],
+)
+def test_a_prefix_gives_the_same_bytes_as_the_whole_header_list(
+    fixed: list[tuple[str, str]], headers: list[tuple[str, str]]
+) -> None:
+    for method, body in (("POST", b"{}"), ("GET", b"")):
+        prefix = request_prefix(method, "/mcp", "h:1", fixed)
+        whole = encode_request(method, "/mcp", "h:1", [*fixed, *headers], body)
+        assert encode_request(method, "/mcp", "h:1", headers, body, prefix=prefix) == whole
+
+
+def test_a_host_after_a_prefix_replaces_the_default_in_place() -> None:
+    prefix = request_prefix("GET", "/", "h", [("Accept", "x")])
+    data = encode_request("GET", "/", "h", [("Mcp-X", "1"), ("host", "virtual.test")], prefix=prefix)
+    assert data == b"GET / HTTP/1.1\r\nhost: virtual.test\r\nAccept: x\r\nMcp-X: 1\r\n\r\n"
 
 
 # The reason names the header, never its value: values are often credentials.

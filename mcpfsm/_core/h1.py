@@ -22,7 +22,15 @@ from typing import Final
 
 from .codec import HEADER_NAME_TOKEN
 
-__all__ = ["MAX_HEAD_BYTES", "H1Error", "ResponseHead", "ResponseReader", "encode_request", "field_problem"]
+__all__ = [
+    "MAX_HEAD_BYTES",
+    "H1Error",
+    "ResponseHead",
+    "ResponseReader",
+    "encode_request",
+    "field_problem",
+    "request_prefix",
+]
 
 MAX_HEAD_BYTES: Final = 64 * 1024
 """The largest response head (status line and header fields) accepted, in bytes."""
@@ -77,41 +85,94 @@ class ResponseHead:
 
 
 def encode_request(
-    method: str, target: str, host: str, headers: Sequence[tuple[str, str]], body: bytes = b""
+    method: str,
+    target: str,
+    host: str,
+    headers: Sequence[tuple[str, str]],
+    body: bytes = b"",
+    *,
+    prefix: str | None = None,
 ) -> bytes:
     """The bytes of one HTTP/1.1 request: request line, ``Host``, ``headers``, ``Content-Length``, body.
 
     ``Content-Length`` is sent for a non-empty body and always for ``POST``. A ``Host`` among
-    ``headers`` replaces the default ``host``.
+    ``headers`` replaces the default ``host``. ``prefix``, from :func:`request_prefix` for the same
+    method, target and host, stands for the request line, ``Host`` and the headers it was made with,
+    which then come before ``headers``.
 
     Raises:
         H1Error: a header name is not a token, a value holds anything but visible ASCII with inner
             spaces and tabs, a header is ``Content-Length`` or ``Transfer-Encoding``, or the
             method or target is malformed.
     """
-    if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
-        raise H1Error(f"malformed request line {method!r} {target!r}")
-    lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
+    if prefix is None:
+        prefix = request_prefix(method, target, host, ())
+    lines = [prefix]
     checked = _CHECKED_LINES
     for pair in headers:
         line = checked.get(pair)
         if line is None:
-            name, value = pair
-            if not HEADER_NAME_TOKEN.fullmatch(name):
-                raise H1Error(f"header name {name!r} is not an HTTP token")
-            if not _FIELD_VALUE.fullmatch(value):
-                raise H1Error(_unsendable(name))
-            lowered = name.lower()
-            if lowered in _FRAMING:
-                raise H1Error(f"header {name} is set by the connection, not by the caller")
-            line = f"{name}: {value}\r\n"
-            if lowered == "host":
-                lines[1] = line
-                continue
-            if len(checked) >= _MAX_CHECKED_LINES:
-                checked.clear()
-            checked[(name, value)] = line
+            line = _checked_line(pair)
+            if line is None:
+                # A Host header: it replaces the Host line of the prefix, so the head is made whole.
+                return _with_host(method, prefix, headers, body)
         lines.append(line)
+    if body or method == "POST":
+        lines.append(f"Content-Length: {len(body)}\r\n")
+    lines.append("\r\n")
+    return "".join(lines).encode("ascii") + body
+
+
+def request_prefix(method: str, target: str, host: str, headers: Sequence[tuple[str, str]]) -> str:
+    """The request line, ``Host`` and ``headers`` of a request, checked as :func:`encode_request` checks them.
+
+    A connection sends the same few heads again and again: made once, a prefix is reused by
+    :func:`encode_request` for every request with these fixed headers, and only the others are checked.
+
+    Raises:
+        H1Error: as :func:`encode_request`.
+    """
+    if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
+        raise H1Error(f"malformed request line {method!r} {target!r}")
+    lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
+    for name, value in headers:
+        line = _CHECKED_LINES.get((name, value)) or _checked_line((name, value))
+        if line is None:
+            lines[1] = f"{name}: {value}\r\n"
+            continue
+        lines.append(line)
+    return "".join(lines)
+
+
+def _checked_line(pair: tuple[str, str]) -> str | None:
+    # The header line of `pair` once checked (remembered, bounded), or None for a Host header.
+    name, value = pair
+    if not HEADER_NAME_TOKEN.fullmatch(name):
+        raise H1Error(f"header name {name!r} is not an HTTP token")
+    if not _FIELD_VALUE.fullmatch(value):
+        raise H1Error(_unsendable(name))
+    lowered = name.lower()
+    if lowered in _FRAMING:
+        raise H1Error(f"header {name} is set by the connection, not by the caller")
+    if lowered == "host":
+        return None
+    line = f"{name}: {value}\r\n"
+    checked = _CHECKED_LINES
+    if len(checked) >= _MAX_CHECKED_LINES:
+        checked.clear()
+    checked[pair] = line
+    return line
+
+
+def _with_host(method: str, prefix: str, headers: Sequence[tuple[str, str]], body: bytes) -> bytes:
+    # A Host among the headers after a prefix: the prefix's lines, then the headers, the last Host in place.
+    lines = [line + "\r\n" for line in prefix.split("\r\n")[:-1]]
+    for pair in headers:
+        line = _CHECKED_LINES.get(pair) or _checked_line(pair)
+        if line is None:
+            lines[1] = f"{pair[0]}: {pair[1]}\r\n"
+        else:
+            lines.append(line)
     if body or method == "POST":
         lines.append(f"Content-Length: {len(body)}\r\n")
     lines.append("\r\n")

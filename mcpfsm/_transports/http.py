@@ -335,6 +335,16 @@ class HttpTransport:
             *((("Accept-Encoding", ACCEPT_ENCODING),) if "accept-encoding" not in lowered else ()),
             *((n, v) for n, v in custom.items() if n.lower() not in _CREDENTIAL_HEADERS),
         ]
+        # The headers every request to an origin carries, by (GET, the endpoint's origin): a tuple made once, so
+        # the pool checks and encodes them once. A resuming GET has no body and asks for a stream only (its
+        # Accept comes with the request); the credentials only ever go to the endpoint's origin.
+        get_base = tuple((n, v) for n, v in self._base if n.lower() not in ("accept", "content-type"))
+        self._fixed: dict[tuple[bool, bool], tuple[tuple[str, str], ...]] = {
+            (False, True): (*self._base, *self._credentials),
+            (False, False): tuple(self._base),
+            (True, True): (*get_base, *self._credentials),
+            (True, False): get_base,
+        }
         if transport is not None:
             import httpx
 
@@ -424,8 +434,8 @@ class HttpTransport:
         start = origin
         permanent = True
         for hops in range(MAX_REDIRECTS + 1):
-            headers = self._headers_for(url, origin, start, method, extra)
-            response = await self._request(url, origin, path, method, headers, body, resendable, long_lived)
+            fixed, headers = self._headers_for(url, origin, start, method, extra)
+            response = await self._request(url, origin, path, method, fixed, headers, body, resendable, long_lived)
             status = response.status
             location = response.headers.get("location")
             if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
@@ -466,23 +476,19 @@ class HttpTransport:
 
     def _headers_for(
         self, url: httpx.URL, origin: Origin, start: Origin, method: str, extra: Mapping[str, str]
-    ) -> list[tuple[str, str]]:
-        if method == "GET":
-            # A resuming GET has no body and asks for a stream only (its Accept comes in `extra`).
-            replaced = {"accept", "content-type"}
-            headers = [(n, v) for n, v in self._base if n.lower() not in replaced]
-        else:
-            headers = list(self._base)
-        if origin == self._home:
-            headers += self._credentials
-            if self._authorization is not None:
-                # The token (and a DPoP proof for this method and URL) only ever goes to the endpoint's origin.
-                headers += self._authorization.headers(method, str(url))
+    ) -> tuple[tuple[tuple[str, str], ...], list[tuple[str, str]]]:
+        # (the fixed headers, the request's own): sent in that order.
+        home = origin == self._home
+        fixed = self._fixed[method == "GET", home]
+        headers: list[tuple[str, str]] = []
+        if home and self._authorization is not None:
+            # The token (and a DPoP proof for this method and URL) only ever goes to the endpoint's origin.
+            headers += self._authorization.headers(method, str(url))
         if origin == start:
             headers += extra.items()
         else:
             headers += ((n, v) for n, v in extra.items() if n.lower() != SESSION_HEADER.lower())
-        return headers
+        return fixed, headers
 
     async def _request(
         self,
@@ -490,6 +496,7 @@ class HttpTransport:
         origin: Origin,
         target: str,
         method: str,
+        fixed: tuple[tuple[str, str], ...],
         headers: list[tuple[str, str]],
         body: bytes,
         resendable: bool,
@@ -502,8 +509,16 @@ class HttpTransport:
             # The 2xx body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
             prefetch = method == "POST" and not long_lived
             return await pool.request(
-                method, target, headers, body, resendable=resendable, prefetch=prefetch, long_lived=long_lived
+                method,
+                target,
+                headers,
+                body,
+                resendable=resendable,
+                prefetch=prefetch,
+                long_lived=long_lived,
+                fixed=fixed,
             )
+        headers = [*fixed, *headers]
         for name, value in headers:
             # What the pool's framing refuses, refused here too: httpx and h11 would quote the value.
             if (problem := field_problem(name, value)) is not None:

@@ -51,7 +51,7 @@ from typing import Final, Protocol
 
 import trio
 
-from .._core.h1 import H1Error, ResponseReader, encode_request
+from .._core.h1 import H1Error, ResponseReader, encode_request, request_prefix
 
 __all__ = [
     "ConnectionPool",
@@ -71,6 +71,8 @@ _RECEIVE_BYTES: Final = 65536
 _PREFETCH_BYTES: Final = 16384
 # Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
 _DRAIN_SECONDS: Final = 0.001
+# Request heads' prefixes kept per pool (by method, target and fixed headers); cleared when full.
+_MAX_PREFIXES: Final = 64
 
 
 class WireError(Exception):
@@ -497,6 +499,7 @@ class ConnectionPool:
         self._open = 0
         self._waiters = trio.lowlevel.ParkingLot()
         self._closed = False
+        self._prefixes: dict[tuple[str, str, int], tuple[tuple[tuple[str, str], ...], str]] = {}
 
     @property
     def connections(self) -> int:
@@ -518,8 +521,12 @@ class ConnectionPool:
         resendable: bool = False,
         prefetch: bool = False,
         long_lived: bool = False,
+        fixed: tuple[tuple[str, str], ...] = (),
     ) -> WireReply:
         """Send one request and return its response once the head has arrived.
+
+        ``fixed``: headers sent before ``headers``, the same tuple for many requests (the pool checks and
+        encodes them once per method and target for as long as that tuple lives).
 
         The caller reads the body from the reply and must ``aclose()`` it. ``resendable`` says the
         request changes nothing on the server, so a keep-alive race may resend it once. ``prefetch``
@@ -543,7 +550,14 @@ class ConnectionPool:
             target = self._absolute_prefix + target
         if self._proxy_headers and self._tls is None:
             headers = [*headers, *self._proxy_headers]
-        data = encode_request(method, target, self._authority, headers, body)
+        # The request line, Host and the fixed headers, checked and joined once per (method, target, fixed).
+        key = (method, target, id(fixed))
+        known = self._prefixes.get(key)
+        if known is None or known[0] is not fixed:
+            if len(self._prefixes) >= _MAX_PREFIXES:
+                self._prefixes.clear()
+            known = self._prefixes[key] = (fixed, request_prefix(method, target, self._authority, fixed))
+        data = encode_request(method, target, self._authority, headers, body, prefix=known[1])
         connection, reused = await self._checkout(fresh=False)
         try:
             reader, deferred = await self._exchange(
