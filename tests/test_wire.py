@@ -242,6 +242,23 @@ def test_header_details_repeats_folding_bare_lf_and_empty_reason() -> None:
     assert body == b"no"
 
 
+def test_a_head_seen_before_frames_its_own_response_with_its_own_headers() -> None:
+    # The second reader meets the bytes of a head parsed before: the same fields, its own dict, its own framing.
+    head = b"HTTP/1.1 200 OK\r\nX-A: 1\r\nContent-Length: 3\r\n\r\n"
+    first, body, _ = read_all(head + b"abc")
+    assert body == b"abc"
+    first.headers["x-a"] = "changed"
+    second, again, reusable = read_all(head + b"xyz")
+    assert (second, again, reusable) == (
+        ResponseHead(status=200, reason="OK", headers={"x-a": "1", "content-length": "3"}, keep_alive=True),
+        b"xyz",
+        True,
+    )
+    reader = ResponseReader("HEAD")
+    reader.receive(head)
+    assert (reader.read_head(), reader.read_body()) == (second, None)
+
+
 def test_bytes_after_the_body_make_the_connection_unusable() -> None:
     _, body, reusable = read_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxjunk")
     assert (body, reusable) == (b"x", False)

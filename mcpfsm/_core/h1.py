@@ -58,6 +58,11 @@ _CHECKED_LINES: dict[tuple[str, str], str] = {}
 _MAX_CHECKED_LINES: Final = 1024
 _STATUS_LINES: dict[str, tuple[int, int, str]] = {}
 _MAX_STATUS_LINES: Final = 64
+# Heads already parsed, by their bytes (status line and fields; what they mean for framing is worked out
+# again for each response, as it depends on the request too). Bounded, and only heads of up to 1 KiB.
+_HEADS: dict[bytes, tuple[tuple[int, int, str], dict[str, str]]] = {}
+_MAX_HEADS: Final = 64
+_MAX_CACHED_HEAD: Final = 1024
 _NO_BODY_STATUS: Final = frozenset({204, 304})
 _OWS: Final = " \t"
 
@@ -305,6 +310,10 @@ class ResponseReader:
         return self._head
 
     def _parse_head(self, raw: bytes) -> ResponseHead | None:
+        known = _HEADS.get(raw)
+        if known is not None:
+            # The same bytes as a head parsed before (a server answers alike within the second of its Date).
+            return self._head_of(known[0], known[1].copy())
         text = raw.decode("latin-1")
         status_line, _, fields = text.partition("\r\n")
         if fields:
@@ -319,6 +328,10 @@ class ResponseReader:
             name = name.lower()
             value = value.strip(_OWS)
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        if len(raw) <= _MAX_CACHED_HEAD:
+            if len(_HEADS) >= _MAX_HEADS:
+                _HEADS.clear()
+            _HEADS[raw] = (status, headers.copy())
         return self._head_of(status, headers)
 
     def _parse_lines(self, lines: list[bytes]) -> ResponseHead | None:
