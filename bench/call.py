@@ -334,7 +334,7 @@ async def profile(run: Runner, calls: int) -> None:
     await run(calls, 1)
     profiler.disable()
     stats = pstats.Stats(profiler)
-    stats.sort_stats("tottime").print_stats(40)
+    stats.sort_stats(os.environ.get("SORT", "tottime")).print_stats(40)
 
 
 def _concurrency(text: str) -> list[int]:

@@ -142,25 +142,25 @@ def _key(
         name = params.get(name_key)
         if type(name) is not str or len(name) > _MAX_CACHED_TEXT:
             return None
-    key: list[Any] = [protocol_version, method, name, id(mirrored)]
-    if method == "tools/call" and mirrored and params is not None:
-        arguments = params.get("arguments")
-        for param in mirrored:
-            value: object = arguments
-            for segment in param.path:
-                if type(value) is not dict:
-                    return None
-                value = value.get(segment)
-                if value is None:
-                    break
+    if not mirrored or method != "tools/call" or params is None:
+        return protocol_version, method, name, id(mirrored)
+    arguments = params.get("arguments")
+    values: list[object] = [protocol_version, method, name, id(mirrored)]
+    for param in mirrored:
+        value: object = arguments
+        for segment in param.path:
+            if type(value) is not dict:
+                return None
+            value = value.get(segment)
+            if value is None:
+                break
+        if value is not None:
             kind = type(value)
-            if value is not None and kind not in _CACHEABLE:
+            if kind not in _CACHEABLE or (kind is str and len(value) > _MAX_CACHED_TEXT):  # type: ignore[arg-type]
                 return None
-            if isinstance(value, str) and len(value) > _MAX_CACHED_TEXT:
-                return None
-            key.append(kind)
-            key.append(value)
-    return tuple(key)
+            values.append(kind)
+        values.append(value)
+    return tuple(values)
 
 
 def _plan(
