@@ -16,9 +16,9 @@ not reusable (:attr:`ResponseReader.reusable`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 from .codec import HEADER_NAME_TOKEN
 
@@ -71,7 +71,7 @@ class H1Error(Exception):
     """A request that cannot be written, or a response that breaks HTTP/1.1 framing."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class ResponseHead:
     """The status line and header fields of one final (non-1xx) response.
 
@@ -87,6 +87,20 @@ class ResponseHead:
     reason: str
     headers: dict[str, str]
     keep_alive: bool
+
+    def __init__(self, *, status: int, reason: str, headers: dict[str, str], keep_alive: bool) -> None:
+        """Make the head: what the dataclass would generate, at half its cost (one head per response)."""
+        # The slots' own setters, past the frozen __setattr__ (as the generated __init__ goes past it).
+        _SET_STATUS(self, status)
+        _SET_REASON(self, reason)
+        _SET_HEADERS(self, headers)
+        _SET_KEEP_ALIVE(self, keep_alive)
+
+
+_SET_STATUS: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["status"].__set__
+_SET_REASON: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["reason"].__set__
+_SET_HEADERS: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["headers"].__set__
+_SET_KEEP_ALIVE: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["keep_alive"].__set__
 
 
 def encode_request(
