@@ -295,7 +295,7 @@ async def main(options: argparse.Namespace) -> None:
             clients[f"pool={size}"] = await mcpfsm_runner(peer.url, size)
         try:
             if options.profile:
-                await profile(clients["mcpfsm"][0], options.calls)
+                await profile(clients["mcpfsm"][0], options.calls, options.profile_sort)
                 return
             for concurrency in options.concurrency:
                 active = {n: c for n, c in clients.items() if concurrency == 1 or n not in SEQUENTIAL_ONLY}
@@ -327,14 +327,14 @@ async def main(options: argparse.Namespace) -> None:
                 await close()
 
 
-async def profile(run: Runner, calls: int) -> None:
+async def profile(run: Runner, calls: int, sort: str = "tottime") -> None:
     await run(max(1, calls // 10), 1)
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
     await run(calls, 1)
     profiler.disable()
     stats = pstats.Stats(profiler)
-    stats.sort_stats(os.environ.get("SORT", "tottime")).print_stats(40)
+    stats.sort_stats(sort).print_stats(40)
 
 
 def _concurrency(text: str) -> list[int]:
@@ -348,6 +348,7 @@ if __name__ == "__main__":
     parser.add_argument("--concurrency", type=_concurrency, default=[1, 50], help="e.g. 1,50,1000")
     parser.add_argument("--only", type=lambda text: text.split(","), default=None, help=f"of {','.join(RUNNERS)}")
     parser.add_argument("--profile", action="store_true", help="cProfile mcpfsm's sequential calls instead")
+    parser.add_argument("--profile-sort", default="tottime", help="pstats order of --profile: tottime, cumulative")
     parser.add_argument("--no-warmup", action="store_true")
     parser.add_argument(
         "--pool-sizes",

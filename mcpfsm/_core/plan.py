@@ -28,6 +28,7 @@ _PLANS: dict[tuple[Any, ...], tuple[Sequence[MirroredParam], HeaderPlan]] = {}
 _MAX_PLANS: Final = 1024
 _MAX_CACHED_TEXT: Final = 256
 _CACHEABLE: Final = frozenset({str, bool, int})
+_NAME_PARAM: Final = dict(NAME_PARAM)  # a plain dict: a mapping proxy's get is a method call of its own
 
 
 class HeaderPlan:
@@ -137,7 +138,7 @@ def _key(
 ) -> tuple[Any, ...] | None:
     # What a modern plan depends on, or None when an input is not cacheable (then it is planned afresh).
     name: object = None
-    name_key = NAME_PARAM.get(method)
+    name_key = _NAME_PARAM.get(method)
     if name_key is not None and params is not None:
         name = params.get(name_key)
         if type(name) is not str or len(name) > _MAX_CACHED_TEXT:
