@@ -44,6 +44,7 @@ from ._core.results import (
     Resource,
     ResourceResult,
     ResourceTemplate,
+    ServerInfo,
     ToolResult,
 )
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
@@ -137,6 +138,7 @@ __all__ = [
     "RpcError",
     "STATES",
     "SchemaVerdict",
+    "ServerInfo",
     "SessionExpired",
     "State",
     "StdioTransport",

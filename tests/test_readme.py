@@ -62,6 +62,7 @@ def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "protocol: 2026-07-28"
+    assert lines.pop(1) == "instructions: Use execute-sql for queries; echo repeats text."
     assert lines[1] == "mirrored: {('database',): 'Mcp-Param-Database', ('options', 'readOnly'): 'Mcp-Param-Read-Only'}"
     assert lines[2] == "result: executed 'select 1' on 'analytics' is_error: False"
     assert [line.split(" ", 3)[:3] for line in lines[3:7]] == [
