@@ -579,7 +579,22 @@ class HttpTransport:
         if media == "application/json" and _is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
         raise TransportError(
-            _status_message(response, body), status=status, www_authenticate=challenges, dpop_nonce=nonce
+            _status_message(response, body, self._refusal_hint(status)),
+            status=status,
+            www_authenticate=challenges,
+            dpop_nonce=nonce,
+        )
+
+    def _refusal_hint(self, status: int) -> str | None:
+        # A bare 401 reaches the caller when nothing answers it with a flow (no auth=, or a static token):
+        # say what the server wants and how to give it (RFC 9110 §15.5.2, MCP 2026-07-28 "Authorization").
+        if status != 401:
+            return None
+        if self._authorization is not None or any(n.lower() == "authorization" for n, _ in self._credentials):
+            return "the server requires authorization and refused the credentials sent"
+        return (
+            "the server requires authorization: pass auth= to Client.http (mcpfsm.OAuth(), ClientCredentials(...),"
+            " or a bearer token)"
         )
 
     def _decoder(self, response: HttpResponse, *, limit: int | None) -> ContentDecoder:
@@ -778,7 +793,9 @@ class HttpTransport:
         if response.status == 405:
             logger.debug("the server offers no standalone event stream (HTTP 405)")
             return None
-        raise TransportError(_status_message(response, body), status=response.status)
+        raise TransportError(
+            _status_message(response, body, self._refusal_hint(response.status)), status=response.status
+        )
 
     async def _listen(self, response: HttpResponse, headers: Mapping[str, str]) -> None:
         # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network; silence is no
@@ -920,11 +937,11 @@ def _is_jsonrpc_error(body: bytes) -> bool:
     return isinstance(payload, dict) and payload.get("jsonrpc") == "2.0" and isinstance(payload.get("error"), dict)
 
 
-def _status_message(response: HttpResponse, body: bytes) -> str:
+def _status_message(response: HttpResponse, body: bytes, hint: str | None = None) -> str:
     status = response.status
     reason = response.reason
     text = f"HTTP {status}" + (f" {reason}" if reason else "")
-    hint = _STATUS_HINTS.get(status)
+    hint = hint or _STATUS_HINTS.get(status)
     if hint:
         text += f": {hint}"
     snippet = body[:_ERROR_BODY_SNIPPET].decode("utf-8", "replace").strip()
