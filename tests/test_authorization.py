@@ -997,6 +997,41 @@ FAILING_FLOWS: Final = {
         r"^asserting: the token exchange endpoint answered HTTP 400 \(error='invalid_grant',"
         r" error_description='unknown ID token'\)$",
     ),
+    # A careless server quotes what it was sent in its error_description: the held secrets are redacted.
+    "token-refused-echoing": (
+        {**PRE_SCENARIO, "echo_secrets": True},
+        lambda base, r: _pre(r, secret="wrong secret/&value")(base),
+        {"wrong secret/&value"},
+        r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
+        r" client secret; received code=\[redacted\] \(\[redacted\]\), code_verifier=\[redacted\] \(\[redacted\]\),"
+        r" client_secret=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
+    "client-credentials-refused-echoing": (
+        {"client_credentials": {"client_id": "agent", "client_secret": "cc-secret-right"}, "echo_secrets": True},
+        lambda base, r: mcpfsm.ClientCredentials("agent", client_secret="cc-secret-wrong"),
+        {"cc-secret-wrong", "cc-secret-right"},
+        r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
+        r" client secret; received client_secret=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
+    "jwt-bearer-refused-echoing": (
+        {
+            "jwt_bearer": {"client_id": "workload", "issuer": "https://workload.example", "public_key_pem": PUBLIC_A},
+            "echo_secrets": True,
+        },
+        lambda base, r: mcpfsm.JwtBearer("workload", _signed(PRIVATE_B, "https://workload.example", base)),
+        set(),
+        r"^exchanging: the token endpoint answered HTTP 400 \(error='invalid_grant', error_description='assertion"
+        r" rejected: Signature verification failed; received assertion=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
+    "enterprise-idp-refused-echoing": (
+        {**PRE_SCENARIO, "idp": {"client_id": "idp-client", "id_token": "the-right-id-token"}, "echo_secrets": True},
+        lambda base, r: mcpfsm.EnterpriseManaged(
+            "pre-client", "pre-secret-value", "idp-client", "a-wrong-id-token", f"{base}/idp/token"
+        ),
+        {"pre-secret-value", "a-wrong-id-token", "the-right-id-token"},
+        r"^asserting: the token exchange endpoint answered HTTP 400 \(error='invalid_grant',"
+        r" error_description='unknown ID token; received subject_token=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
 }
 
 
