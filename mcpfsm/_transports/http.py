@@ -19,6 +19,9 @@ layer per concern (as httpx's ``send → _send_handling_redirects → _send_sing
 - **credentials in the URL** (``http://user:pass@host/mcp``) become ``Authorization: Basic``
   (percent-decoded, RFC 7617) and appear nowhere else: not in the request target, :attr:`url`, a
   log line or an error;
+- **cookies** (RFC 6265), as an ``AsyncClient`` keeps them: what a response sets goes back on later requests
+  where the jar's rules say it applies (:mod:`~mcpfsm._transports.cookies`, ``http.cookiejar``), after a
+  ``Cookie`` header of the caller's own; one jar per transport, in memory;
 - ``User-Agent: mcpfsm/<version>`` unless the caller's headers set one;
   ``Accept-Encoding: gzip, deflate``, and such bodies are decoded
   (:mod:`~mcpfsm._core.content_coding`);
@@ -49,7 +52,7 @@ import json
 import math
 import ssl
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -65,6 +68,7 @@ from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge, reconnection
 from .._log import logger
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
+from .cookies import Cookies
 from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireReply, WireTimeout
 from .tls import CertTypes, VerifyTypes, ssl_context
 
@@ -232,6 +236,10 @@ class _HttpxResponse:
     def headers(self) -> Mapping[str, str]:
         return self._response.headers
 
+    @property
+    def set_cookie(self) -> Sequence[str]:
+        return self._response.headers.get_list("set-cookie")
+
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
 
@@ -369,6 +377,7 @@ class HttpTransport:
             self._pool_for(self._endpoint)
         self._sleep = sleep
         self._authorization = credentials
+        self._cookies: Cookies | None = None  # made with the first Set-Cookie
         self._closed = False
         self._inbound: InboundHandler | None = None
         self._background = BackgroundTasks()
@@ -426,6 +435,11 @@ class HttpTransport:
         for hops in range(MAX_REDIRECTS + 1):
             headers = self._headers_for(url, origin, start, method, extra)
             response = await self._request(url, origin, path, method, headers, body, resendable, long_lived)
+            if response.set_cookie:
+                # RFC 6265 §5.3: what a response sets (a redirect's included) applies from the next request on.
+                if self._cookies is None:
+                    self._cookies = Cookies()
+                self._cookies.keep(str(url), method, response.set_cookie)
             status = response.status
             location = response.headers.get("location")
             if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
@@ -482,6 +496,13 @@ class HttpTransport:
             headers += extra.items()
         else:
             headers += ((n, v) for n, v in extra.items() if n.lower() != SESSION_HEADER.lower())
+        if self._cookies is not None and (cookie := self._cookies.header(str(url), method)) is not None:
+            # The jar's cookies for this URL (RFC 6265 §5.4), after a Cookie header of the caller's own.
+            mine = next((i for i, (name, _) in enumerate(headers) if name.lower() == "cookie"), None)
+            if mine is None:
+                headers.append(("Cookie", cookie))
+            else:
+                headers[mine] = (headers[mine][0], f"{headers[mine][1]}; {cookie}")
         return headers
 
     async def _request(
