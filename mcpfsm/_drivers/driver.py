@@ -83,6 +83,8 @@ async def drive(compiled: CompiledMachine[S, T], effects: Mapping[str, Effect[R,
     """
     definition = compiled.definition
     terminal = definition.terminal
+    # `advance` inlined, with its two bound methods looked up once: this loop is every tool call's hot path.
+    follow, entered = compiled.advance, run.entered
     state = start(compiled, run)
     while state not in terminal:
         effect = effects[state]
@@ -100,7 +102,8 @@ async def drive(compiled: CompiledMachine[S, T], effects: Mapping[str, Effect[R,
             if definition.cancel_trigger is not None:
                 advance(compiled, run, state, definition.cancel_trigger)
             raise
-        state = advance(compiled, run, state, trigger)
+        previous, state = state, follow(state, trigger)
+        entered(state, previous, trigger)
     return state
 
 
