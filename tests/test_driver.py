@@ -1,5 +1,8 @@
 """The generic driver (``mcpfsm._drivers.driver``) on a machine of its own, apart from any protocol.
 
+Then every machine in ``MACHINES`` driven by effects that report random triggers: what the run is told is
+exactly the walk along the declared edges, whatever the triggers.
+
 The machine: ``loading`` → ``checking`` → ``done``, ``checking`` may loop back (bounded) and any non-terminal
 state ends in ``failed`` or, on trio cancellation, ``cancelled``. Each test scripts the triggers its effects
 report and asserts the whole list of transitions the run was told of, in order.
@@ -9,11 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 import pytest
 import trio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mcpfsm._drivers.driver import Effect, advance, cancellation_summary, drive, start
+from mcpfsm._machines import MACHINES
 from mcpfsm._machines.definition import CompiledMachine, Edge, InvalidTransition, MachineDefinition
 
 
@@ -186,3 +193,76 @@ def test_a_tracker_starts_and_advances_without_effects() -> None:
 
 def test_the_cancellation_summary_names_the_run() -> None:
     assert cancellation_summary("call") == {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
+
+
+# --- every machine, random triggers ------------------------------------------------------------------------
+
+
+class _Exhausted(Exception):
+    """The run took its last step (the effect raises: a bug's path, which ends the run without an edge)."""
+
+
+class Scripted:
+    """A run whose every effect draws its trigger: mostly one the state declares, sometimes any trigger."""
+
+    def __init__(self, definition: MachineDefinition[Any, Any], data: st.DataObject, steps: int) -> None:
+        self.definition = definition
+        self.data = data
+        self.steps = steps
+        self.triggers: list[str] = []
+        self.told: list[Told] = []
+
+    def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
+        self.told.append(
+            (str(state), None if previous is None else str(previous), None if trigger is None else str(trigger))
+        )
+
+    def draw(self) -> str:
+        if len(self.triggers) == self.steps:
+            raise _Exhausted
+        state = self.told[-1][0]
+        # A non-terminal state always has an edge (its cancel edge at least): the run only asks there.
+        leaving = [str(e.trigger) for e in self.definition.edges if str(e.source) == state]
+        every = [str(t) for t in self.definition.triggers]
+        trigger = self.data.draw(st.one_of(st.sampled_from(leaving), st.sampled_from(every)))
+        self.triggers.append(trigger)
+        return trigger
+
+
+async def _scripted(run: Scripted) -> str:
+    return run.draw()
+
+
+def _walk(definition: MachineDefinition[Any, Any], triggers: list[str]) -> tuple[list[Told], str]:
+    # The oracle: the declared edges themselves, not the compiled table the driver uses.
+    edges = {(str(e.source), str(e.trigger)): str(e.dest) for e in definition.edges}
+    terminal = {str(state) for state in definition.terminal}
+    state = str(definition.initial)
+    told: list[Told] = [(state, None, None)]
+    for trigger in triggers:
+        dest = edges.get((state, trigger))
+        if dest is None:
+            return told, "invalid"
+        told.append((dest, state, trigger))
+        state = dest
+    return told, state if state in terminal else "exhausted"
+
+
+@pytest.mark.parametrize("name", list(MACHINES))
+@given(data=st.data(), steps=st.integers(min_value=0, max_value=15))
+def test_every_machine_is_driven_along_its_declared_edges_only(name: str, data: st.DataObject, steps: int) -> None:
+    definition = MACHINES[name]
+    compiled = CompiledMachine(definition)
+    effects = {str(state): _scripted for state in definition.states if state not in definition.terminal}
+    run = Scripted(definition, data, steps)
+
+    async def main() -> str:
+        try:
+            return str(await drive(compiled, effects, run))
+        except InvalidTransition:
+            return "invalid"
+        except _Exhausted:
+            return "exhausted"
+
+    outcome = trio.run(main)
+    assert (run.told, outcome) == _walk(definition, run.triggers)
