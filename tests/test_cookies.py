@@ -157,3 +157,27 @@ def test_each_set_cookie_is_kept_apart_even_with_commas_and_folding() -> None:
             keep_alive=True,
             set_cookie=("a=1; Expires=Wed, 21 Oct 2099 07:28:00 GMT", "b=2"),
         )
+
+
+def test_the_jar_is_bounded_against_a_server_that_keeps_setting_cookies() -> None:
+    from mcpfsm._transports.cookies import MAX_COOKIE_BYTES, MAX_COOKIES, MAX_PER_RESPONSE, Cookies
+
+    url = "http://127.0.0.1:1/mcp"
+    jar = Cookies()
+    # One response: a value over the size bound and one no HTTP field can carry are dropped, and so is
+    # everything past the 50th field.
+    jar.keep(url, "POST", ["big=" + "x" * MAX_COOKIE_BYTES, "bad=a\x01b", "ok=1"])
+    assert jar.header(url, "POST") == "ok=1"
+    jar.keep(url, "POST", [f"n{i}=v" for i in range(MAX_PER_RESPONSE + 10)])
+    assert len(jar) == 1 + MAX_PER_RESPONSE
+
+    # Many responses: the jar fills up to its bound and then takes no new name ...
+    for start in range(0, MAX_COOKIES + 500, MAX_PER_RESPONSE):
+        jar.keep(url, "POST", [f"m{i}=v" for i in range(start, start + MAX_PER_RESPONSE)])
+    assert len(jar) == MAX_COOKIES
+    # ... while a cookie it holds is still replaced, and one that expires is still removed.
+    jar.keep(url, "POST", ["ok=2", "n0=gone; Max-Age=0", "fresh=1"])
+    header = jar.header(url, "POST")
+    assert header is not None
+    sent = dict(pair.split("=", 1) for pair in header.split("; "))
+    assert (sent["ok"], "n0" in sent, "fresh" in sent, len(jar)) == ("2", False, True, MAX_COOKIES)

@@ -10,7 +10,8 @@ ports, so a cookie of ``127.0.0.1`` also goes to another port of that host, as i
 
 Each transport has its own jar, in memory, never shared and never stored. What this module adds are bounds
 against a hostile server: a ``Set-Cookie`` value longer than 4096 bytes, or one that could not be sent back
-as an HTTP field, is ignored, as is every value past the 50th of one response (RFC 6265 §6.1 minimums).
+as an HTTP field, is ignored, as is every value past the 50th of one response, and a jar that holds 3000
+cookies takes no new one (those it holds are still replaced and expired; RFC 6265 §6.1 minimums).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ MAX_COOKIE_BYTES: Final = 4096
 """The longest ``Set-Cookie`` value kept (RFC 6265 §6.1: at least 4096 bytes per cookie)."""
 MAX_PER_RESPONSE: Final = 50
 """The most ``Set-Cookie`` fields of one response that are read (RFC 6265 §6.1: at least 50 per domain)."""
+MAX_COOKIES: Final = 3000
+"""The most cookies one jar holds (RFC 6265 §6.1: at least 3000 in total); beyond it new names are dropped."""
 
 
 class _Headers:
@@ -75,8 +78,19 @@ class Cookies:
             for value in set_cookie[:MAX_PER_RESPONSE]
             if len(value) <= MAX_COOKIE_BYTES and field_problem("Set-Cookie", value) is None
         ]
-        if usable:
-            self._jar.extract_cookies(_Response(usable), _request(url, method))  # type: ignore[arg-type]
+        if not usable:
+            return
+        jar, request, response = self._jar, _request(url, method), _Response(usable)
+        if len(jar) + len(usable) <= MAX_COOKIES:
+            jar.extract_cookies(response, request)  # type: ignore[arg-type]
+            return
+        # Near the bound: a cookie the jar already names is replaced as usual; a new name only while there is room.
+        jar.clear_expired_cookies()
+        held = {(cookie.domain, cookie.path, cookie.name) for cookie in jar}
+        for cookie in jar.make_cookies(response, request):  # type: ignore[arg-type]
+            if (cookie.domain, cookie.path, cookie.name) in held or len(jar) < MAX_COOKIES:
+                jar.set_cookie_if_ok(cookie, request)
+                held.add((cookie.domain, cookie.path, cookie.name))
 
     def header(self, url: str, method: str) -> str | None:
         """The ``Cookie`` header value for a request ``method url``, or ``None`` when no cookie applies."""
