@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -24,18 +23,13 @@ import pytest
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.peer.fixtures import REPO_ROOT
+from tests.ports import reserved_port
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningAuthServer]:
     with run_authserver({}) as running:
         yield running
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def environment(config: Path) -> dict[str, str]:
@@ -91,8 +85,9 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
     server: RunningAuthServer, tmp_path: Path
 ) -> None:
     server.configure({"challenge_scope": "mcp:basic"})
-    redirect = f"http://127.0.0.1:{free_port()}/callback"
-    code, out, lines, page = login_with_browser(tmp_path, server.mcp_url, "--redirect-uri", redirect)
+    with reserved_port() as port:
+        redirect = f"http://127.0.0.1:{port}/callback"
+        code, out, lines, page = login_with_browser(tmp_path, server.mcp_url, "--redirect-uri", redirect)
     assert code == Exit.ok, lines
     tokens = tmp_path / "mcpfsm" / "tokens.json"
     assert (
@@ -147,8 +142,11 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
 
 def test_a_login_nobody_completes_times_out_with_one_line(server: RunningAuthServer, tmp_path: Path) -> None:
     server.configure({})
-    redirect = f"http://127.0.0.1:{free_port()}/callback"
-    run = command(tmp_path, "login", server.mcp_url, "--no-browser", "--redirect-uri", redirect, "--login-timeout", "1")
+    with reserved_port() as port:
+        redirect = f"http://127.0.0.1:{port}/callback"
+        run = command(
+            tmp_path, "login", server.mcp_url, "--no-browser", "--redirect-uri", redirect, "--login-timeout", "1"
+        )
     assert run.returncode == Exit.unauthorized
     assert run.stderr.splitlines()[2:] == [
         "mcpfsm: waiting for the browser (up to 1 s; Ctrl-C to give up)",
@@ -259,6 +257,25 @@ def test_credentials_that_contradict_each_other_are_usage_errors(
 ) -> None:
     server.configure({})
     done = command(tmp_path, "tools", server.mcp_url, *args)
+    assert (done.returncode, done.stdout, done.stderr) == (Exit.usage, "", f"mcpfsm: error: {message}\n")
+    assert server.log() == []
+
+
+def test_an_empty_userinfo_in_the_url_is_no_credentials_of_its_own(server: RunningAuthServer, tmp_path: Path) -> None:
+    # `http://@host/mcp` sends no Authorization (mcpfsm._transports.http.carries_credentials), so --token is
+    # the only credential given, not a second one.
+    token = _issued_token(server)
+    url = server.mcp_url.replace("http://", "http://@", 1)
+    done = command(tmp_path, "tools", url, "--json", "--token", token)
+    assert (done.returncode, json.loads(done.stdout)["tools"][0]["name"], done.stderr) == (0, "test-tool", "")
+    sent = [(entry["path"], entry["headers"].get("authorization")) for entry in server.log()]
+    assert sent == [("/mcp", f"Bearer {token}")] * len(sent) and len(sent) >= 2
+
+
+def test_a_user_in_the_url_is_credentials_of_its_own(server: RunningAuthServer, tmp_path: Path) -> None:
+    server.configure({})
+    done = command(tmp_path, "tools", server.mcp_url.replace("http://", "http://user@", 1), "--token", "t0ken")
+    message = "give one of --token and the URL's user:password, not both: each sends an Authorization header"
     assert (done.returncode, done.stdout, done.stderr) == (Exit.usage, "", f"mcpfsm: error: {message}\n")
     assert server.log() == []
 

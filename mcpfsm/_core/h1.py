@@ -59,7 +59,8 @@ _MAX_CHECKED_LINES: Final = 1024
 _STATUS_LINES: dict[str, tuple[int, int, str]] = {}
 _MAX_STATUS_LINES: Final = 64
 # Heads already parsed, by their bytes (status line and fields; what they mean for framing is worked out
-# again for each response, as it depends on the request too). Bounded, and only heads of up to 1 KiB.
+# again for each response, as it depends on the request too). Bounded, and only heads of up to 1 KiB that set
+# no cookie.
 _HEADS: dict[bytes, tuple[tuple[int, int, str], dict[str, str]]] = {}
 _MAX_HEADS: Final = 64
 _MAX_CACHED_HEAD: Final = 1024
@@ -81,26 +82,39 @@ class ResponseHead:
         headers: header fields by lowercase name; a repeated field's values are joined with ``", "``.
         keep_alive: HTTP/1.1 without ``Connection: close``, and a body whose end is framed, so the
             connection may carry another request once the body is read.
+        set_cookie: each ``Set-Cookie`` field value on its own, in order: the one field whose values cannot
+            be joined (RFC 9110 §5.3, RFC 6265 §3: an ``Expires`` date holds a comma).
     """
 
     status: int
     reason: str
     headers: dict[str, str]
     keep_alive: bool
+    set_cookie: tuple[str, ...] = ()
 
-    def __init__(self, *, status: int, reason: str, headers: dict[str, str], keep_alive: bool) -> None:
+    def __init__(
+        self,
+        *,
+        status: int,
+        reason: str,
+        headers: dict[str, str],
+        keep_alive: bool,
+        set_cookie: tuple[str, ...] = (),
+    ) -> None:
         """Make the head: what the dataclass would generate, at half its cost (one head per response)."""
         # The slots' own setters, past the frozen __setattr__ (as the generated __init__ goes past it).
         _SET_STATUS(self, status)
         _SET_REASON(self, reason)
         _SET_HEADERS(self, headers)
         _SET_KEEP_ALIVE(self, keep_alive)
+        _SET_SET_COOKIE(self, set_cookie)
 
 
 _SET_STATUS: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["status"].__set__
 _SET_REASON: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["reason"].__set__
 _SET_HEADERS: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["headers"].__set__
 _SET_KEEP_ALIVE: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["keep_alive"].__set__
+_SET_SET_COOKIE: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["set_cookie"].__set__
 
 
 def encode_request(
@@ -327,7 +341,7 @@ class ResponseReader:
         known = _HEADS.get(raw)
         if known is not None:
             # The same bytes as a head parsed before (a server answers alike within the second of its Date).
-            return self._head_of(known[0], known[1].copy())
+            return self._head_of(known[0], known[1].copy(), [])
         text = raw.decode("latin-1")
         status_line, _, fields = text.partition("\r\n")
         if fields:
@@ -336,22 +350,27 @@ class ResponseReader:
             return self._parse_lines(_LINE_END.split(raw))
         status = _status(status_line)
         headers: dict[str, str] = {}
+        cookies: list[str] = []
         # Every line is `token ":" value` (checked above): a split is all that is left to do.
         for line in fields[:-2].split("\r\n") if fields else ():
             name, _, value = line.partition(":")
             name = name.lower()
             value = value.strip(_OWS)
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        if len(raw) <= _MAX_CACHED_HEAD:
+            if name == "set-cookie":
+                cookies.append(value)
+        if len(raw) <= _MAX_CACHED_HEAD and not cookies:
+            # Not a head that sets cookies: their values are credentials, kept nowhere but in the client's jar.
             if len(_HEADS) >= _MAX_HEADS:
                 _HEADS.clear()
             _HEADS[raw] = (status, headers.copy())
-        return self._head_of(status, headers)
+        return self._head_of(status, headers, cookies)
 
     def _parse_lines(self, lines: list[bytes]) -> ResponseHead | None:
         # Line by line: bare LF line ends, obsolete line folding, and the error that names a malformed line.
         status = _status(lines[0].decode("latin-1"))
         headers: dict[str, str] = {}
+        cookies: list[str] = []
         name = ""
         for raw in lines[1:]:
             line = raw.decode("latin-1")
@@ -360,6 +379,8 @@ class ResponseReader:
                 if not name:
                     raise H1Error("malformed HTTP/1.1 header block: a folded line comes first")
                 headers[name] = (headers[name] + " " + line.strip(_OWS)).strip(_OWS)
+                if name == "set-cookie":
+                    cookies[-1] = (cookies[-1] + " " + line.strip(_OWS)).strip(_OWS)
                 continue
             name, colon, value = line.partition(":")
             if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
@@ -369,9 +390,13 @@ class ResponseReader:
             if "\r" in value or "\x00" in value:
                 raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        return self._head_of(status, headers)
+            if name == "set-cookie":
+                cookies.append(value)
+        return self._head_of(status, headers, cookies)
 
-    def _head_of(self, status_line: tuple[int, int, str], headers: dict[str, str]) -> ResponseHead | None:
+    def _head_of(
+        self, status_line: tuple[int, int, str], headers: dict[str, str], cookies: list[str]
+    ) -> ResponseHead | None:
         minor, status, reason = status_line
         if 100 <= status < 200:
             if status == 101:
@@ -382,7 +407,9 @@ class ResponseReader:
         self._frame(status, headers)
         if self._remaining is None:
             keep_alive = False
-        return ResponseHead(status=status, reason=reason, headers=headers, keep_alive=keep_alive)
+        return ResponseHead(
+            status=status, reason=reason, headers=headers, keep_alive=keep_alive, set_cookie=tuple(cookies)
+        )
 
     def _frame(self, status: int, headers: dict[str, str]) -> None:
         # RFC 9112 §6.3, in its order.
