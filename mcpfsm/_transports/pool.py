@@ -16,7 +16,11 @@ constant work per request whatever the number of connections:
 - through a forward proxy (:class:`ProxyRoute`), ``http://`` requests go to the proxy in absolute
   form (RFC 9112 §3.2.2) and ``https://`` ones through a ``CONNECT`` tunnel (RFC 9110 §9.3.6), with
   ``Proxy-Authorization`` when the proxy URL carried credentials;
-- each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`;
+- each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`. A plain TCP
+  connection (no TLS to the server or the proxy) is driven through its socket directly, with
+  ``trio.SocketStream``'s errors and cancellation points: a request that fits in the socket buffer is written
+  before the exchange's cancel scope is entered, and the wait for the answer is the exchange's one pass
+  through trio's scheduler (a ``SocketStream`` write is a pass of its own);
 - how many connections (the policy, measured with ``bench/call.py --pool-sizes``, README "Benchmarks"):
   up to ``soft_connections`` (8) a request that finds no idle connection opens one; beyond that it waits
   for one to be released, unless every busy connection has been busy for ``slow_seconds`` (1 s: slow tool
