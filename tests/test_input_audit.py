@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, Final
 
+import httpx
 import pytest
 import trio
 import trio.testing
@@ -296,3 +297,31 @@ async def test_events_round_trip_through_the_audit_log_format() -> None:
     assert mcpfsm.CallEvent.from_dict(json.loads(event.to_json())) == event
     with pytest.raises(ValueError, match=r"^not an InputEvent record: 'request'$"):
         mcpfsm.CallEvent.from_dict({k: v for k, v in event.to_dict().items() if k != "request"})
+
+
+async def test_a_standalone_stream_reopened_while_a_call_renews_the_session_names_no_tool() -> None:
+    # The renewal runs in the call's task (its context names the tool); the new stream outlives the call.
+    fake = LegacyFake()
+    expired = {"count": 0}
+    original = fake.handle
+
+    async def handle(http: httpx.Request) -> httpx.Response:
+        body = json.loads(http.content) if http.content else {}
+        if body.get("method") == "tools/call" and expired["count"] == 0:
+            expired["count"] += 1
+            return httpx.Response(404)
+        return await original(http)
+
+    fake.handle = handle  # type: ignore[method-assign]
+    events: list[mcpfsm.CallEvent] = []
+    async with fake.client(on_event=events.append, on_elicitation=elicit) as client:
+        assert (await client.call_tool("echo", {})).text == "plain"
+        await fake.pushed.send(sse_event(request("e-1", "elicitation/create", ELICIT)))
+        await fake.answer_to("e-1")
+
+    assert [stream.closed for stream in fake.streams] == [True, True]
+    common = {"request": "elicitation/create", "target": "e-1"}
+    assert [(run, e) for run, e in steps(events) if e["machine"] == "input"] == [
+        (2, input_event(0, "awaiting_input", None, None, asks={"e-1": "elicitation/create"}, **common)),
+        (2, input_event(1, "succeeded", "awaiting_input", "answered", **common)),
+    ]

@@ -185,7 +185,12 @@ class Session:
         capabilities = result.get("capabilities")
         self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
         await self.notify("notifications/initialized")
-        await self.transport.open_stream(self._session_headers())
+        # The stream outlives a call that renews the session inside its own task: its requests name no tool.
+        idle = WAITING_TOOL.set("")
+        try:
+            await self.transport.open_stream(self._session_headers())
+        finally:
+            WAITING_TOOL.reset(idle)
         if self.log_level is not None:
             await self._set_log_level(self.log_level)
 
