@@ -5,7 +5,7 @@ authorization flow publishes one :class:`AuthEvent` per state (``machine == "aut
 fields plus the issuer, the resource and the scopes, never a token, code, verifier, secret or assertion.
 Input the server asks for outside a tool call's machine (the input rounds of ``prompts/get`` and
 ``resources/read``, a legacy server request) is recorded as :class:`InputEvent` values (``machine ==
-"input"``). All go to the same ``on_event`` callback and ``events()`` channels.
+"input"``: one run of the input machine, specs/input.md). All go to the same ``on_event`` callback and ``events()`` channels.
 
 Pure: building and serialising events does no I/O; the drivers publish them.
 """
@@ -64,7 +64,7 @@ class CallEvent:
             was created with ``audit_answers=True``; ``None`` otherwise (the default: the user's answers
             never reach an event).
         machine: the machine the run belongs to: ``"tool-call"`` here, ``"authorization"`` for an
-            :class:`AuthEvent`, ``"input"`` for an :class:`InputEvent` (input asked for outside a machine).
+            :class:`AuthEvent`, ``"input"`` for an :class:`InputEvent` (input asked for outside a tool call).
     """
 
     call_id: str
@@ -203,6 +203,8 @@ class AuthEvent(CallEvent):
 class InputEvent(CallEvent):
     """Input the server asked for outside the tool-call machine (README, "Reading the audit events").
 
+    Each is one state entered by a run of the input machine (``mcpfsm._machines.input``, specs/input.md); its
+    first event is that machine's initial state, ``awaiting_input``, with no ``previous`` and no ``trigger``.
     Two kinds of run publish these:
 
     - the input rounds (SEP-2322) of a ``prompts/get`` or ``resources/read`` (and of any request sent with
