@@ -5,7 +5,8 @@ authorization flow publishes one :class:`AuthEvent` per state (``machine == "aut
 fields plus the issuer, the resource and the scopes, never a token, code, verifier, secret or assertion.
 Input the server asks for outside a tool call's machine (the input rounds of ``prompts/get`` and
 ``resources/read``, a legacy server request) is recorded as :class:`InputEvent` values (``machine ==
-"input"``: one run of the input machine, specs/input.md). All go to the same ``on_event`` callback and ``events()`` channels.
+"input"``: one run of the input machine, specs/input.md). All go to the same ``on_event`` callback and
+``events()`` channels.
 
 Pure: building and serialising events does no I/O; the drivers publish them.
 """
