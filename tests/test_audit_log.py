@@ -100,7 +100,9 @@ async def test_input_runs_round_trip_through_mcpfsm_trace(tmp_path: Path) -> Non
 
     assert records(path) == [event.to_dict() for event in seen]
     assert parse_events(path.read_text(encoding="utf-8")) == seen
-    runs = [event for event in seen if isinstance(event, mcpfsm.InputEvent)]
+    # By run (a stable sort): the delivery of the first answer may be recorded after the second call began.
+    order = {call_id: n for n, call_id in enumerate(dict.fromkeys(event.call_id for event in seen))}
+    runs = sorted((event for event in seen if isinstance(event, mcpfsm.InputEvent)), key=lambda e: order[e.call_id])
     assert [(e.tool, e.state, e.request) for e in runs] == [
         ("", "awaiting_input", "elicitation/create"),
         ("", "succeeded", "elicitation/create"),
