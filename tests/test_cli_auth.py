@@ -263,6 +263,25 @@ def test_credentials_that_contradict_each_other_are_usage_errors(
     assert server.log() == []
 
 
+def test_an_empty_userinfo_in_the_url_is_no_credentials_of_its_own(server: RunningAuthServer, tmp_path: Path) -> None:
+    # `http://@host/mcp` sends no Authorization (mcpfsm._transports.http.carries_credentials), so --token is
+    # the only credential given, not a second one.
+    token = _issued_token(server)
+    url = server.mcp_url.replace("http://", "http://@", 1)
+    done = command(tmp_path, "tools", url, "--json", "--token", token)
+    assert (done.returncode, json.loads(done.stdout)["tools"][0]["name"], done.stderr) == (0, "test-tool", "")
+    sent = [(entry["path"], entry["headers"].get("authorization")) for entry in server.log()]
+    assert sent == [("/mcp", f"Bearer {token}")] * len(sent) and len(sent) >= 2
+
+
+def test_a_user_in_the_url_is_credentials_of_its_own(server: RunningAuthServer, tmp_path: Path) -> None:
+    server.configure({})
+    done = command(tmp_path, "tools", server.mcp_url.replace("http://", "http://user@", 1), "--token", "t0ken")
+    message = "give one of --token and the URL's user:password, not both: each sends an Authorization header"
+    assert (done.returncode, done.stdout, done.stderr) == (Exit.usage, "", f"mcpfsm: error: {message}\n")
+    assert server.log() == []
+
+
 def test_a_token_for_a_stdio_server_is_a_usage_error(tmp_path: Path) -> None:
     done = command(tmp_path, "tools", "--stdio", "server", "--token", "t0ken")
     message = "mcpfsm: error: --token applies to HTTP servers only, not to --stdio\n"

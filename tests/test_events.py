@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -205,6 +206,36 @@ async def test_a_failed_call_publishes_the_error_on_its_failed_event(
             await tool.call(arguments)
     assert facts(events) == [*START, *tail]
     check_timing(events)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        pytest.param(object(), " as JSON: Object of type object is not JSON serializable", id="not-json"),
+        pytest.param(float("nan"), " as JSON: Out of range float values are not JSON compliant", id="nan"),
+        pytest.param("\ud800", ": a string holds a lone UTF-16 surrogate, which UTF-8 cannot carry", id="surrogate"),
+    ],
+)
+async def test_arguments_with_no_json_rpc_form_fail_the_call_before_anything_is_sent(
+    fake: FakeServer, value: object, reason: str
+) -> None:
+    # The one ValueError the send effect turns into `errored` (mcpfsm._core.jsonrpc); the client stays usable.
+    events: list[mcpfsm.CallEvent] = []
+    message = f"cannot encode JSON-RPC message{reason}"
+    async with fake.client(on_event=events.append) as client:
+        tool = await listed(fake, client)
+        fake.clear()
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+            await tool.call({**SQL_ARGS, "region": value})
+        sent = fake.methods()
+        await tool.call(SQL_ARGS)
+    assert sent == []
+    assert facts(events)[: len(START) + 2] == [
+        *START,
+        *failed_sending({"type": "ValueError", "code": None, "message": message}),
+    ]
+    assert facts(events)[len(START) + 2 :] == SUCCESS
+    check_timing(events[: len(START) + 2])
 
 
 async def test_a_failed_relist_publishes_the_original_error(fake: FakeServer) -> None:

@@ -58,7 +58,7 @@ from .._drivers.input import (
 from .._drivers.tool_call import ToolCall
 from .._log import logger
 from .._transports.base import Transport
-from .._transports.http import HttpTransport
+from .._transports.http import HttpTransport, carries_credentials
 from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation, subscriptions, telemetry
@@ -307,7 +307,7 @@ class Client:
         """
         layer: AuthorizationLayer | StaticToken | None = None
         if auth is not None:
-            if any(name.lower() == "authorization" for name in headers or {}) or _has_userinfo(url):
+            if any(name.lower() == "authorization" for name in headers or {}) or carries_credentials(url):
                 raise ValueError("give either auth= or an Authorization header (or credentials in the URL), not both")
             layer = _authorization(
                 auth, url=url, protocol=protocol, timeout=timeout, verify=verify, cert=cert, proxy=proxy,
@@ -721,16 +721,6 @@ def _completion_argument(argument: tuple[str, str] | Mapping[str, str]) -> dict[
         if isinstance(name, str) and isinstance(value, str):
             return {"name": name, "value": value}
     raise TypeError("argument must be (name, value) or {'name': ..., 'value': ...} with string name and value")
-
-
-def _has_userinfo(url: str) -> bool:
-    import httpx
-
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        return False  # HttpTransport says what is wrong with it
-    return bool(parsed.username or parsed.password)
 
 
 def _authorization(

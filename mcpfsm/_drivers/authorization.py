@@ -1,7 +1,8 @@
 """The trio driver of one authorization flow (the machine in ``mcpfsm._machines.authorization``).
 
-For the current state the driver performs one effect, the effect reports one fact as a trigger, the
-compiled table gives the next state, and one :class:`~mcpfsm._core.events.AuthEvent` is published. What the
+For the current state the driver (:func:`~mcpfsm._drivers.driver.drive`, the loop every machine shares)
+performs one effect, the effect reports one fact as a trigger, the compiled table gives the next state, and
+one :class:`~mcpfsm._core.events.AuthEvent` is published. What the
 effects compute comes from the pure core (``mcpfsm._core.oauth``: parsing, validation, request building,
 signing); what they send goes through :class:`AuthorizationPort`, a narrow port the client implements with
 its own HTTP client for metadata, registration and token endpoints (never the MCP endpoint's connections,
@@ -21,7 +22,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -44,8 +45,9 @@ from .._core.credentials import (
 from .._core.errors import AuthorizationError, McpError
 from .._core.events import AuthEvent, error_summary
 from .._core.oauth import Answer
-from .._machines.authorization import COMPILED, INITIAL, TERMINAL, State, Trigger
+from .._machines.authorization import COMPILED, State, Trigger
 from .audit import AuditBus
+from .driver import Effect, cancellation_summary, drive
 
 __all__ = ["AuthorizationFlow", "AuthorizationPort", "Binding", "Entry", "Identity"]
 
@@ -466,7 +468,7 @@ class AuthorizationFlow:
         return Trigger.resource_found
 
     def _choose_scopes(self, resource_metadata: oauth.ProtectedResourceMetadata | None) -> None:
-        configured = getattr(self.binding.credential, "scopes", None)
+        configured = self.binding.credential.scopes
         if self.entry is Entry.forbidden:
             return  # the step-up union was chosen in `starting`
         if configured is not None:
@@ -726,29 +728,12 @@ class AuthorizationFlow:
             trio.Cancelled: the caller was cancelled; the flow ends in ``cancelled``.
         """
         self.started = trio.current_time()
-        state: str = INITIAL
-        self._publish(state, None, None)
-        while state not in TERMINAL:
-            effect = _EFFECTS[state]
-            try:
-                await trio.lowlevel.checkpoint_if_cancelled()
-                trigger = await effect(self)
-            except Exception:
-                # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm.
-                raise
-            except BaseException:
-                # trio.Cancelled (or KeyboardInterrupt): never swallowed (STYLE); record it, let it propagate.
-                self.error = None
-                previous, state = state, COMPILED.advance(state, Trigger.cancelled)
-                self._publish(state, previous, Trigger.cancelled)
-                raise
-            previous, state = state, COMPILED.advance(state, trigger)
-            self._publish(state, previous, trigger)
-        if state == State.failed:
+        if await drive(COMPILED, _EFFECTS, self) == State.failed:
             assert self.error is not None
             raise self.error
 
-    def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
+    def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
+        """Publish the :class:`~mcpfsm._core.events.AuthEvent` of the state entered (the driver's ``Run``)."""
         state, previous_text, trigger_text = str(state), _text(previous), _text(trigger)
         seq, self.seq = self.seq, self.seq + 1
         audit = self.port.audit
@@ -757,7 +742,7 @@ class AuthorizationFlow:
             return
         error: Mapping[str, Any] | None = None
         if state == State.cancelled:
-            error = {"type": "Cancelled", "code": None, "message": "the flow was cancelled"}
+            error = cancellation_summary("flow")
         elif state == State.failed and self.error is not None:
             error = error_summary(self.error)
         audit.publish(
@@ -783,7 +768,7 @@ def _text(name: str | None) -> str | None:
     return None if name is None else str(name)
 
 
-_EFFECTS: Mapping[str, Callable[[AuthorizationFlow], Awaitable[Trigger]]] = {
+_EFFECTS: Final[Mapping[str, Effect[AuthorizationFlow, Trigger]]] = {
     State.starting: AuthorizationFlow._starting,
     State.discovering_resource: AuthorizationFlow._discovering_resource,
     State.discovering_issuer: AuthorizationFlow._discovering_issuer,

@@ -1,7 +1,8 @@
 """The trio driver of one tool call (the machine in ``mcpfsm._machines.tool_call``).
 
-For the current state the driver performs one effect, the effect reports one fact as a trigger,
-the compiled table gives the next state, and one :class:`CallEvent` is published. Effects are the
+For the current state the driver (:func:`~mcpfsm._drivers.driver.drive`, the loop every machine shares)
+performs one effect, the effect reports one fact as a trigger, the compiled table gives the next state,
+and one :class:`CallEvent` is published. This module holds the effects and the events. Effects are the
 only code here that awaits; everything they compute comes from the pure modules (planning, catalog,
 events). The driver reaches the client through :class:`CallPort`, a narrow port of its own.
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
 import trio
@@ -27,8 +28,9 @@ from .._core.errors import HeaderMismatchError, McpError, MirroringError
 from .._core.events import CallEvent, error_summary, utc_timestamp
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
-from .._machines.tool_call import COMPILED, INITIAL, TERMINAL, State, Trigger
+from .._machines.tool_call import COMPILED, State, Trigger
 from .audit import AuditBus
+from .driver import Effect, cancellation_summary, drive
 from .input import InputHandlers, InputRounds
 
 __all__ = ["CallPort", "ToolCall"]
@@ -177,7 +179,10 @@ class ToolCall:
             if self.mismatch is None:
                 self.mismatch = exc
             return Trigger.mismatched
-        except (McpError, ValueError, TypeError) as exc:
+        except (McpError, ValueError) as exc:
+            # McpError: the request failed (the transport's and the session's contract). ValueError: the caller's
+            # arguments have no JSON-RPC form (not JSON, a lone surrogate: mcpfsm._core.jsonrpc), found before
+            # anything is sent. Nothing else on this path raises by design (the encoder wraps TypeError).
             self.error = exc
             return Trigger.errored
         return Trigger.answered
@@ -236,36 +241,16 @@ class ToolCall:
             trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
         """
         self.started = trio.current_time()
-        state: str = INITIAL
-        self._publish(state, None, None)
-        while state not in TERMINAL:
-            effect = _EFFECTS[state]
-            try:
-                # Every non-terminal state can be cancelled, also those whose effect never
-                # waits (and a transport that answers without blocking); trio's rule: async = checkpoint.
-                await trio.lowlevel.checkpoint_if_cancelled()
-                trigger = await effect(self)
-            except Exception:
-                # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm,
-                # not a protocol outcome, so it is not dressed up as one of the machine's edges.
-                raise
-            except BaseException:
-                # trio.Cancelled (or KeyboardInterrupt): never swallowed (STYLE); record it, let it propagate.
-                self.error = None
-                previous, state = state, COMPILED.advance(state, Trigger.cancelled)
-                self._publish(state, previous, Trigger.cancelled)
-                raise
-            previous, state = state, COMPILED.advance(state, trigger)
-            if state == State.retrying:
-                self.attempt = 2
-            self._publish(state, previous, trigger)
-        if state == State.succeeded:
+        if await drive(COMPILED, _EFFECTS, self) == State.succeeded:
             assert self.result is not None
             return self.result
         assert self.error is not None
         raise self.error
 
-    def _publish(self, state: str, previous: str | None, trigger: str | None) -> None:
+    def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
+        """Publish the :class:`CallEvent` of the state entered (the driver's :class:`~.driver.Run`)."""
+        if state == State.retrying:
+            self.attempt = 2
         state, previous, trigger = _STATES[state], _PLAIN[previous], _PLAIN[trigger]
         seq, self.seq = self.seq, self.seq + 1
         audit = self.port.audit
@@ -302,7 +287,7 @@ class ToolCall:
         # The error, input requests and input responses of an event, for the states that may carry them.
         error: Mapping[str, Any] | None = None
         if state == State.cancelled:
-            error = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}
+            error = cancellation_summary("call")
         elif state in (State.failed, State.relisting) and self.error is not None:
             error = error_summary(self.error)
             if trigger == Trigger.input_failed and not isinstance(self.error, McpError):
@@ -329,7 +314,7 @@ _STATES: Final[Mapping[str, str]] = {str(state): str(state) for state in State}
 _PLAIN: Final[Mapping[str | None, str | None]] = {None: None, **{str(m): str(m) for m in (*State, *Trigger)}}
 
 
-_EFFECTS: Mapping[str, Callable[[ToolCall], Awaitable[Trigger]]] = {
+_EFFECTS: Final[Mapping[str, Effect[ToolCall, Trigger]]] = {
     State.resolving: ToolCall._resolving,
     State.planning: ToolCall._planning,
     State.sending: ToolCall._sending,

@@ -8,7 +8,9 @@ drawn the same way:
   their bound in the label;
 - :func:`svg_structure` — the node and edge titles and the label text of a Graphviz SVG, which is
   what a drift check compares: the layout (coordinates, fonts) depends on the Graphviz version,
-  the structure does not, and :func:`expected_structure` derives it from the definition alone.
+  the structure does not, and :func:`expected_structure` derives it from the definition alone;
+- :func:`states_table` — the Markdown table of states every walkthrough opens with, with
+  :func:`code_cell` and :func:`slug`, the Markdown pieces the walkthroughs share.
 
 Deterministic; each text ends with a newline.
 """
@@ -22,7 +24,17 @@ from typing import Any, Final
 
 from .._machines.definition import Edge, MachineDefinition
 
-__all__ = ["SvgStructure", "banner", "dot", "expected_structure", "mermaid", "svg_structure"]
+__all__ = [
+    "SvgStructure",
+    "banner",
+    "code_cell",
+    "dot",
+    "expected_structure",
+    "mermaid",
+    "slug",
+    "states_table",
+    "svg_structure",
+]
 
 _START: Final = "start"
 _FITS: Final = 11
@@ -154,3 +166,34 @@ def svg_structure(svg_text: str) -> SvgStructure:
             texts = tuple((text.text or "") for text in group.iter(f"{_SVG}text"))
             edges.append((title, texts))
     return SvgStructure(nodes=tuple(sorted(nodes)), edges=tuple(sorted(edges)))
+
+
+def states_table(definition: MachineDefinition[Any, Any]) -> list[str]:
+    """The Markdown table of the states, in ``states`` order: what happens there and the edges that leave it.
+
+    Each edge reads ``trigger`` → ``dest`` (guard; a loop edge adds ``loop, while bound``); cancellation edges
+    are left out (every non-terminal state has one). One line per row, header first.
+    """
+    lines = ["| state | what happens there | leaves by |", "|---|---|---|"]
+    for state in definition.states:
+        leaves = [
+            f"`{e.trigger}` → `{e.dest}` ({e.guard}{'' if e.bound is None else f'; loop, while {e.bound}'})"
+            for e in definition.leaving(state)
+            if e.trigger != definition.cancel_trigger
+        ]
+        lines.append(f"| `{state}` | {definition.descriptions[state]} | {'<br>'.join(leaves) or '—'} |")
+    return lines
+
+
+def code_cell(text: str) -> str:
+    """``text`` as Markdown inline code that fits in a table cell (a longer fence around a backtick, ``|`` escaped)."""
+    fence = "``" if "`" in text else "`"
+    pad = " " if fence == "``" else ""
+    cell = text.replace("|", "\\|")
+    return f"{fence}{pad}{cell}{pad}{fence}"
+
+
+def slug(title: str) -> str:
+    """GitHub's anchor of a heading: lowercase, punctuation dropped, spaces to hyphens."""
+    kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -")
+    return kept.replace(" ", "-")

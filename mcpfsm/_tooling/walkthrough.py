@@ -29,9 +29,9 @@ from .._core.errors import McpError
 from .._core.events import CallEvent
 from .._core.plan import plan_request
 from .._core.results import ToolResult
-from .._machines.tool_call import EDGES, STATES, TOOL_CALL, State, Trigger
+from .._machines.tool_call import EDGES, STATES, TOOL_CALL, State
 from .peer_process import ComponentMissing, PeerStartError, RunningPeer, missing_modules, run_peer
-from .render import mermaid
+from .render import code_cell, mermaid, slug, states_table
 
 __all__ = ["PeerUnavailable", "render"]
 
@@ -283,25 +283,6 @@ def _check_acyclic() -> None:
         raise AssertionError(f"the walkthrough explains two input loops, the machine declares {loops}")
 
 
-def _states_table() -> list[str]:
-    lines = ["| state | what happens there | leaves by |", "|---|---|---|"]
-    for state in STATES:
-        leaves = [
-            f"`{e.trigger}` → `{e.dest}` ({e.guard}{'' if e.bound is None else f'; loop, while {e.bound}'})"
-            for e in EDGES
-            if e.source is state and e.trigger is not Trigger.cancelled
-        ]
-        lines.append(f"| `{state}` | {TOOL_CALL.descriptions[state]} | {'<br>'.join(leaves) or '—'} |")
-    return lines
-
-
-def _code(text: str) -> str:
-    fence = "``" if "`" in text else "`"
-    pad = " " if fence == "``" else ""
-    cell = text.replace("|", "\\|")
-    return f"{fence}{pad}{cell}{pad}{fence}"
-
-
 def _python(value: Any) -> str:
     if isinstance(value, bool) or value is None:
         return repr(value)
@@ -310,12 +291,6 @@ def _python(value: Any) -> str:
     if isinstance(value, Mapping):
         return "{" + ", ".join(f"{_python(k)}: {_python(v)}" for k, v in value.items()) + "}"
     return repr(value)
-
-
-def _slug(title: str) -> str:
-    # GitHub's heading anchors: lowercase, punctuation dropped, spaces to hyphens.
-    kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -")
-    return kept.replace(" ", "-")
 
 
 _ANSWERED_BY: Final = {
@@ -362,23 +337,24 @@ def _plan_cell(event: CallEvent) -> str:
     shown = [f"{name}: {value}" for name, value in event.headers.items() if standard.get(name) != value]
     missing = [name for name in standard if name not in event.headers]
     shown += [f"(no {name})" for name in missing]
-    return "<br>".join(_code(text) for text in shown) or "(no `Mcp-Param-*`)"
+    return "<br>".join(code_cell(text) for text in shown) or "(no `Mcp-Param-*`)"
 
 
 def _error_cell(error: Mapping[str, Any] | None) -> str:
     if error is None:
         return ""
     code = "" if error.get("code") is None else f" {error['code']}"
-    return f"`{error['type']}`{code}: {_code(str(error['message']))}"
+    return f"`{error['type']}`{code}: {code_cell(str(error['message']))}"
 
 
 def _input_cell(event: CallEvent) -> str:
     if event.input_requests is not None:
-        asked = [f"{_code(key)}: {_code(method)}" for key, method in event.input_requests.items()]
+        asked = [f"{code_cell(key)}: {code_cell(method)}" for key, method in event.input_requests.items()]
         return "asks " + (", ".join(asked) or "nothing (state only)")
     if event.input_responses is not None:
         return "answers " + ", ".join(
-            _code(f"{key}: {json.dumps(answer, ensure_ascii=False)}") for key, answer in event.input_responses.items()
+            code_cell(f"{key}: {json.dumps(answer, ensure_ascii=False)}")
+            for key, answer in event.input_responses.items()
         )
     return ""
 
@@ -413,19 +389,20 @@ def _outcome(call: _Call) -> str:
             "(`scope.cancelled_caught` is `True`); nothing was returned."
         )
     if call.result is not None:
-        text = f"returned a `ToolResult` with text {_code(call.result.text)}"
+        text = f"returned a `ToolResult` with text {code_cell(call.result.text)}"
         if call.result.structured_content is not None:
-            text += f" and structured content {_code(json.dumps(call.result.structured_content))}"
+            text += f" and structured content {code_cell(json.dumps(call.result.structured_content))}"
         return f"`call()` {text}; `is_error` is `{call.result.is_error}`."
     assert call.error is not None
     code = getattr(call.error, "code", None)
     message = getattr(call.error, "message", str(call.error))
     text = f"`call()` raised `{type(call.error).__name__}`"
     text += "" if code is None else f", code {code}"
-    text += f", message {_code(str(message))}"
+    text += f", message {code_cell(str(message))}"
     cause = call.error.__cause__
-    text += "; no `__cause__`." if cause is None else f"; `__cause__`: `{type(cause).__name__}` {_code(str(cause))}."
-    return text
+    if cause is None:
+        return text + "; no `__cause__`."
+    return text + f"; `__cause__`: `{type(cause).__name__}` {code_cell(str(cause))}."
 
 
 def _short_outcome(call: _Call) -> str:
@@ -442,7 +419,7 @@ def _summary_row(number: int, run: _Run) -> str:
     call, title = run.calls[0], f"{number}. {run.example.title}"
     states = " → ".join(e.state for e in call.events)
     methods = ", ".join(str(entry["jsonrpc_method"]) for entry in call.requests)
-    return f"| [{title}](#{_slug(title)}) | {states} | {methods} | {_short_outcome(call)} |"
+    return f"| [{title}](#{slug(title)}) | {states} | {methods} | {_short_outcome(call)} |"
 
 
 def _call_code(call: _Call, cancel_after: float | None) -> str:
@@ -456,7 +433,7 @@ def _example_section(number: int, run: _Run) -> list[str]:
     example = run.example
     lines = [f"### {number}. {example.title}", "", example.story, ""]
     if example.changes:
-        changes = ", then ".join(_code(json.dumps(dict(action))) for action in example.changes)
+        changes = ", then ".join(code_cell(json.dumps(dict(action))) for action in example.changes)
         lines += [f"Server changes after the listing: {changes}.", ""]
     for index, call in enumerate(run.calls):
         if index:
@@ -491,7 +468,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "",
         "## States",
         "",
-        *_states_table(),
+        *states_table(TOOL_CALL),
         "",
         "Every non-terminal state also leaves by `cancelled` → `cancelled` when the caller's trio task is "
         "cancelled: the call ends there and the cancellation propagates.",

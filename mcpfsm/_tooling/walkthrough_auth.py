@@ -28,9 +28,9 @@ from .._client.client import Client
 from .._core.credentials import ClientCredentials, EnterpriseManaged, OAuth
 from .._core.errors import McpError
 from .._core.events import AuthEvent, CallEvent
-from .._machines.authorization import AUTHORIZATION, EDGES, STATES, Trigger
+from .._machines.authorization import AUTHORIZATION
 from .peer_process import ComponentMissing, PeerStartError, RunningAuthServer, run_authserver
-from .render import mermaid
+from .render import code_cell, mermaid, slug, states_table
 
 __all__ = ["AuthServerUnavailable", "render"]
 
@@ -85,7 +85,7 @@ async def _list_noting(client: Client, server: RunningAuthServer, notes: list[st
     try:
         await client.tools()
     except McpError as exc:
-        notes.append(f"`tools()` raised `{type(exc).__name__}`: {_code(str(exc))}")
+        notes.append(f"`tools()` raised `{type(exc).__name__}`: {code_cell(str(exc))}")
 
 
 async def _list_twice(client: Client, server: RunningAuthServer, notes: list[str]) -> None:
@@ -391,30 +391,6 @@ class _Masker:
         return lines
 
 
-def _code(text: str) -> str:
-    fence = "``" if "`" in text else "`"
-    pad = " " if fence == "``" else ""
-    cell = text.replace("|", "\\|")
-    return f"{fence}{pad}{cell}{pad}{fence}"
-
-
-def _slug(title: str) -> str:
-    kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -")
-    return kept.replace(" ", "-")
-
-
-def _states_table() -> list[str]:
-    lines = ["| state | what happens there | leaves by |", "|---|---|---|"]
-    for state in STATES:
-        leaves = [
-            f"`{e.trigger}` → `{e.dest}` ({e.guard})"
-            for e in EDGES
-            if e.source is state and e.trigger is not Trigger.cancelled
-        ]
-        lines.append(f"| `{state}` | {AUTHORIZATION.descriptions[state]} | {'<br>'.join(leaves) or '—'} |")
-    return lines
-
-
 def _events(run: _Run, masker: _Masker) -> list[str]:
     lines = [
         "| flow | seq | state | previous | trigger | attempt | tool | issuer | scopes | error |",
@@ -424,7 +400,7 @@ def _events(run: _Run, masker: _Masker) -> list[str]:
     for e in run.events:
         assert isinstance(e, AuthEvent)
         number = flows.setdefault(e.call_id, len(flows) + 1)
-        error = "" if e.error is None else f"`{e.error['type']}`: {_code(masker.text(str(e.error['message'])))}"
+        error = "" if e.error is None else f"`{e.error['type']}`: {code_cell(masker.text(str(e.error['message'])))}"
         cells = [
             str(number),
             str(e.seq),
@@ -433,7 +409,7 @@ def _events(run: _Run, masker: _Masker) -> list[str]:
             "—" if e.trigger is None else f"`{e.trigger}`",
             str(e.attempt),
             f"`{e.tool}`" if e.tool else "—",
-            "—" if e.issuer is None else _code(masker.text(e.issuer)),
+            "—" if e.issuer is None else code_cell(masker.text(e.issuer)),
             " ".join(e.scopes) or "—",
             error,
         ]
@@ -452,14 +428,14 @@ def _summary_row(number: int, run: _Run) -> str:
         current.append(e.state)
     if current:
         paths.append(" → ".join(current))
-    return f"| [{title}](#{_slug(title)}) | {'<br>'.join(paths)} |"
+    return f"| [{title}](#{slug(title)}) | {'<br>'.join(paths)} |"
 
 
 def _example_section(number: int, run: _Run) -> list[str]:
     example = run.example
     masker = _Masker(run.base)
     lines = [f"### {number}. {example.title}", "", example.story, ""]
-    lines += [f"Server scenario: {_code(json.dumps(dict(example.scenario)))}; protocol `{example.protocol}`.", ""]
+    lines += [f"Server scenario: {code_cell(json.dumps(dict(example.scenario)))}; protocol `{example.protocol}`.", ""]
     if example.prepare is not None:
         lines += ["A first flow authorized the client before what is shown (its requests are left out).", ""]
     lines += ["Requests the server received:", "", "```text"]
@@ -496,7 +472,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "",
         "## States",
         "",
-        *_states_table(),
+        *states_table(AUTHORIZATION),
         "",
         "Every non-terminal state also leaves by `cancelled` → `cancelled` when the caller's trio task is "
         "cancelled: the flow ends there and the cancellation propagates.",

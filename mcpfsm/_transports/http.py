@@ -18,7 +18,8 @@ layer per concern (as httpx's ``send → _send_handling_redirects → _send_sing
   only ever go to the origin of the URL the transport was made with;
 - **credentials in the URL** (``http://user:pass@host/mcp``) become ``Authorization: Basic``
   (percent-decoded, RFC 7617) and appear nowhere else: not in the request target, :attr:`url`, a
-  log line or an error;
+  log line or an error; an empty userinfo (``http://@host/mcp``) carries none and is dropped
+  (:func:`carries_credentials` is the one rule, also for ``Client.http`` and the CLI);
 - ``User-Agent: mcpfsm/<version>`` unless the caller's headers set one;
   ``Accept-Encoding: gzip, deflate``, and such bodies are decoded
   (:mod:`~mcpfsm._core.content_coding`);
@@ -73,7 +74,7 @@ if TYPE_CHECKING:
 
     DEFAULT_TIMEOUT: httpx.Timeout
 
-__all__ = ["DEFAULT_TIMEOUT", "MAX_REDIRECTS", "USER_AGENT", "HttpTransport"]
+__all__ = ["DEFAULT_TIMEOUT", "MAX_REDIRECTS", "USER_AGENT", "HttpTransport", "carries_credentials"]
 
 # DEFAULT_TIMEOUT: ``httpx.Timeout(30.0, read=300.0)``, made on first use (module __getattr__ below).
 _DEFAULT_TIMEOUTS: Final = Timeouts(connect=30.0, write=30.0, read=300.0, pool=30.0)
@@ -185,6 +186,25 @@ def _target(url: httpx.URL) -> str:
 def _redacted(url: httpx.URL) -> str:
     # Credentials never appear in a message (nor does a fragment, which never goes on the wire).
     return str(url.copy_with(username=None, password=None, fragment=None))
+
+
+def carries_credentials(url: str) -> bool:
+    """True when ``url`` names a user or a password: :class:`HttpTransport` sends them as ``Authorization: Basic``.
+
+    An empty userinfo (``http://@host/mcp``, ``http://:@host/mcp``) carries no credentials: nothing is sent
+    for it. A URL httpx cannot parse carries none here (the transport says what is wrong with it).
+    """
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return False
+    return _names_credentials(parsed)
+
+
+def _names_credentials(url: httpx.URL) -> bool:
+    return bool(url.username or url.password)
 
 
 def _basic(username: str, password: str) -> str:
@@ -320,7 +340,7 @@ class HttpTransport:
         self._credentials: list[tuple[str, str]] = [
             (name, value) for name, value in custom.items() if name.lower() in _CREDENTIAL_HEADERS
         ]
-        if parsed.username or parsed.password:
+        if _names_credentials(parsed):
             # As httpx: credentials in the URL win over an Authorization header.
             self._credentials = [(n, v) for n, v in self._credentials if n.lower() != "authorization"]
             self._credentials.append(("Authorization", _basic(parsed.username, parsed.password)))
@@ -542,7 +562,7 @@ class HttpTransport:
 
     def _route(self, proxy: str) -> ProxyRoute:
         url = _parse_url(proxy, "proxy URL")
-        authorization = _basic(url.username, url.password) if url.username or url.password else None
+        authorization = _basic(url.username, url.password) if _names_credentials(url) else None
         return ProxyRoute(
             scheme=url.scheme,
             host=url.host,

@@ -25,7 +25,9 @@ from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcErr
 from ..._core.events import CallEvent
 from ..._core.h1 import field_problem
 from ..._transports.tls import ssl_context
-from .credentials import add_auth_options, auth_from
+
+# `positive` lives with the login options, which common imports (the other way round would be a cycle).
+from .credentials import add_auth_options, auth_from, positive
 
 __all__ = [
     "MAX_ERROR",
@@ -101,16 +103,6 @@ class Parser(argparse.ArgumentParser):
 
 def formatter(prog: str) -> argparse.HelpFormatter:
     return argparse.RawDescriptionHelpFormatter(prog, max_help_position=30, width=100)
-
-
-def positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
 
 
 def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -> None:

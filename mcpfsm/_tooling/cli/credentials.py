@@ -16,7 +16,6 @@ import argparse
 import os
 import sys
 from typing import Final
-from urllib.parse import urlsplit
 
 import trio
 
@@ -24,14 +23,28 @@ from ..._client.loopback import LoopbackAuthorizer
 from ..._client.stores import FileTokenStore, default_token_path
 from ..._core.credentials import DEFAULT_REDIRECT_URI, ClientCredentials, OAuth
 from ..._core.errors import AuthorizationError
+from ..._transports.http import carries_credentials
 
-__all__ = ["AUTH_CHOICES", "SECRET_VARIABLE", "BrowserLogin", "add_auth_options", "add_login_options", "auth_from"]
+__all__ = [
+    "AUTH_CHOICES",
+    "SECRET_VARIABLE",
+    "BrowserLogin",
+    "add_auth_options",
+    "add_login_options",
+    "auth_from",
+    "positive",
+]
 
 AUTH_CHOICES: Final = ("oauth", "client-credentials", "none")
 SECRET_VARIABLE: Final = "MCPFSM_CLIENT_SECRET"
 
 
-def _seconds(text: str) -> float:
+def positive(text: str) -> float:
+    """The argparse type of a number of seconds (``--timeout``, ``--login-timeout``): a float greater than 0.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a number, or not greater than 0.
+    """
     try:
         value = float(text)
     except ValueError:
@@ -55,7 +68,7 @@ def add_login_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--no-browser", action="store_true", help="print the login URL without opening a browser")
     group.add_argument(
-        "--login-timeout", type=_seconds, default=300.0, metavar="SECONDS", help="how long to wait for the browser"
+        "--login-timeout", type=positive, default=300.0, metavar="SECONDS", help="how long to wait for the browser"
     )
 
 
@@ -179,7 +192,9 @@ def _own_credentials(args: argparse.Namespace) -> str | None:
         given.append("--token")
     if any(pair.partition(":")[0].strip().lower() == "authorization" for pair in getattr(args, "header", None) or ()):
         given.append("--header Authorization")
-    if _has_userinfo(getattr(args, "url", None)):
+    # Credentials in the URL are the user's choice of authorization (HTTP Basic): no OAuth then.
+    url = getattr(args, "url", None)
+    if url is not None and carries_credentials(url):
         given.append("the URL's user:password")
     if len(given) > 1:
         raise ValueError(f"give one of {' and '.join(given)}, not both: each sends an Authorization header")
@@ -208,12 +223,3 @@ def _read_key(path: str) -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ValueError(f"cannot read --private-key {path!r}: {reason}") from exc
-
-
-def _has_userinfo(url: str | None) -> bool:
-    # Credentials in the URL are the user's choice of authorization (HTTP Basic): no OAuth then.
-    try:
-        parts = urlsplit(url or "")
-    except ValueError:
-        return False
-    return parts.username is not None or parts.password is not None
