@@ -197,7 +197,7 @@ async def test_a_cancelled_read_ends_in_cancelled() -> None:
                 await client.read_resource("res://a")
         assert scope.cancelled_caught
 
-    cancelled = {"type": "Cancelled", "code": None, "message": "cancelled"}
+    cancelled = {"type": "Cancelled", "code": None, "message": "the input run was cancelled"}
     assert [(e["state"], e["trigger"], e["error"]) for _, e in steps(events)] == [
         ("awaiting_input", None, None),
         ("resending", "gathered", None),
@@ -286,7 +286,7 @@ async def test_an_answer_the_client_closed_on_ends_in_cancelled() -> None:
 
     assert [(e["state"], e["trigger"], e["error"]) for _, e in steps(events)] == [
         ("awaiting_input", None, None),
-        ("cancelled", "cancelled", {"type": "Cancelled", "code": None, "message": "cancelled"}),
+        ("cancelled", "cancelled", {"type": "Cancelled", "code": None, "message": "the input run was cancelled"}),
     ]
 
 

@@ -375,8 +375,8 @@ def test_the_input_rounds_of_a_read_are_drawn_with_the_request_and_its_answers()
         ),
         pytest.param(
             input_run(1, "cancelled", "awaiting_input", "cancelled", request="roots/list", target="7", tool="t",
-                      error={"type": "Cancelled", "code": None, "message": "cancelled"}),
-            "    Note over Client: cancelled (cancelled)<br/>Cancelled: cancelled\n",
+                      error={"type": "Cancelled", "code": None, "message": "the input run was cancelled"}),
+            "    Note over Client: cancelled (cancelled)<br/>Cancelled: the input run was cancelled\n",
             id="cancelled",
         ),
     ],

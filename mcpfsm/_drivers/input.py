@@ -35,6 +35,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Final
 
 import trio
@@ -60,8 +61,10 @@ from .._core.input import (
 )
 from .._core.jsonrpc import Request, encode_error, encode_result
 from .._log import logger
-from .._machines.input import COMPILED, INITIAL, State, Trigger
+from .._machines.input import COMPILED, State, Trigger
 from .audit import AuditBus
+from .driver import advance as follow
+from .driver import cancellation_summary, start
 
 __all__ = [
     "DEFAULT_MAX_INPUT_ROUNDS",
@@ -285,10 +288,12 @@ class InputRounds:
 class InputRun:
     """The tracker of one run of the input machine (``mcpfsm._machines.input``): publishes as it advances.
 
-    Creating it enters the initial state, ``awaiting_input``; :meth:`advance` reports a trigger, takes the
-    transition the compiled machine gives (an undeclared one raises ``InvalidTransition``) and publishes one
-    :class:`~mcpfsm.InputEvent` for the state entered (only a loguru DEBUG line when nobody observes the bus).
-    It performs no effect: :func:`request_with_input` and :func:`answer_server_request` do, and report.
+    A run with no effects of its own, stepped with the shared driver's :func:`~mcpfsm._drivers.driver.start`
+    and :func:`~mcpfsm._drivers.driver.advance`: creating it enters the initial state, ``awaiting_input``;
+    :meth:`advance` reports a trigger and the compiled machine gives the state entered (an undeclared
+    transition raises ``InvalidTransition``). Each state entered is one :class:`~mcpfsm.InputEvent` (only a
+    loguru DEBUG line when nobody observes the bus). :func:`request_with_input` and
+    :func:`answer_server_request` do the work and report.
 
     Args:
         audit: the client's audit bus.
@@ -299,7 +304,7 @@ class InputRun:
         requests: what the server asks for, by key (the first event's ``input_requests``).
     """
 
-    __slots__ = ("_audit", "_seq", "_started", "request", "run_id", "state", "target", "tool")
+    __slots__ = ("_audit", "_details", "_seq", "_started", "request", "run_id", "state", "target", "tool")
 
     def __init__(
         self,
@@ -320,9 +325,9 @@ class InputRun:
         self.request = request
         self.target = target
         self.tool = tool
-        self.state: State = INITIAL
+        self._details = _Details(round=round, requests=requests)
+        self.state: State = start(COMPILED, self)
         """The state the run is in."""
-        self._publish(None, None, round=round, requests=requests)
 
     def advance(
         self,
@@ -336,50 +341,52 @@ class InputRun:
         """Leave the current state by ``trigger`` and publish the state entered, with these details.
 
         Raises:
-            InvalidTransition: the machine declares no such transition (a bug in mcpfsm).
+            InvalidTransition: the machine declares no such transition (a bug in mcpfsm; nothing is published).
         """
-        previous, self.state = self.state, COMPILED.advance(self.state, trigger)
-        self._publish(previous, trigger, round=round, requests=requests, responses=responses, error=error)
+        self._details = _Details(round=round, requests=requests, responses=responses, error=error)
+        self.state = follow(COMPILED, self, self.state, trigger)
 
     def end(self, error: BaseException, trigger: Trigger, *, round: int = 0) -> None:
         """Record that the run ends with ``error``: ``trigger`` for an ``Exception``, else ``cancelled``."""
         self.advance(trigger if isinstance(error, Exception) else Trigger.cancelled, round=round, error=error)
 
-    def _publish(
-        self,
-        previous: State | None,
-        trigger: Trigger | None,
-        *,
-        round: int,
-        requests: Mapping[str, str] | None = None,
-        responses: Mapping[str, Any] | None = None,
-        error: BaseException | None = None,
-    ) -> None:
+    def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
+        """Publish the event of ``state`` with the details last reported (the driver's ``Run`` protocol)."""
         seq, self._seq = self._seq, self._seq + 1
-        state, previous_text, trigger_text = str(self.state), _text(previous), _text(trigger)
+        state, previous, trigger = str(state), _text(previous), _text(trigger)
         audit = self._audit
         if not audit.observed:
-            audit.log(self.run_id, self.tool, previous_text, state, trigger_text, machine=InputEvent.MACHINE)
+            audit.log(self.run_id, self.tool, previous, state, trigger, machine=InputEvent.MACHINE)
             return
+        details = self._details
         audit.publish(
             InputEvent(
                 call_id=self.run_id,
                 seq=seq,
                 tool=self.tool,
                 state=state,
-                previous=previous_text,
-                trigger=trigger_text,
+                previous=previous,
+                trigger=trigger,
                 attempt=1,
                 at=utc_timestamp(time.time_ns()),
                 elapsed=trio.current_time() - self._started,
-                error=None if error is None else _summary(error, trigger),
-                round=round,
-                input_requests=None if requests is None else dict(requests),
-                input_responses=None if responses is None else dict(responses),
+                error=None if details.error is None else _summary(details.error, trigger),
+                round=details.round,
+                input_requests=None if details.requests is None else dict(details.requests),
+                input_responses=None if details.responses is None else dict(details.responses),
                 request=self.request,
                 target=self.target,
             )
         )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Details:
+    # What the next event records besides the transition: the round, the requests, the answers, the error.
+    round: int
+    requests: Mapping[str, str] | None = None
+    responses: Mapping[str, Any] | None = None
+    error: BaseException | None = None
 
 
 def _text(name: str | None) -> str | None:
@@ -387,9 +394,9 @@ def _text(name: str | None) -> str | None:
     return None if name is None else str(name)
 
 
-def _summary(error: BaseException, trigger: Trigger | None) -> dict[str, Any]:
+def _summary(error: BaseException, trigger: str | None) -> Mapping[str, Any]:
     if not isinstance(error, Exception):
-        return {"type": "Cancelled", "code": None, "message": "cancelled"}
+        return cancellation_summary("input run")
     summary = error_summary(error)
     if trigger == Trigger.input_failed and not isinstance(error, McpError | FormContentError):
         # A handler's own exception may quote what the user typed: the event names its type only
