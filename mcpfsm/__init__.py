@@ -18,7 +18,7 @@ from ._client.client import Client
 from ._client.subscriptions import Subscription
 from ._client.tools import Tool, ToolList
 from ._core.cache import CacheStats, ResponseCache
-from ._core.catalog import Exclusion, ToolDefinition
+from ._core.catalog import Exclusion, ToolAnnotations, ToolDefinition
 from ._core.codec import decode_header_value, encode_header_value
 from ._core.constants import MCPFSM_VERSION
 from ._core.errors import (
@@ -44,6 +44,7 @@ from ._core.results import (
     Resource,
     ResourceResult,
     ResourceTemplate,
+    ServerInfo,
     ToolResult,
 )
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
@@ -138,6 +139,7 @@ __all__ = [
     "RpcError",
     "STATES",
     "SchemaVerdict",
+    "ServerInfo",
     "SessionExpired",
     "State",
     "StdioTransport",
@@ -146,6 +148,7 @@ __all__ = [
     "TOOL_CALL",
     "TokenStore",
     "Tool",
+    "ToolAnnotations",
     "ToolDefinition",
     "ToolList",
     "ToolResult",

@@ -25,6 +25,7 @@ from loguru import logger
 import mcpfsm
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
+from tests.ports import reserved_port
 
 REDIRECT: Final = "http://localhost:3000/callback"
 CIMD: Final = "https://conformance-test.local/client-metadata.json"
@@ -997,6 +998,41 @@ FAILING_FLOWS: Final = {
         r"^asserting: the token exchange endpoint answered HTTP 400 \(error='invalid_grant',"
         r" error_description='unknown ID token'\)$",
     ),
+    # A careless server quotes what it was sent in its error_description: the held secrets are redacted.
+    "token-refused-echoing": (
+        {**PRE_SCENARIO, "echo_secrets": True},
+        lambda base, r: _pre(r, secret="wrong secret/&value")(base),
+        {"wrong secret/&value"},
+        r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
+        r" client secret; received code=\[redacted\] \(\[redacted\]\), code_verifier=\[redacted\] \(\[redacted\]\),"
+        r" client_secret=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
+    "client-credentials-refused-echoing": (
+        {"client_credentials": {"client_id": "agent", "client_secret": "cc-secret-right"}, "echo_secrets": True},
+        lambda base, r: mcpfsm.ClientCredentials("agent", client_secret="cc-secret-wrong"),
+        {"cc-secret-wrong", "cc-secret-right"},
+        r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
+        r" client secret; received client_secret=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
+    "jwt-bearer-refused-echoing": (
+        {
+            "jwt_bearer": {"client_id": "workload", "issuer": "https://workload.example", "public_key_pem": PUBLIC_A},
+            "echo_secrets": True,
+        },
+        lambda base, r: mcpfsm.JwtBearer("workload", _signed(PRIVATE_B, "https://workload.example", base)),
+        set(),
+        r"^exchanging: the token endpoint answered HTTP 400 \(error='invalid_grant', error_description='assertion"
+        r" rejected: Signature verification failed; received assertion=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
+    "enterprise-idp-refused-echoing": (
+        {**PRE_SCENARIO, "idp": {"client_id": "idp-client", "id_token": "the-right-id-token"}, "echo_secrets": True},
+        lambda base, r: mcpfsm.EnterpriseManaged(
+            "pre-client", "pre-secret-value", "idp-client", "a-wrong-id-token", f"{base}/idp/token"
+        ),
+        {"pre-secret-value", "a-wrong-id-token", "the-right-id-token"},
+        r"^asserting: the token exchange endpoint answered HTTP 400 \(error='invalid_grant',"
+        r" error_description='unknown ID token; received subject_token=\[redacted\] \(\[redacted\]\)'\)$",
+    ),
 }
 
 
@@ -1135,42 +1171,43 @@ async def test_the_loopback_authorizer_receives_the_browsers_redirect(site: Site
         lines.append(line)
         announced.set()
 
-    loopback = mcpfsm.LoopbackAuthorizer("http://127.0.0.1:33419/callback", open_browser=False, announce=announce)
+    with reserved_port() as port:
+        redirect_uri = f"http://127.0.0.1:{port}/callback"
+        loopback = mcpfsm.LoopbackAuthorizer(redirect_uri, open_browser=False, announce=announce)
 
-    async def browser() -> None:
-        # The "browser": waits for the announced URL, follows the authorization server's redirect.
-        await announced.wait()
-        url = lines[0].split("\n")[1].strip()
-        async with httpx.AsyncClient(follow_redirects=True) as user_agent:
-            page = await user_agent.get(url)
-        assert (
-            page.text
-            == "<!doctype html><title>mcpfsm</title><p>mcpfsm received the authorization."
-            " You can close this window.</p>\n"
-        )
+        async def browser() -> None:
+            # The "browser": the announcement is the readiness signal (the authorizer listens before it
+            # announces); it follows the authorization server's redirect back to the listener.
+            await announced.wait()
+            url = lines[0].split("\n")[1].strip()
+            async with httpx.AsyncClient(follow_redirects=True) as user_agent:
+                page = await user_agent.get(url)
+            assert (
+                page.text
+                == "<!doctype html><title>mcpfsm</title><p>mcpfsm received the authorization."
+                " You can close this window.</p>\n"
+            )
 
-    auth = mcpfsm.OAuth(redirect_uri="http://127.0.0.1:33419/callback", authorize=loopback)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(browser)
-        assert await use(site.client(auth, protocol="2026-07-28")) == "test-tool called"
-    assert lines[0].startswith(
-        "mcpfsm: log in to authorize access (waiting up to 300 s for http://127.0.0.1:33419/callback):\n  "
-    )
-    assert site.only("GET", "/authorize")["query"]["redirect_uri"] == "http://127.0.0.1:33419/callback"
+        auth = mcpfsm.OAuth(redirect_uri=redirect_uri, authorize=loopback)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(browser)
+            assert await use(site.client(auth, protocol="2026-07-28")) == "test-tool called"
+    assert lines[0].startswith(f"mcpfsm: log in to authorize access (waiting up to 300 s for {redirect_uri}):\n  ")
+    assert site.only("GET", "/authorize")["query"]["redirect_uri"] == redirect_uri
 
 
 async def test_the_loopback_authorizer_gives_up_after_its_timeout(autojump_clock: trio.testing.MockClock) -> None:
     lines: list[str] = []
-    loopback = mcpfsm.LoopbackAuthorizer(
-        "http://127.0.0.1:33420/callback", timeout=120, open_browser=False, announce=lines.append
-    )
-    with pytest.raises(
-        mcpfsm.AuthorizationError,
-        match=r"^authorizing: nobody completed the login within 120 s \(the browser never came back to"
-        r" http://127.0.0.1:33420/callback\)$",
-    ):
-        await loopback("https://as.example/authorize?x=1")
+    with reserved_port() as port:
+        redirect_uri = f"http://127.0.0.1:{port}/callback"
+        loopback = mcpfsm.LoopbackAuthorizer(redirect_uri, timeout=120, open_browser=False, announce=lines.append)
+        with pytest.raises(
+            mcpfsm.AuthorizationError,
+            match=rf"^authorizing: nobody completed the login within 120 s \(the browser never came back to"
+            rf" {re.escape(redirect_uri)}\)$",
+        ):
+            await loopback("https://as.example/authorize?x=1")
     assert lines == [
-        "mcpfsm: log in to authorize access (waiting up to 120 s for http://127.0.0.1:33420/callback):\n"
+        f"mcpfsm: log in to authorize access (waiting up to 120 s for {redirect_uri}):\n"
         "  https://as.example/authorize?x=1"
     ]

@@ -56,7 +56,11 @@ async def test_a_401_without_a_jsonrpc_body_carries_its_challenges() -> None:
         return httpx.Response(401, headers=[*headers, ("DPoP-Nonce", "n-1")], text="no")
 
     transport = HttpTransport(MCP, transport=httpx.MockTransport(handler))
-    with pytest.raises(mcpfsm.TransportError, match=r"^HTTP 401 Unauthorized \(no\)$") as caught:
+    with pytest.raises(
+        mcpfsm.TransportError,
+        match=r"^HTTP 401 Unauthorized: the server requires authorization: pass auth= to Client\.http"
+        r" \(mcpfsm\.OAuth\(\), ClientCredentials\(\.\.\.\), or a bearer token\) \(no\)$",
+    ) as caught:
         await transport.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
     error = caught.value
     assert (error.status, error.www_authenticate, error.dpop_nonce) == (

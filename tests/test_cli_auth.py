@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -24,18 +23,13 @@ import pytest
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.peer.fixtures import REPO_ROOT
+from tests.ports import reserved_port
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[RunningAuthServer]:
     with run_authserver({}) as running:
         yield running
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def environment(config: Path) -> dict[str, str]:
@@ -91,8 +85,9 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
     server: RunningAuthServer, tmp_path: Path
 ) -> None:
     server.configure({"challenge_scope": "mcp:basic"})
-    redirect = f"http://127.0.0.1:{free_port()}/callback"
-    code, out, lines, page = login_with_browser(tmp_path, server.mcp_url, "--redirect-uri", redirect)
+    with reserved_port() as port:
+        redirect = f"http://127.0.0.1:{port}/callback"
+        code, out, lines, page = login_with_browser(tmp_path, server.mcp_url, "--redirect-uri", redirect)
     assert code == Exit.ok, lines
     tokens = tmp_path / "mcpfsm" / "tokens.json"
     assert (
@@ -147,8 +142,11 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
 
 def test_a_login_nobody_completes_times_out_with_one_line(server: RunningAuthServer, tmp_path: Path) -> None:
     server.configure({})
-    redirect = f"http://127.0.0.1:{free_port()}/callback"
-    run = command(tmp_path, "login", server.mcp_url, "--no-browser", "--redirect-uri", redirect, "--login-timeout", "1")
+    with reserved_port() as port:
+        redirect = f"http://127.0.0.1:{port}/callback"
+        run = command(
+            tmp_path, "login", server.mcp_url, "--no-browser", "--redirect-uri", redirect, "--login-timeout", "1"
+        )
     assert run.returncode == Exit.unauthorized
     assert run.stderr.splitlines()[2:] == [
         "mcpfsm: waiting for the browser (up to 1 s; Ctrl-C to give up)",

@@ -207,7 +207,13 @@ async def test_a_legacy_answer_to_the_probe_falls_back_to_initialize_at_the_cost
             r"^HTTP 500 Internal Server Error \(boom\)$",
             id="500",
         ),
-        pytest.param(raw(401), mcpfsm.TransportError, r"^HTTP 401 Unauthorized$", id="401"),
+        pytest.param(
+            raw(401),
+            mcpfsm.TransportError,
+            r"^HTTP 401 Unauthorized: the server requires authorization: pass auth= to Client\.http"
+            r" \(mcpfsm\.OAuth\(\), ClientCredentials\(\.\.\.\), or a bearer token\)$",
+            id="401",
+        ),
     ],
 )
 async def test_a_modern_or_unrelated_failure_of_the_probe_is_raised_without_falling_back(

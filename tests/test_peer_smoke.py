@@ -18,7 +18,9 @@ ENVELOPE = {
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "smoke", "version": "0"},
 }
-SERVER_INFO_META = {"io.modelcontextprotocol/serverInfo": {"name": "mcpfsm-test-peer", "version": "1.0.0"}}
+SERVER_INFO = {"name": "mcpfsm-test-peer", "title": "mcpfsm test peer", "version": "1.0.0"}
+SERVER_INFO_META = {"io.modelcontextprotocol/serverInfo": SERVER_INFO}
+INSTRUCTIONS = "Use execute-sql for queries; echo repeats text."
 ACCEPT = {"Accept": "application/json, text/event-stream"}
 SQL_ARGS = {"query": "select 1", "database": "analytics", "region": "us-west1", "options": {"readOnly": True}}
 MISSING_SESSION = {
@@ -105,6 +107,7 @@ def test_modern_discover_answer(peer: HttpPeer) -> None:
                 "resources": {"listChanged": True, "subscribe": True},
                 "tools": {"listChanged": True},
             },
+            "instructions": INSTRUCTIONS,
             "resultType": "complete",
             "supportedVersions": [MODERN],
             "ttlMs": 0,
@@ -368,8 +371,9 @@ def test_legacy_mode_handshake_and_refused_probe() -> None:
                     "resources": {"listChanged": True, "subscribe": True},
                     "tools": {"listChanged": True},
                 },
+                "instructions": INSTRUCTIONS,
                 "protocolVersion": LEGACY,
-                "serverInfo": {"name": "mcpfsm-test-peer", "version": "1.0.0"},
+                "serverInfo": SERVER_INFO,
             },
         }
     ]

@@ -62,6 +62,7 @@ def test_the_readme_example_runs_against_the_real_server(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "protocol: 2026-07-28"
+    assert lines.pop(1) == "instructions: Use execute-sql for queries; echo repeats text."
     assert lines[1] == "mirrored: {('database',): 'Mcp-Param-Database', ('options', 'readOnly'): 'Mcp-Param-Read-Only'}"
     assert lines[2] == "result: executed 'select 1' on 'analytics' is_error: False"
     assert [line.split(" ", 3)[:3] for line in lines[3:7]] == [
@@ -216,7 +217,7 @@ def test_the_readme_names_every_network_command_and_the_options_they_share() -> 
     named = re.findall(r"`([a-z]+)`", sentence[1])
     network = [c.NAME for c in COMMANDS if {"--auth", "--stdio", *shared} <= _options(c.NAME)]
     assert named == network
-    assert "`login` takes all of them but `--stdio`" in README
+    assert "PEM file), as does `login`;" in " ".join(README.split())
     assert shared <= _options("login") and "--stdio" not in _options("login")
     assert all("--token" in _options(name) for name in network)
 
@@ -233,9 +234,13 @@ def test_the_readme_says_which_library_code_opens_sockets_and_subprocesses() -> 
     library = [p for p in (ROOT / "mcpfsm").rglob("*.py") if "_tooling" not in p.parts]
     opening = sorted(str(p.relative_to(ROOT / "mcpfsm")) for p in library if _IO.search(p.read_text(encoding="utf-8")))
     assert opening == ["_client/loopback.py", "_transports/pool.py", "_transports/stdio.py"]
-    architecture = README.split("### Architecture", 1)[1]
-    assert "`_transports`** are the only code that talks to a server" in architecture
-    assert "`_client/loopback.py`" in architecture
-    # The one era rule a transport knows, said where the README says what transports know.
-    assert "a legacy event stream cut before its response is resumed" in architecture
+    architecture = " ".join(README.split("### Architecture", 1)[1].split())
+    assert "`_transports`** hold the sockets and subprocesses that talk to servers" in architecture
+    assert "They are not the only I/O: `_client/loopback.py`" in architecture
+    assert "listens on a TCP port of the loopback interface for the browser's redirect and starts the" in architecture
+    # What a transport knows of eras and sessions, said where the README says what transports know.
+    assert "its era, `is_modern()` of its `MCP-Protocol-Version` header, whether an event stream cut" in architecture
+    assert "The transports keep no session state" in architecture
     assert "know nothing of eras" not in README
+    assert "know nothing of sessions" not in README
+    assert "the only code that talks to a server" not in README

@@ -436,7 +436,11 @@ async def test_arguments_and_results_are_recorded_only_on_opt_in(
                 "content": [{"type": "text", "text": "shared"}],
                 "isError": False,
                 "resultType": "complete",
-                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "mcpfsm-test-peer", "version": "1.0.0"}},
+                "_meta": {
+                    "io.modelcontextprotocol/serverInfo": {
+                        "name": "mcpfsm-test-peer", "title": "mcpfsm test peer", "version": "1.0.0"
+                    }
+                },
             },
         },
     ]

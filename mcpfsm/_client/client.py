@@ -32,8 +32,8 @@ import trio
 
 from .._core.cache import ResponseCache
 from .._core.catalog import ToolCatalog, ToolDefinition
-from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS
-from .._core.errors import OutputValidationError
+from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS, is_modern
+from .._core.errors import McpError, OutputValidationError
 from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
 from .._core.output import OutputCheck, ValidateOutput
@@ -45,6 +45,7 @@ from .._core.results import (
     Resource,
     ResourceResult,
     ResourceTemplate,
+    ServerInfo,
     ToolResult,
 )
 from .._drivers.audit import AuditBus
@@ -441,6 +442,47 @@ class Client:
         connections annotations are inert and tools with invalid ones are kept.
         """
         return self._session.mirrors
+
+    @property
+    def server(self) -> ServerInfo:
+        """What the server said about itself: name, version, title, capabilities, ``instructions``.
+
+        Known once the client is connected (inside ``async with``, or after any method): from the
+        ``server/discover`` result that settled the 2026-07-28 era, or from ``initialize`` in the
+        2025-11-25 era (renewed with the legacy session). A client pinned to ``2026-07-28`` sends no
+        ``server/discover`` when it connects; :meth:`discover` asks for it.
+
+        Raises:
+            McpError: not known yet: the client has not connected, or is pinned to 2026-07-28 and has not
+                called :meth:`discover`.
+        """
+        info = self._session.server
+        if info is None:
+            if self._session.version is None:
+                raise McpError("the server is not known before the client connects: use async with, or await connect()")
+            raise McpError(
+                "a client pinned to 2026-07-28 does not send server/discover when it connects:"
+                " await client.discover() asks for it"
+            )
+        return info
+
+    async def discover(self, *, fresh: bool = False) -> ServerInfo:
+        """Return :attr:`server`, connecting first, and asking the server when that is needed or wanted.
+
+        In the 2026-07-28 era this sends ``server/discover`` (MCP 2026-07-28 "Discovery") when the client has
+        no answer yet (it was pinned to 2026-07-28), or with ``fresh=True`` (an answer still fresh in the
+        response cache is reused otherwise, SEP-2549); :attr:`server` then holds it. In the 2025-11-25 era
+        the ``initialize`` result is all there is and nothing is sent.
+
+        Raises:
+            McpError: the connection or the request failed.
+        """
+        await self.connect()
+        session = self._session
+        if is_modern(session.version) and (session.server is None or fresh):
+            result = await session.request("server/discover", {}, fresh=fresh)
+            session.server = ServerInfo.from_discover(result, session.version or "")
+        return self.server
 
     @property
     def transport(self) -> Transport:

@@ -19,6 +19,11 @@ The policy, in one place:
   pick may be the version just sent (the official conformance suite rejects a client's very first
   request that way to see it retry): "once" is what bounds the retry, here and in the session layer.
 
+What the server says about itself on the way (``capabilities``, ``instructions``, its name and version)
+is kept as the session's :class:`~mcpfsm.ServerInfo`: from the ``server/discover`` result that settled the
+modern era, or from ``initialize``. A pinned ``2026-07-28`` sends no ``server/discover``, so it has none
+until :meth:`mcpfsm.Client.discover` asks.
+
 This module holds the policy and drives it through a narrow :class:`Handshake` port, which the
 session layer implements.
 """
@@ -35,6 +40,7 @@ from .._core.constants import (
     UNSUPPORTED_PROTOCOL_VERSION,
 )
 from .._core.errors import McpError, ProtocolError, RpcError, TransportError
+from .._core.results import ServerInfo
 
 __all__ = ["Handshake", "explain_pinned_failure", "looks_legacy", "negotiate", "pick_version", "switch_version"]
 
@@ -50,6 +56,8 @@ class Handshake(Protocol):
     version: str | None
     unconfirmed: bool
     """True while a pinned ``2026-07-28`` has not been answered in that era yet."""
+    server: ServerInfo | None
+    """What the server said about itself (a modern ``server/discover`` result read here, or ``initialize``)."""
 
     def set_version(self, version: str | None) -> None:
         """Settle the era."""
@@ -110,6 +118,7 @@ async def _probe(session: Handshake) -> None:
         else:
             versions = result.get("supportedVersions")
             if isinstance(versions, list) and MODERN_VERSION in versions:
+                session.server = ServerInfo.from_discover(result, MODERN_VERSION)
                 return
             spoken = [v for v in LEGACY_VERSIONS if isinstance(versions, list) and v in versions]
             await session.initialize(spoken[0] if spoken else LEGACY_VERSIONS[0])
@@ -151,6 +160,7 @@ async def explain_pinned_failure(session: Handshake, method: str, error: McpErro
         versions = result.get("supportedVersions")
         if isinstance(versions, list) and MODERN_VERSION in versions:
             session.unconfirmed = False
+            session.server = ServerInfo.from_discover(result, MODERN_VERSION)
             return error
         if isinstance(versions, list) and all(isinstance(v, str) for v in versions) and versions:
             era = f"the initialize era ({', '.join(versions)})"

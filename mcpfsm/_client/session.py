@@ -63,6 +63,7 @@ from .._core.jsonrpc import (
     parse_message,
 )
 from .._core.plan import HeaderPlan, plan_request
+from .._core.results import ServerInfo
 from .._drivers.audit import AuditBus
 from .._drivers.input import WAITING_TOOL, InputHandlers, answer_server_request
 from .._log import logger
@@ -121,6 +122,8 @@ class Session:
         """Where open subscriptions receive the server's notifications."""
         self.server_capabilities: dict[str, Any] = {}
         """The ``capabilities`` of the legacy ``initialize`` result (empty in the modern era)."""
+        self.server: ServerInfo | None = None
+        """What the server said about itself: the last ``server/discover`` or ``initialize`` result read."""
         self.version: str | None = None
         """The negotiated protocol version; ``None`` while no era is settled."""
         self.session_id: str | None = None
@@ -182,6 +185,7 @@ class Session:
         if version not in LEGACY_VERSIONS:
             raise ProtocolError(f"server chose protocol version {version!r}, which mcpfsm does not speak")
         self.set_version(version)
+        self.server = ServerInfo.from_initialize(result)
         capabilities = result.get("capabilities")
         self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
         await self.notify("notifications/initialized")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
-from .._core.catalog import Exclusion, ToolDefinition
+from .._core.catalog import Exclusion, ToolAnnotations, ToolDefinition
 from .._core.results import ToolResult
 from .catalog import Catalog
 
@@ -40,9 +40,34 @@ class Tool:
         return self._definition.description
 
     @property
+    def title(self) -> str | None:
+        """The tool's display name: ``title``, else ``annotations.title``, else ``None`` (show :attr:`name` then).
+
+        MCP 2025-11-25 "Tools": ``title`` is for display, ``name`` is the identifier; a tool's ``title``
+        takes precedence over ``annotations.title``. A value that is not a string counts as absent.
+        """
+        title = self._definition.raw.get("title")
+        return title if isinstance(title, str) else self.annotations.title
+
+    @property
     def input_schema(self) -> Mapping[str, Any]:
         """The ``inputSchema`` as listed."""
         return self._definition.input_schema
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | bool | None:
+        """The ``outputSchema`` as listed (a JSON Schema: an object or a boolean); ``None`` when absent or neither.
+
+        With one, ``structuredContent`` is validated against the newest listed definition of the tool
+        (README, "Output validation"); a value that is no schema is reported there, not here.
+        """
+        schema = self._definition.raw.get("outputSchema")
+        return schema if isinstance(schema, Mapping | bool) else None
+
+    @property
+    def annotations(self) -> ToolAnnotations:
+        """The tool's behaviour hints (``readOnlyHint``, ``destructiveHint``, ...) with the specification's defaults."""
+        return ToolAnnotations.from_entry(self._definition.raw)
 
     @property
     def mirrored(self) -> dict[tuple[str, ...], str]:

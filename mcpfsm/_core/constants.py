@@ -32,6 +32,7 @@ __all__ = [
     "PROTOCOL_VERSION_KEY",
     "LONG_LIVED_METHODS",
     "READ_ONLY_METHODS",
+    "SERVER_INFO_KEY",
     "SPOKEN_VERSIONS",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "is_long_lived",
@@ -75,6 +76,8 @@ PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_KEY: Final = "io.modelcontextprotocol/logLevel"
+SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+"""Where a 2026-07-28 result's ``_meta`` names the server (its ``Implementation``: name, version, title)."""
 
 MAX_PAGES: Final = 1000
 """A listing longer than this many pages is a protocol error (it would never end)."""

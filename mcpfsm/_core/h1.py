@@ -68,12 +68,15 @@ class ResponseHead:
         headers: header fields by lowercase name; a repeated field's values are joined with ``", "``.
         keep_alive: HTTP/1.1 without ``Connection: close``, and a body whose end is framed, so the
             connection may carry another request once the body is read.
+        set_cookie: each ``Set-Cookie`` field value on its own, in order: the one field whose values cannot
+            be joined (RFC 9110 §5.3, RFC 6265 §3: an ``Expires`` date holds a comma).
     """
 
     status: int
     reason: str
     headers: dict[str, str]
     keep_alive: bool
+    set_cookie: tuple[str, ...] = ()
 
 
 def encode_request(
@@ -252,18 +255,22 @@ class ResponseReader:
             return self._parse_lines(_LINE_END.split(raw))
         status = _status(status_line)
         headers: dict[str, str] = {}
+        cookies: list[str] = []
         # Every line is `token ":" value` (checked above): a split is all that is left to do.
         for line in fields[:-2].split("\r\n") if fields else ():
             name, _, value = line.partition(":")
             name = name.lower()
             value = value.strip(_OWS)
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        return self._head_of(status, headers)
+            if name == "set-cookie":
+                cookies.append(value)
+        return self._head_of(status, headers, cookies)
 
     def _parse_lines(self, lines: list[bytes]) -> ResponseHead | None:
         # Line by line: bare LF line ends, obsolete line folding, and the error that names a malformed line.
         status = _status(lines[0].decode("latin-1"))
         headers: dict[str, str] = {}
+        cookies: list[str] = []
         name = ""
         for raw in lines[1:]:
             line = raw.decode("latin-1")
@@ -272,6 +279,8 @@ class ResponseReader:
                 if not name:
                     raise H1Error("malformed HTTP/1.1 header block: a folded line comes first")
                 headers[name] = (headers[name] + " " + line.strip(_OWS)).strip(_OWS)
+                if name == "set-cookie":
+                    cookies[-1] = (cookies[-1] + " " + line.strip(_OWS)).strip(_OWS)
                 continue
             name, colon, value = line.partition(":")
             if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
@@ -281,9 +290,13 @@ class ResponseReader:
             if "\r" in value or "\x00" in value:
                 raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        return self._head_of(status, headers)
+            if name == "set-cookie":
+                cookies.append(value)
+        return self._head_of(status, headers, cookies)
 
-    def _head_of(self, status_line: tuple[int, int, str], headers: dict[str, str]) -> ResponseHead | None:
+    def _head_of(
+        self, status_line: tuple[int, int, str], headers: dict[str, str], cookies: list[str]
+    ) -> ResponseHead | None:
         minor, status, reason = status_line
         if 100 <= status < 200:
             if status == 101:
@@ -294,7 +307,9 @@ class ResponseReader:
         self._frame(status, headers)
         if self._remaining is None:
             keep_alive = False
-        return ResponseHead(status=status, reason=reason, headers=headers, keep_alive=keep_alive)
+        return ResponseHead(
+            status=status, reason=reason, headers=headers, keep_alive=keep_alive, set_cookie=tuple(cookies)
+        )
 
     def _frame(self, status: int, headers: dict[str, str]) -> None:
         # RFC 9112 §6.3, in its order.

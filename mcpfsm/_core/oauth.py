@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Final, Literal, cast
-from urllib.parse import parse_qs, quote_plus, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
 from .errors import AuthorizationError
 from .jsonrpc import holds_lone_surrogate
@@ -65,8 +65,10 @@ __all__ = [
     "LEGACY_METADATA_HEADERS",
     "MAX_TOKEN_LIFETIME",
     "METADATA_REQUEST_HEADERS",
+    "REDACTED",
     "REFRESHING",
     "REGISTERING",
+    "SECRET_FORM_FIELDS",
     "TOKEN_TYPE_ID_JAG",
     "TOKEN_TYPE_ID_TOKEN",
     "USE_DPOP_NONCE",
@@ -117,6 +119,7 @@ __all__ = [
     "read_registration_response",
     "read_token_exchange_response",
     "read_token_response",
+    "redact_server_text",
     "refresh_request",
     "registration_auth_method",
     "registration_request",
@@ -1713,6 +1716,51 @@ def read_token_exchange_response(status: int, body: bytes) -> str:
     if not isinstance(assertion, str) or not assertion:
         raise AuthorizationError("the token exchange answer has no access_token", state=state)
     return assertion
+
+
+# --------------------------------------------------------------------------------------------------
+# Secrets in what a server says back
+
+
+REDACTED: Final = "[redacted]"
+"""What a held secret becomes in the server's error text."""
+
+SECRET_FORM_FIELDS: Final = frozenset(
+    {"client_secret", "client_assertion", "code", "code_verifier", "refresh_token", "assertion", "subject_token"}
+)
+"""Form fields of a token request whose values are secrets (RFC 6749 §2.3.1, §4.1.3, §6; RFC 7636 §4.5;
+RFC 7521 §4.2; RFC 7523 §2.1; RFC 8693 §2.1)."""
+
+
+def redact_server_text(error: AuthorizationError, held: Iterable[str]) -> AuthorizationError:
+    """``error`` with every held secret taken out of the text the server chose (``error``, ``error_description``).
+
+    A server may echo what it was sent (a client secret, a refresh token, a code, a verifier, an assertion)
+    in its ``error_description`` (RFC 6749 §5.2) or in an authorization response's error (RFC 6749
+    §4.1.2.1); that text goes into the error's message, and no secret may (README, "Authorization"). Each
+    held value is replaced by :data:`REDACTED` wherever it occurs, as is or percent-encoded (as a form or a
+    query carries it), longest first. The reason, mcpfsm's own words, is kept; so is the cause.
+
+    Returns:
+        ``error`` itself when nothing needed redacting, else a new :class:`AuthorizationError`.
+    """
+    forms = sorted({form for value in held if value for form in (value, quote_plus(value), quote(value, safe=""))},
+                   key=len, reverse=True)
+
+    def scrub(text: str | None) -> str | None:
+        if text is None:
+            return None
+        for form in forms:
+            text = text.replace(form, REDACTED)
+        return text
+
+    code, description = scrub(error.error), scrub(error.error_description)
+    if (code, description) == (error.error, error.error_description):
+        return error
+    clean = AuthorizationError(error.reason, state=error.state, error=code, error_description=description)
+    clean.__cause__ = error.__cause__
+    clean.__suppress_context__ = True
+    return clean
 
 
 # --------------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .constants import SERVER_INFO_KEY
 from .errors import ProtocolError
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "Resource",
     "ResourceResult",
     "ResourceTemplate",
+    "ServerInfo",
     "ToolResult",
     "check_result_type",
 ]
@@ -403,3 +405,68 @@ class Completion:
         if not isinstance(has_more, bool):
             raise ProtocolError('completion/complete "hasMore" is not a boolean')
         return cls(values=tuple(values), total=total, has_more=has_more, raw=result)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerInfo:
+    """What the server said about itself when the connection's era was settled.
+
+    In the 2026-07-28 era it comes from the ``server/discover`` result (MCP 2026-07-28 "Discovery":
+    ``capabilities``, ``instructions``, and the server's ``Implementation`` in
+    ``_meta["io.modelcontextprotocol/serverInfo"]``); in the 2025-11-25 era from the ``initialize``
+    result (MCP 2025-11-25 "Lifecycle": ``capabilities``, ``instructions``, ``serverInfo``). Both
+    revisions call the identity display-only and ``instructions`` optional, so a field that is absent
+    or not of its type reads as ``None`` (``{}`` for ``capabilities``) instead of failing the
+    connection; ``raw`` keeps what was sent.
+
+    Attributes:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version``.
+        title: ``serverInfo.title``, a display name, when given.
+        protocol_version: the protocol version of the connection it describes.
+        capabilities: the server's capabilities (``tools``, ``resources``, ``prompts``, ``logging``, ...).
+        instructions: natural-language guidance on using the server, meant for a model's system prompt;
+            ``None`` when the server gave none.
+        raw: the whole ``server/discover`` or ``initialize`` result object.
+    """
+
+    name: str | None
+    version: str | None
+    title: str | None = None
+    protocol_version: str
+    capabilities: dict[str, Any]
+    instructions: str | None = None
+    raw: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_discover(cls, result: dict[str, Any], protocol_version: str) -> ServerInfo:
+        """Read a ``server/discover`` result of a connection speaking ``protocol_version``."""
+        meta = result.get("_meta")
+        identity = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        if not isinstance(identity, dict):
+            identity = result.get("serverInfo")  # where the initialize era kept it
+        return cls._read(result, identity, protocol_version)
+
+    @classmethod
+    def from_initialize(cls, result: dict[str, Any]) -> ServerInfo:
+        """Read an ``initialize`` result (its ``protocolVersion`` was checked by the session)."""
+        version = result.get("protocolVersion")
+        return cls._read(result, result.get("serverInfo"), version if isinstance(version, str) else "")
+
+    @classmethod
+    def _read(cls, result: dict[str, Any], identity: object, protocol_version: str) -> ServerInfo:
+        identity = identity if isinstance(identity, dict) else {}
+        capabilities = result.get("capabilities")
+        return cls(
+            name=_lenient_str(identity.get("name")),
+            version=_lenient_str(identity.get("version")),
+            title=_lenient_str(identity.get("title")),
+            protocol_version=protocol_version,
+            capabilities=capabilities if isinstance(capabilities, dict) else {},
+            instructions=_lenient_str(result.get("instructions")),
+            raw=result,
+        )
+
+
+def _lenient_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None

@@ -251,12 +251,39 @@ class AuthorizationFlow:
         self.request: oauth.AuthorizationRequest | None = None
         self.code: str | None = None
         self.assertion: str | None = None
+        self._sent: set[str] = set()
 
     # --- helpers ----------------------------------------------------------------------------------------
 
     def _refuse(self, error: BaseException) -> Trigger:
+        if isinstance(error, AuthorizationError):
+            # The server's own text may echo what it was sent: never a secret in an error or an event.
+            error = oauth.redact_server_text(error, self._held())
         self.error = error
         return Trigger.refused
+
+    def _held(self) -> set[str]:
+        # Every secret this flow holds or has sent: credentials, tokens, the code and verifier, assertions.
+        credential = self.binding.credential
+        held = set(self._sent)
+        for name in ("client_secret", "private_key_pem", "idp_id_token", "assertion"):
+            value = getattr(credential, name, None)
+            if isinstance(value, str):
+                held.add(value)
+        if self.identity is not None and self.identity.client_secret is not None:
+            held.add(self.identity.client_secret)
+        for tokens in (self.previous, self.binding.tokens):
+            if tokens is not None:
+                held.add(tokens.access_token)
+                if tokens.refresh_token is not None:
+                    held.add(tokens.refresh_token)
+        for value in (self.code, self.assertion, self.request.code_verifier if self.request is not None else None):
+            if value is not None:
+                held.add(value)
+        return held
+
+    def _sending(self, request: oauth.TokenRequest) -> None:
+        self._sent.update(value for name, value in request.form if name in oauth.SECRET_FORM_FIELDS)
 
     async def _get(self, url: str, headers: Mapping[str, str], state: str) -> Answer:
         try:
@@ -279,6 +306,7 @@ class AuthorizationFlow:
         answer = Answer(0, b"")
         for _ in range(2):
             request = build()
+            self._sending(request)
             if key is not None:
                 proof = oauth.dpop_proof(
                     key,
@@ -635,6 +663,7 @@ class AuthorizationFlow:
             resource=self.resource,
             scopes=self.scopes,
         )
+        self._sending(request)
         try:
             answer = await self._post(request.url, request.headers, request.body, state)
             self.assertion = oauth.read_token_exchange_response(answer.status, answer.body)

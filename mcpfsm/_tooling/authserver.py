@@ -43,7 +43,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, parse_qsl, unquote_plus, urlencode, urlsplit
+from urllib.parse import parse_qs, parse_qsl, quote, unquote_plus, urlencode, urlsplit
 
 import jwt
 import uvicorn
@@ -113,6 +113,8 @@ class Scenario:
         expires_in: access token lifetime in seconds (0: expired at once).
         token_suffix: appended to every access token issued (a non-ASCII one makes a token no header can carry).
         sessions: answer ``initialize`` with an ``Mcp-Session-Id`` and accept the session ``DELETE`` (legacy).
+        echo_secrets: a careless server: a refused token request's ``error_description`` quotes the secrets it
+            was sent (form fields and the Basic secret), as is and percent-encoded.
     """
 
     issuer_path: str = ""
@@ -148,6 +150,7 @@ class Scenario:
     expires_in: int = 3600
     token_suffix: str = ""
     sessions: bool = False
+    echo_secrets: bool = False
 
     @classmethod
     def from_json(cls, text: str) -> Scenario:
@@ -199,6 +202,18 @@ class Rejected(Exception):
         """The JSON error response (RFC 6749 §5.2)."""
         body = {"error": self.error, "error_description": self.description}
         return JSONResponse(body, status_code=self.status, headers=self.headers)
+
+
+_ECHOED = ("client_secret", "client_assertion", "code", "code_verifier", "refresh_token", "assertion", "subject_token")
+
+
+def _echo(form: dict[str, str], authorization: str) -> str:
+    # What a careless server says back (Scenario.echo_secrets): every secret it received, raw and encoded.
+    received = [(name, form[name]) for name in _ECHOED if name in form]
+    if authorization.lower().startswith("basic "):
+        decoded = base64.b64decode(authorization[6:]).decode()
+        received.append(("client_secret", unquote_plus(decoded.partition(":")[2])))
+    return "; received " + ", ".join(f"{name}={value} ({quote(value, safe='')})" for name, value in received)
 
 
 def b64url(data: bytes) -> str:
@@ -438,6 +453,8 @@ class AuthorizationServer:
             else:
                 raise Rejected(400, "unsupported_grant_type", f"grant_type {grant_type!r} is not supported")
         except Rejected as rejected:
+            if self.scenario.echo_secrets:
+                rejected.description += _echo(form, request.headers.get("authorization", ""))
             return rejected.response()
         grant.jkt = jkt if grant_type != "refresh_token" else grant.jkt
         return JSONResponse(self.issue(grant, refresh=grant_type in ("authorization_code", "refresh_token")))
@@ -863,7 +880,8 @@ class World:
         ]
         for ok, error, description in checks:
             if not ok:
-                return Rejected(400, error, description).response()
+                echoed = _echo(form, "") if self.scenario.echo_secrets else ""
+                return Rejected(400, error, description + echoed).response()
         now = int(time.time())
         claims = {
             "iss": f"{self.base}/idp",

@@ -48,7 +48,9 @@ from . import peer_input, peer_surface
 __all__ = [
     "MCP_PATH",
     "MODES",
+    "PEER_INSTRUCTIONS",
     "PEER_NAME",
+    "PEER_TITLE",
     "PEER_VERSION",
     "TOOL_NAMES",
     "Mode",
@@ -64,6 +66,12 @@ PEER_NAME: Final = "mcpfsm-test-peer"
 
 PEER_VERSION: Final = "1.0.0"
 """`serverInfo.version` the peer reports."""
+
+PEER_TITLE: Final = "mcpfsm test peer"
+"""`serverInfo.title` the peer reports."""
+
+PEER_INSTRUCTIONS: Final = "Use execute-sql for queries; echo repeats text."
+"""The `instructions` of the peer's `server/discover` and `initialize` results."""
 
 MCP_PATH: Final = "/mcp"
 """Path of the MCP endpoint."""
@@ -268,7 +276,9 @@ def _pagination(state: PeerState) -> ServerMiddleware[Any]:
 
 def build_server(state: PeerState) -> MCPServer[Any]:
     """The MCPServer with the peer's tools (as `state` says), `tools/list` paging and `peer_surface`."""
-    server: MCPServer[Any] = MCPServer(PEER_NAME, version=PEER_VERSION, log_level="WARNING")
+    server: MCPServer[Any] = MCPServer(
+        PEER_NAME, title=PEER_TITLE, instructions=PEER_INSTRUCTIONS, version=PEER_VERSION, log_level="WARNING"
+    )
     server.middleware.append(_pagination(state))
     peer_input.install(server)
     state.surface = peer_surface.install(server)

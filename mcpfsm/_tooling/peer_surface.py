@@ -13,7 +13,8 @@ and demo server only, never a runtime dependency of the client). What it adds, i
   `listChanged: true` in the `initialize` result (the SDK's HTTP session manager always says false);
 - **modern** `subscriptions/listen` over a bus the control surface publishes to;
 - **cache hints**: `ttlMs`/`cacheScope` per method set by the control surface (2026-07-28 results only);
-- **output tools** (after the `output_tools` action): `weather` (object schema, conforming), `bad-weather`
+- **output tools** (after the `output_tools` action): `weather` (object schema, conforming; title `Weather`,
+  annotations `readOnlyHint`/`openWorldHint` true), `bad-weather`
   (violates its schema), `no-structured` (schema, no structuredContent), `schema-error` (schema, `isError`),
   and, on 2026-07-28 only (a 2025-11-25 `tools/list` must not list them), `raw-array` (an array) and
   `raw-null` (JSON `null`).
@@ -61,6 +62,7 @@ from mcp_types import (
     SubscribeRequestParams,
     SubscriptionsListenRequestParams,
     TextContent,
+    ToolAnnotations,
     UnsubscribeRequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -138,7 +140,10 @@ class Surface:
         elif kind == "output_tools":
             if not self.output_tools:
                 for tool in _output_tools():
-                    self.server.add_tool(tool.fn, name=tool.name, description=tool.description, structured_output=False)
+                    self.server.add_tool(
+                        tool.fn, name=tool.name, title=tool.title, description=tool.description,
+                        annotations=tool.annotations, structured_output=False,
+                    )
                     _adopt_schema(self.server, tool)
                 self.output_tools = True
         elif kind == "resource_updated":
@@ -198,7 +203,10 @@ async def _asked_name(ctx: Context, state: str) -> str | InputRequiredResult:
 
 
 def _output_tools() -> list[Tool]:
-    def tool(name: str, schema: dict[str, Any], structured: Any, *, error: bool = False) -> Tool:
+    def tool(
+        name: str, schema: dict[str, Any], structured: Any, *, error: bool = False, title: str | None = None,
+        annotations: ToolAnnotations | None = None,
+    ) -> Tool:
         def fn() -> CallToolResult:
             return CallToolResult(
                 content=[TextContent(type="text", text=f"{name} result")],
@@ -206,13 +214,19 @@ def _output_tools() -> list[Tool]:
                 is_error=error,
             )
 
-        made = Tool.from_function(fn, name=name, description=f"output schema test tool {name}", structured_output=False)
+        made = Tool.from_function(
+            fn, name=name, title=title, description=f"output schema test tool {name}", annotations=annotations,
+            structured_output=False,
+        )
         # Advertised verbatim and never validated by the SDK: the client is what is under test.
         made.fn_metadata.output_schema = schema
         return made
 
     return [
-        tool("weather", WEATHER_SCHEMA, {"city": "Oslo", "celsius": 21.5}),
+        tool(
+            "weather", WEATHER_SCHEMA, {"city": "Oslo", "celsius": 21.5}, title="Weather",
+            annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
+        ),
         tool("bad-weather", WEATHER_SCHEMA, {"city": 42}),
         tool("no-structured", WEATHER_SCHEMA, None),
         tool("schema-error", WEATHER_SCHEMA, None, error=True),

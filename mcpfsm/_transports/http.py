@@ -20,6 +20,9 @@ layer per concern (as httpx's ``send → _send_handling_redirects → _send_sing
   (percent-decoded, RFC 7617) and appear nowhere else: not in the request target, :attr:`url`, a
   log line or an error; an empty userinfo (``http://@host/mcp``) carries none and is dropped
   (:func:`carries_credentials` is the one rule, also for ``Client.http`` and the CLI);
+- **cookies** (RFC 6265), as an ``AsyncClient`` keeps them: what a response sets goes back on later requests
+  where the jar's rules say it applies (:mod:`~mcpfsm._transports.cookies`, ``http.cookiejar``), after a
+  ``Cookie`` header of the caller's own; one jar per transport, in memory;
 - ``User-Agent: mcpfsm/<version>`` unless the caller's headers set one;
   ``Accept-Encoding: gzip, deflate``, and such bodies are decoded
   (:mod:`~mcpfsm._core.content_coding`);
@@ -50,7 +53,7 @@ import json
 import math
 import ssl
 import sys
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -66,6 +69,7 @@ from .._core.sse import SseError, SseEvent, SseParser, SseTooLarge, reconnection
 from .._log import logger
 from .background import BackgroundTask, BackgroundTasks
 from .base import NO_HEADERS, SESSION_HEADER, InboundHandler, Reply, RequestCredentials, filter_custom_headers
+from .cookies import Cookies
 from .pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts, WireError, WireReply, WireTimeout
 from .tls import CertTypes, VerifyTypes, ssl_context
 
@@ -252,6 +256,10 @@ class _HttpxResponse:
     def headers(self) -> Mapping[str, str]:
         return self._response.headers
 
+    @property
+    def set_cookie(self) -> Sequence[str]:
+        return self._response.headers.get_list("set-cookie")
+
     async def read(self) -> bytes:
         return b"".join([chunk async for chunk in self.chunks()])
 
@@ -389,6 +397,7 @@ class HttpTransport:
             self._pool_for(self._endpoint)
         self._sleep = sleep
         self._authorization = credentials
+        self._cookies: Cookies | None = None  # made with the first Set-Cookie
         self._closed = False
         self._inbound: InboundHandler | None = None
         self._background = BackgroundTasks()
@@ -446,6 +455,11 @@ class HttpTransport:
         for hops in range(MAX_REDIRECTS + 1):
             headers = self._headers_for(url, origin, start, method, extra)
             response = await self._request(url, origin, path, method, headers, body, resendable, long_lived)
+            if response.set_cookie:
+                # RFC 6265 §5.3: what a response sets (a redirect's included) applies from the next request on.
+                if self._cookies is None:
+                    self._cookies = Cookies()
+                self._cookies.keep(str(url), method, response.set_cookie)
             status = response.status
             location = response.headers.get("location")
             if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
@@ -502,6 +516,13 @@ class HttpTransport:
             headers += extra.items()
         else:
             headers += ((n, v) for n, v in extra.items() if n.lower() != SESSION_HEADER.lower())
+        if self._cookies is not None and (cookie := self._cookies.header(str(url), method)) is not None:
+            # The jar's cookies for this URL (RFC 6265 §5.4), after a Cookie header of the caller's own.
+            mine = next((i for i, (name, _) in enumerate(headers) if name.lower() == "cookie"), None)
+            if mine is None:
+                headers.append(("Cookie", cookie))
+            else:
+                headers[mine] = (headers[mine][0], f"{headers[mine][1]}; {cookie}")
         return headers
 
     async def _request(
@@ -599,7 +620,22 @@ class HttpTransport:
         if media == "application/json" and _is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
         raise TransportError(
-            _status_message(response, body), status=status, www_authenticate=challenges, dpop_nonce=nonce
+            _status_message(response, body, self._refusal_hint(status)),
+            status=status,
+            www_authenticate=challenges,
+            dpop_nonce=nonce,
+        )
+
+    def _refusal_hint(self, status: int) -> str | None:
+        # A bare 401 reaches the caller when nothing answers it with a flow (no auth=, or a static token):
+        # say what the server wants and how to give it (RFC 9110 §15.5.2, MCP 2026-07-28 "Authorization").
+        if status != 401:
+            return None
+        if self._authorization is not None or any(n.lower() == "authorization" for n, _ in self._credentials):
+            return "the server requires authorization and refused the credentials sent"
+        return (
+            "the server requires authorization: pass auth= to Client.http (mcpfsm.OAuth(), ClientCredentials(...),"
+            " or a bearer token)"
         )
 
     def _decoder(self, response: HttpResponse, *, limit: int | None) -> ContentDecoder:
@@ -798,7 +834,9 @@ class HttpTransport:
         if response.status == 405:
             logger.debug("the server offers no standalone event stream (HTTP 405)")
             return None
-        raise TransportError(_status_message(response, body), status=response.status)
+        raise TransportError(
+            _status_message(response, body, self._refusal_hint(response.status)), status=response.status
+        )
 
     async def _listen(self, response: HttpResponse, headers: Mapping[str, str]) -> None:
         # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network; silence is no
@@ -940,11 +978,11 @@ def _is_jsonrpc_error(body: bytes) -> bool:
     return isinstance(payload, dict) and payload.get("jsonrpc") == "2.0" and isinstance(payload.get("error"), dict)
 
 
-def _status_message(response: HttpResponse, body: bytes) -> str:
+def _status_message(response: HttpResponse, body: bytes, hint: str | None = None) -> str:
     status = response.status
     reason = response.reason
     text = f"HTTP {status}" + (f" {reason}" if reason else "")
-    hint = _STATUS_HINTS.get(status)
+    hint = hint or _STATUS_HINTS.get(status)
     if hint:
         text += f": {hint}"
     snippet = body[:_ERROR_BODY_SNIPPET].decode("utf-8", "replace").strip()

@@ -20,7 +20,7 @@ import contextlib
 import os
 import ssl
 from collections.abc import AsyncGenerator, Sequence
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from .._core.errors import TransportError
 from .._core.oauth import Answer
@@ -62,19 +62,40 @@ class OAuthHttp:
         trust_env: bool = True,
         user_agent: str = "mcpfsm",
     ) -> None:
-        """Prepare the client; no connection is made until the first request."""
-        import httpx  # here, not at module level: `import mcpfsm` does not import httpx
+        """Keep the settings; the ``httpx.AsyncClient`` is made with the first request, so nothing needs closing before.
 
-        self._client = httpx.AsyncClient(
-            follow_redirects=False,
-            timeout=_TIMEOUT if timeout is None else timeout,
-            transport=transport,
-            verify=verify if isinstance(verify, bool | ssl.SSLContext) else os.fspath(verify),
-            cert=_cert(cert),
-            proxy=proxy,
-            trust_env=trust_env,
-            headers={"User-Agent": user_agent},
-        )
+        A client that never sent anything holds nothing: ``Client.http`` can fail on a later argument
+        without leaving an open HTTP client behind.
+        """
+        self._settings: dict[str, Any] = {
+            "follow_redirects": False,
+            "timeout": _TIMEOUT if timeout is None else timeout,
+            "transport": transport,
+            "verify": verify if isinstance(verify, bool | ssl.SSLContext) else os.fspath(verify),
+            "cert": _cert(cert),
+            "proxy": proxy,
+            "trust_env": trust_env,
+            "headers": {"User-Agent": user_agent},
+        }
+        self._client: httpx.AsyncClient | None = None
+        self._closed = False
+
+    @property
+    def opened(self) -> bool:
+        """True once the first request made the HTTP client (and until :meth:`aclose`)."""
+        return self._client is not None
+
+    def _opened(self) -> httpx.AsyncClient:
+        if self._closed:
+            raise TransportError("the authorization side's HTTP client is closed")
+        if self._client is None:
+            import httpx  # here, not at module level: `import mcpfsm` does not import httpx
+
+            try:
+                self._client = httpx.AsyncClient(**self._settings)
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                raise TransportError(f"cannot set up the authorization side's HTTP client: {exc}") from exc
+        return self._client
 
     async def fetch(
         self, method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes | None = None
@@ -87,8 +108,9 @@ class OAuthHttp:
         """
         import httpx
 
+        client = self._opened()
         try:
-            async with self._client.stream(method, url, headers=list(headers), content=body) as response:
+            async with client.stream(method, url, headers=list(headers), content=body) as response:
                 chunks: list[bytes] = []
                 size = 0
                 # httpx annotates aiter_bytes as an AsyncIterator; it is an async generator, closed when left early.
@@ -106,8 +128,11 @@ class OAuthHttp:
             raise TransportError(f"{method} {url} failed: {exc or type(exc).__name__}") from exc
 
     async def aclose(self) -> None:
-        """Close the connections; idempotent."""
-        await self._client.aclose()
+        """Close the connections, if a request made any; idempotent. Later requests raise ``TransportError``."""
+        self._closed = True
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
 
 
 def _cert(

@@ -149,6 +149,11 @@ class HttpResponse(Protocol):
         """Header fields; lookups by lowercase name."""
         ...
 
+    @property
+    def set_cookie(self) -> Sequence[str]:
+        """Each ``Set-Cookie`` field value on its own (RFC 6265 §3: they cannot be joined)."""
+        ...
+
     async def read(self) -> bytes:
         """The whole body."""
         ...
@@ -218,7 +223,9 @@ class WireReply:
     :meth:`aclose` (idempotent).
     """
 
-    __slots__ = ("_connection", "_deferred", "_pool", "_read_timeout", "_reader", "headers", "reason", "status")
+    __slots__ = (
+        "_connection", "_deferred", "_pool", "_read_timeout", "_reader", "headers", "reason", "set_cookie", "status"
+    )
 
     def __init__(
         self,
@@ -243,6 +250,8 @@ class WireReply:
         """The reason phrase."""
         self.headers: Mapping[str, str] = head.headers
         """Header fields by lowercase name."""
+        self.set_cookie: Sequence[str] = head.set_cookie
+        """Each ``Set-Cookie`` field value on its own."""
         self._pool = pool
         self._connection: _Connection | None = connection
         self._reader = reader

@@ -47,7 +47,8 @@ exit codes:
   {Exit.drift:<4} diagram --check: the generated diagrams are out of date
   {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,
        Graphviz for diagram)
-  {Exit.unauthorized:<4} authorization failed (login refused or not completed, tokens refused)
+  {Exit.unauthorized:<4} authorization failed (login refused or not completed, tokens refused, an HTTP 401
+       that the credentials given do not answer)
   {Exit.internal:<4} internal error (a bug in mcpfsm; -v prints the traceback)
   {Exit.interrupted:<4} interrupted (Ctrl-C)
 """

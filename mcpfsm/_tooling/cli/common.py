@@ -343,6 +343,13 @@ def connection_errors(target: str) -> Iterator[None]:
     try:
         yield
     except TransportError as exc:
+        if exc.status == 401:
+            # A bare 401: --auth none, a refused --token or Authorization header (--auth oauth runs a flow instead).
+            raise CliError(
+                Exit.unauthorized,
+                f"{target}: the server requires authorization (HTTP 401) and the request carried none it accepts:"
+                f" run `mcpfsm login {target}` and use --auth oauth (the default), or pass --token TOKEN",
+            ) from exc
         raise CliError(Exit.unreachable, f"{target}: {exc}") from exc
 
 

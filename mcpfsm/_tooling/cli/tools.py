@@ -11,14 +11,16 @@ import trio
 from ..._client.tools import ToolList
 from ..._core.schema import json_pointer
 from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+from .elicit import shown
 
-__all__ = ["NAME", "configure", "render_tools", "run"]
+__all__ = ["NAME", "configure", "render_instructions", "render_tools", "run"]
 
 NAME: Final = "tools"
 SUMMARY: Final = "list a server's tools and their mirrored headers"
 DESCRIPTION: Final = (
     "List the tools of a server: each with its mirrored x-mcp-header arguments (path -> header),\n"
-    "then the tools excluded because of invalid annotations, with the reason."
+    "then the tools excluded because of invalid annotations, with the reason. --instructions first prints\n"
+    "the server's instructions (meant for a model's system prompt), control characters escaped."
 )
 
 
@@ -26,6 +28,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
     add_server_options(parser)
     parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also print the server's instructions (for a model's prompt)"
+    )
 
 
 def render_tools(tools: ToolList, *, mirroring: bool = True) -> str:
@@ -44,6 +49,13 @@ def render_tools(tools: ToolList, *, mirroring: bool = True) -> str:
     else:
         lines.append("excluded: none")
     return "\n".join(lines)
+
+
+def render_instructions(instructions: str | None) -> str:
+    """The ``--instructions`` block: each line indented, control characters escaped (``shown``)."""
+    if instructions is None:
+        return "instructions: none"
+    return "\n".join(["instructions:", *(f"  {shown(line)}" for line in instructions.split("\n"))])
 
 
 def _tools_json(tools: ToolList, protocol: str | None) -> dict[str, Any]:
@@ -68,14 +80,20 @@ def run(args: argparse.Namespace) -> Exit:
     """List the tools."""
     client = make_client(args)
 
-    async def list_tools() -> tuple[ToolList, str | None, bool]:
+    async def list_tools() -> tuple[ToolList, str | None, bool, str | None]:
         with connection_errors(target(args)):
             async with client:
-                return await client.tools(), client.protocol_version, client.mirrors
+                instructions = (await client.discover()).instructions if args.instructions else None
+                return await client.tools(), client.protocol_version, client.mirrors, instructions
 
-    tools, protocol, mirroring = trio.run(list_tools)
+    tools, protocol, mirroring, instructions = trio.run(list_tools)
     if args.json:
-        print_line(json.dumps(_tools_json(tools, protocol), indent=2, ensure_ascii=False))
+        listing = _tools_json(tools, protocol)
+        if args.instructions:
+            listing = {"protocol": protocol, "instructions": instructions, **listing}
+        print_line(json.dumps(listing, indent=2, ensure_ascii=False))
     else:
+        if args.instructions:
+            print_line(render_instructions(instructions))
         print_line(render_tools(tools, mirroring=mirroring))
     return Exit.ok
