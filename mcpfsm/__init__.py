@@ -33,7 +33,7 @@ from ._core.errors import (
     SessionExpired,
     TransportError,
 )
-from ._core.events import AuthEvent, CallEvent
+from ._core.events import AuthEvent, CallEvent, InputEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import (
@@ -117,6 +117,7 @@ __all__ = [
     "HeaderMismatchError",
     "HeaderPlan",
     "HttpTransport",
+    "InputEvent",
     "JwtBearer",
     "LoopbackAuthorizer",
     "MachineDefinition",

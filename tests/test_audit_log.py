@@ -76,6 +76,62 @@ async def test_a_recovered_call_round_trips_through_mcpfsm_trace(tmp_path: Path)
     assert "Server-->>Client: error -32020: Mcp-Param-Region header is missing" in done.stdout
 
 
+async def test_input_runs_round_trip_through_mcpfsm_trace(tmp_path: Path) -> None:
+    # Legacy (2025-11-25) server requests against the SDK peer: one on the standalone GET stream, one on the
+    # call's own stream; each is a run of the input machine, drawn by `mcpfsm trace --call RUN_ID`.
+    path = tmp_path / "audit.jsonl"
+    seen: list[mcpfsm.CallEvent] = []
+
+    async def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    with start_http_peer(mode="dual") as peer, mcpfsm.AuditLog(path) as log:
+
+        def both(event: mcpfsm.CallEvent) -> None:
+            log(event)
+            seen.append(event)
+
+        async with mcpfsm.Client.http(peer.url, protocol="2025-11-25", on_event=both, on_elicitation=answer) as client:
+            assert (await client.call_tool("ask-name", {"stream": "get"})).structured_content == {
+                "action": "accept",
+                "content": {"name": "Ada"},
+            }
+            await client.call_tool("ask-name")
+
+    assert records(path) == [event.to_dict() for event in seen]
+    assert parse_events(path.read_text(encoding="utf-8")) == seen
+    # By run (a stable sort): the delivery of the first answer may be recorded after the second call began.
+    order = {call_id: n for n, call_id in enumerate(dict.fromkeys(event.call_id for event in seen))}
+    runs = sorted((event for event in seen if isinstance(event, mcpfsm.InputEvent)), key=lambda e: order[e.call_id])
+    assert [(e.tool, e.state, e.request) for e in runs] == [
+        ("", "awaiting_input", "elicitation/create"),
+        ("", "succeeded", "elicitation/create"),
+        ("ask-name", "awaiting_input", "elicitation/create"),
+        ("ask-name", "succeeded", "elicitation/create"),
+    ]
+    for first, tool in ((runs[0], ""), (runs[2], " (tool ask-name)")):
+        done = subprocess.run(
+            [sys.executable, "-m", "mcpfsm", "trace", str(path), "--call", first.call_id],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO_ROOT,
+        )
+        assert (done.returncode, done.stderr) == (0, "")
+        assert done.stdout == sequence_diagram(select_call(seen, first.call_id))
+        assert done.stdout == (
+            "sequenceDiagram\n"
+            f"    %% mcpfsm input run {first.call_id} of elicitation/create {first.target}{tool}, "
+            "drawn by `mcpfsm trace`\n"
+            "    participant Client\n"
+            "    participant Server\n"
+            f"    Server->>Client: elicitation/create (id {first.target})\n"
+            f"    Note over Client: awaiting_input<br/>{first.target}: elicitation/create\n"
+            "    Client->>Server: result\n"
+            "    Note over Client: succeeded (answered)\n"
+        )
+
+
 def test_it_appends_auth_and_call_events_and_creates_the_file_private(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     path.write_text('{"kept": true}\n', encoding="utf-8")

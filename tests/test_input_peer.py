@@ -159,8 +159,37 @@ async def test_a_call_that_elicits_twice_and_samples_once_succeeds_with_the_hand
             (200, {"responses": ["greeting"], "state": True}),
         ]
     else:
-        # Legacy: the server's requests are answered while the call stays in `sending`.
-        assert [e.state for e in events] == ["resolving", "planning", "sending", "succeeded"]
+        # Legacy: the server's requests are answered while the call stays in `sending`; each answer is
+        # audited as an InputEvent naming the waiting tool (the requests came on the call's own stream).
+        states = [(e.machine, e.state) for e in events]
+        assert [state for machine, state in states if machine == "tool-call"] == [
+            "resolving", "planning", "sending", "succeeded",
+        ]
+        # Each request arrives (awaiting_input) while the call is in `sending`: the server needs its answer to
+        # go on. The event of an answer's delivery (`succeeded`) may trail the call's own end: the server can
+        # finish the call's stream before its 202 for the last answer reaches the client.
+        ended = states.index(("tool-call", "succeeded"))
+        arrived = [i for i, (machine, state) in enumerate(states) if (machine, state) == ("input", "awaiting_input")]
+        assert len(arrived) == 3
+        assert all(states.index(("tool-call", "sending")) < i < ended for i in arrived)
+        assert len(states) == 4 + 6
+        runs: dict[str, list[tuple[Any, ...]]] = {}
+        for e in events:
+            if isinstance(e, mcpfsm.InputEvent):
+                step = (e.state, e.previous, e.trigger, e.tool, e.request, e.input_requests, e.input_responses, e.error)
+                runs.setdefault(e.target, []).append(step)
+
+        def answered(method: str, key: str) -> list[tuple[Any, ...]]:
+            return [
+                ("awaiting_input", None, None, "interview", method, {key: method}, None, None),
+                ("succeeded", "awaiting_input", "answered", "interview", method, None, None, None),
+            ]
+
+        assert sorted(runs.items()) == [
+            ("1", answered("elicitation/create", "1")),
+            ("2", answered("elicitation/create", "2")),
+            ("3", answered("sampling/createMessage", "3")),
+        ]
         answers = [e for e in peer.log() if e["http_method"] == "POST" and e["jsonrpc_method"] is None]
         assert [e["status"] for e in answers] == [202, 202, 202]
 

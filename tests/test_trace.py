@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from mcpfsm import AuthEvent, CallEvent
+from mcpfsm import AuthEvent, CallEvent, InputEvent
 from mcpfsm._tooling.trace import parse_events, select_call, sequence_diagram
 
 BASE = {
@@ -293,3 +293,117 @@ def test_an_input_round_diagram_names_what_was_asked_and_answered() -> None:
         "    Server-->>Client: result\n"
         "    Note over Client: succeeded (answered)\n"
     )
+
+
+def input_run(seq: int, state: str, previous: str | None, trigger: str | None, **fields: Any) -> InputEvent:
+    return InputEvent(
+        call_id=fields.pop("call_id", "r-i1"),
+        seq=seq,
+        tool=fields.pop("tool", ""),
+        state=state,
+        previous=previous,
+        trigger=trigger,
+        attempt=1,
+        at=f"2026-07-28T00:00:0{seq}+00:00",
+        elapsed=seq / 1000,
+        request=fields.pop("request", "resources/read"),
+        target=fields.pop("target", "res://a;b"),
+        **fields,
+    )
+
+
+GONE = {"type": "RpcError", "code": -32602, "message": "gone"}
+
+
+def test_the_input_rounds_of_a_read_are_drawn_with_the_request_and_its_answers() -> None:
+    events = [
+        input_run(0, "awaiting_input", None, None, round=1, input_requests={"who": "elicitation/create"}),
+        input_run(1, "resending", "awaiting_input", "gathered", round=1),
+        input_run(2, "awaiting_input", "resending", "input_required", round=2, input_requests={}),
+        input_run(3, "resending", "awaiting_input", "gathered", round=2),
+        input_run(4, "failed", "resending", "errored", round=2, error=GONE),
+    ]
+    assert sequence_diagram(events) == (
+        "sequenceDiagram\n"
+        "    %% mcpfsm input run r-i1 of resources/read res://a#59;b, drawn by `mcpfsm trace`\n"
+        "    participant Client\n"
+        "    participant Server\n"
+        "    Client->>Server: resources/read 'res://a#59;b'\n"
+        "    Server-->>Client: input_required\n"
+        "    Note over Client: awaiting_input, round 1<br/>who: elicitation/create\n"
+        "    Note over Client: resending (gathered)\n"
+        "    Client->>Server: resources/read 'res://a#59;b' (round 1 answers)\n"
+        "    Server-->>Client: input_required\n"
+        "    Note over Client: awaiting_input (input_required), round 2<br/>nothing (state only)\n"
+        "    Note over Client: resending (gathered)\n"
+        "    Client->>Server: resources/read 'res://a#59;b' (round 2 answers)\n"
+        "    Server-->>Client: error -32602: gone\n"
+        "    Note over Client: failed (errored)<br/>error -32602: gone\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("last", "arrow"),
+    [
+        pytest.param(
+            input_run(1, "succeeded", "awaiting_input", "answered", request="roots/list", target="7", tool="t",
+                      input_responses={"7": {"roots": []}}),
+            "    Client->>Server: result\n"
+            "    Note over Client: succeeded (answered)<br/>7 = {#quot;roots#quot;: []}\n",
+            id="answered",
+        ),
+        pytest.param(
+            input_run(1, "failed", "awaiting_input", "refused", request="roots/list", target="7", tool="t",
+                      error={"type": "RpcError", "code": -32601, "message": "no on_roots handler"}),
+            "    Client->>Server: error -32601\n"
+            "    Note over Client: failed (refused)<br/>error -32601: no on_roots handler\n",
+            id="refused",
+        ),
+        pytest.param(
+            input_run(1, "failed", "awaiting_input", "input_failed", request="roots/list", target="7", tool="t",
+                      error={"type": "KeyError", "code": None, "message": "an input handler raised KeyError"}),
+            "    Client->>Server: error -32603\n"
+            "    Note over Client: failed (input_failed)<br/>KeyError: an input handler raised KeyError\n",
+            id="handler-raised",
+        ),
+        pytest.param(
+            input_run(1, "failed", "awaiting_input", "errored", request="roots/list", target="7", tool="t",
+                      error={"type": "TransportError", "code": None, "message": "connection refused"}),
+            "    Client--xServer: answer not sent\n"
+            "    Note over Client: failed (errored)<br/>TransportError: connection refused\n",
+            id="not-sent",
+        ),
+        pytest.param(
+            input_run(1, "cancelled", "awaiting_input", "cancelled", request="roots/list", target="7", tool="t",
+                      error={"type": "Cancelled", "code": None, "message": "the input run was cancelled"}),
+            "    Note over Client: cancelled (cancelled)<br/>Cancelled: the input run was cancelled\n",
+            id="cancelled",
+        ),
+    ],
+)
+def test_a_legacy_server_request_is_drawn_from_the_server(last: InputEvent, arrow: str) -> None:
+    first = input_run(0, "awaiting_input", None, None, request="roots/list", target="7", tool="t",
+                      input_requests={"7": "roots/list"})
+    assert sequence_diagram([last, first]) == (
+        "sequenceDiagram\n"
+        "    %% mcpfsm input run r-i1 of roots/list 7 (tool t), drawn by `mcpfsm trace`\n"
+        "    participant Client\n"
+        "    participant Server\n"
+        "    Server->>Client: roots/list (id 7)\n"
+        "    Note over Client: awaiting_input<br/>7: roots/list\n"
+        + arrow
+    )
+
+
+def test_select_call_picks_input_runs_too_and_defaults_to_the_last_run() -> None:
+    run = [
+        input_run(0, "awaiting_input", None, None, round=1, input_requests={}),
+        input_run(1, "cancelled", "awaiting_input", "cancelled", round=1),
+    ]
+    records = "\n".join(e.to_json() for e in [*SUCCESS, *run])
+    parsed = parse_events(records)
+    assert parsed == [*SUCCESS, *run]
+    assert select_call(parsed) == run
+    assert select_call(parsed, "c-1") == SUCCESS
+    with pytest.raises(ValueError, match=r"^no events of call 'x' \(calls recorded: c-1, r-i1\)$"):
+        select_call(parsed, "x")

@@ -49,7 +49,13 @@ from .._core.results import (
     ToolResult,
 )
 from .._drivers.audit import AuditBus
-from .._drivers.input import DEFAULT_MAX_INPUT_ROUNDS, InputHandler, InputHandlers, request_with_input
+from .._drivers.input import (
+    DEFAULT_MAX_INPUT_ROUNDS,
+    WAITING_TOOL,
+    InputHandler,
+    InputHandlers,
+    request_with_input,
+)
 from .._drivers.tool_call import ToolCall
 from .._log import logger
 from .._transports.base import Transport
@@ -122,7 +128,12 @@ class _Port:
         return self._catalog.known(name)
 
     async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
-        return await self._session.request("tools/call", params, plan)
+        # A legacy server request on this call's own stream is read in this task: its events name the tool.
+        waiting = WAITING_TOOL.set(params["name"])
+        try:
+            return await self._session.request("tools/call", params, plan)
+        finally:
+            WAITING_TOOL.reset(waiting)
 
     def check_output(self, name: str, result: ToolResult) -> None:
         # MCP 2026-07-28 "Output Schema": checked against the newest listed definition of the tool.
@@ -238,6 +249,7 @@ class Client:
         self._telemetry = telemetry.probe(transport)
         self._session.telemetry = self._telemetry
         self._audit = AuditBus(on_event if self._telemetry is None else self._telemetry.observe(on_event))
+        self._session.audit = self._audit
         self._port = _Port(self._session, self._catalog, self._audit, validate_output)
         self._lifecycle = Lifecycle(self._handshake)
         self._opened = False
@@ -715,7 +727,7 @@ class Client:
         # never does (SEP-2549), and an input_required answer is never stored.
         await self.connect()
         send = partial(self._session.request, fresh=fresh)
-        return await request_with_input(send, self._session.inputs, method, params)
+        return await request_with_input(send, self._session.inputs, method, params, audit=self._audit)
 
 
 def _strings(what: str, values: Mapping[str, str]) -> dict[str, str]:

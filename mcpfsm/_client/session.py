@@ -44,7 +44,6 @@ import trio
 
 from .._core.cache import CACHEABLE_METHODS, ResponseCache
 from .._core.constants import (
-    INTERNAL_ERROR,
     LEGACY_VERSIONS,
     LOG_LEVEL_KEY,
     MODERN_VERSION,
@@ -52,22 +51,21 @@ from .._core.constants import (
     is_modern,
 )
 from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
-from .._core.input import FormContentError, result_type
+from .._core.input import result_type
 from .._core.jsonrpc import (
     Notification,
     Request,
     Response,
     decode_message,
-    encode_error,
     encode_notification,
     encode_request,
-    encode_result,
     modern_meta,
     parse_message,
 )
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ServerInfo
-from .._drivers.input import InputHandlers
+from .._drivers.audit import AuditBus
+from .._drivers.input import WAITING_TOOL, InputHandlers, answer_server_request
 from .._log import logger
 from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, Reply, Transport
@@ -136,6 +134,8 @@ class Session:
         """True while a pinned 2026-07-28 has had no answer in that era (set by negotiation)."""
         self.telemetry: Telemetry | None = None
         """The telemetry layer of every request (``mcpfsm._client.telemetry``), or ``None``: switched off."""
+        self.audit: AuditBus | None = None
+        """Where the answers to legacy server requests are audited (the client's bus), or ``None``."""
         self._next_id = 0
         self._meta: dict[str, Any] | None = None
         self._handshake = trio.Lock()
@@ -189,7 +189,12 @@ class Session:
         capabilities = result.get("capabilities")
         self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
         await self.notify("notifications/initialized")
-        await self.transport.open_stream(self._session_headers())
+        # The stream outlives a call that renews the session inside its own task: its requests name no tool.
+        idle = WAITING_TOOL.set("")
+        try:
+            await self.transport.open_stream(self._session_headers())
+        finally:
+            WAITING_TOOL.reset(idle)
         if self.log_level is not None:
             await self._set_log_level(self.log_level)
 
@@ -462,31 +467,12 @@ class Session:
         self._answers.start(answer, name=f"mcpfsm answer to {message.method}", on_error=failed)
 
     async def _answer(self, request: Request) -> None:
-        # MCP 2025-11-25: ping -> {}; a method without a handler -> -32601; an undeclared mode -> -32602;
-        # a handler raising RpcError (e.g. -1, "User rejected sampling request") -> that error.
-        refusal = None if request.method == "ping" else self.inputs.refusal(request.method, request.params)
-        if request.method == "ping":
-            answer = encode_result(request.id, {})
-        elif refusal is not None:
-            answer = encode_error(request.id, refusal.code, refusal.message)
-        else:
-            try:
-                answer = encode_result(request.id, await self.inputs.answer(request.method, request.params))
-            except RpcError as exc:
-                answer = encode_error(request.id, exc.code, exc.message)
-            except FormContentError as exc:
-                # mcpfsm's own check of the answer: it names properties and rules, never what the user typed.
-                logger.warning("the {} handler's answer was not sent: {}", request.method, exc)
-                answer = encode_error(request.id, INTERNAL_ERROR, str(exc))
-            except Exception as exc:
-                # The handler's message may hold what the user typed: only its type is logged or sent.
-                logger.warning("the {} handler raised {}; answering -32603", request.method, type(exc).__name__)
-                answer = encode_error(request.id, INTERNAL_ERROR, f"the client's {request.method} handler failed")
-        try:
+        # MCP 2025-11-25: answered with the handlers by POST, with the session's headers, and audited. This
+        # task runs in a copy of the reading task's context: on a call's own stream, WAITING_TOOL names it.
+        async def deliver(answer: str) -> None:
             await self.send(answer, self._session_headers())
-        except McpError as exc:
-            # The server may give up on its request; ours is still open and worth waiting for.
-            logger.warning("could not answer the server's {!r} request: {}", request.method, exc)
+
+        await answer_server_request(self.inputs, request, deliver, audit=self.audit, tool=WAITING_TOOL.get())
 
     async def _notification(self, message: Notification) -> None:
         if self.cache is not None:

@@ -3,7 +3,10 @@
 A tool call publishes one :class:`CallEvent` per state it enters (``machine == "tool-call"``); an
 authorization flow publishes one :class:`AuthEvent` per state (``machine == "authorization"``): the same
 fields plus the issuer, the resource and the scopes, never a token, code, verifier, secret or assertion.
-Both go to the same ``on_event`` callback and ``events()`` channels.
+Input the server asks for outside a tool call's machine (the input rounds of ``prompts/get`` and
+``resources/read``, a legacy server request) is recorded as :class:`InputEvent` values (``machine ==
+"input"``: one run of the input machine, specs/input.md). All go to the same ``on_event`` callback and
+``events()`` channels.
 
 Pure: building and serialising events does no I/O; the drivers publish them.
 """
@@ -15,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["AuthEvent", "CallEvent", "error_summary", "utc_timestamp"]
+__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "utc_timestamp"]
 
 _second: tuple[int, str] = (-1, "")
 
@@ -62,7 +65,7 @@ class CallEvent:
             was created with ``audit_answers=True``; ``None`` otherwise (the default: the user's answers
             never reach an event).
         machine: the machine the run belongs to: ``"tool-call"`` here, ``"authorization"`` for an
-            :class:`AuthEvent`.
+            :class:`AuthEvent`, ``"input"`` for an :class:`InputEvent` (input asked for outside a tool call).
     """
 
     call_id: str
@@ -156,6 +159,8 @@ class CallEvent:
         """
         if data.get("machine") == AuthEvent.MACHINE:
             return AuthEvent.from_dict(data)
+        if data.get("machine") == InputEvent.MACHINE:
+            return InputEvent.from_dict(data)
         try:
             return CallEvent(**_common_fields(data))
         except (KeyError, TypeError, ValueError) as exc:
@@ -249,6 +254,59 @@ class AuthEvent(CallEvent):
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not an AuthEvent record: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputEvent(CallEvent):
+    """Input the server asked for outside the tool-call machine (README, "Reading the audit events").
+
+    Each is one state entered by a run of the input machine (``mcpfsm._machines.input``, specs/input.md); its
+    first event is that machine's initial state, ``awaiting_input``, with no ``previous`` and no ``trigger``.
+    Two kinds of run publish these:
+
+    - the input rounds (SEP-2322) of a ``prompts/get`` or ``resources/read`` (and of any request sent with
+      ``Client.request``), once its first ``input_required`` result arrives (a request that asks for nothing
+      publishes nothing): ``awaiting_input`` per round (``input_requests``), ``resending`` when the round's
+      answers go out, then ``succeeded``, ``failed`` or ``cancelled``;
+    - a server request the client answers in the legacy era (``elicitation/create``, ``sampling/createMessage``,
+      ``roots/list``; a ``ping`` is no input and is not recorded): ``awaiting_input`` when it arrives
+      (``input_requests`` is ``{id: method}``), then ``succeeded`` once the answer was sent, ``failed`` (the
+      JSON-RPC error sent: a refusal such as -32601, or a handler that raised; or the answer could not be sent)
+      or ``cancelled`` (the client closed first).
+
+    The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming this run, ``tool`` the tool
+    whose call was waiting for a server request's answer (it arrived on that call's stream; ``""`` otherwise),
+    ``attempt`` always 1 and ``headers`` always ``None``. ``input_responses`` (on ``resending``, and on
+    ``succeeded`` for a server request: ``{id: result}``) is recorded only with ``audit_answers=True``; a
+    handler's own exception is named by its type only.
+
+    Attributes:
+        request: the method of the request the input is for (``prompts/get``, ``resources/read``), or the
+            method of the server's request (``elicitation/create``, …).
+        target: the prompt name or resource URI; for a server request, its JSON-RPC id as text.
+    """
+
+    MACHINE: ClassVar[str] = "input"
+
+    machine: str = MACHINE
+    request: str = ""
+    target: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-serialisable dict of every field (one JSON Lines record)."""
+        return {**CallEvent.to_dict(self), "request": self.request, "target": self.target}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InputEvent:
+        """Rebuild an event from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: a field is missing or has the wrong type.
+        """
+        try:
+            return InputEvent(**_common_fields(data), request=str(data["request"]), target=str(data["target"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an InputEvent record: {exc}") from exc
 
 
 def error_summary(error: BaseException) -> dict[str, Any]:

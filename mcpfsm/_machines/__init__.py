@@ -13,11 +13,12 @@ from typing import Any, Final
 
 from .authorization import AUTHORIZATION
 from .definition import MachineDefinition
+from .input import INPUT
 from .tool_call import TOOL_CALL
 
 __all__ = ["MACHINES"]
 
 MACHINES: Final[Mapping[str, MachineDefinition[Any, Any]]] = MappingProxyType(
-    {TOOL_CALL.name: TOOL_CALL, AUTHORIZATION.name: AUTHORIZATION}
+    {TOOL_CALL.name: TOOL_CALL, AUTHORIZATION.name: AUTHORIZATION, INPUT.name: INPUT}
 )
 """Every machine by name, in the order the documentation presents them."""

@@ -10,7 +10,8 @@ file                        made from                                    checked
 ``diagrams/{name}.svg``     ``dot -Tsvg`` of the ``.dot`` (Graphviz)     structure: node and edge titles and
                                                                          labels (layout varies by version)
 ``specs/{name}.md``         the machine's walkthrough: recorded runs     byte for byte (needs the ``mcp``
-                            against a real server                        SDK extra to run the examples)
+                            against a real server (``input``: the        SDK extra to run the examples)
+                            definition alone)
 ==========================  ===========================================  ===================================
 
 :func:`write_all` regenerates the files (``mcpfsm diagram``); :func:`check_all` reports the files that
@@ -80,9 +81,13 @@ def svg(dot_text: str, title: str) -> str:
 
 def _walkthroughs() -> Mapping[str, Callable[[], str]]:
     # Imported here: the walkthroughs need the client and the test server, the diagrams only the machines.
-    from . import walkthrough, walkthrough_auth
+    from . import walkthrough, walkthrough_auth, walkthrough_input
 
-    return {"tool-call": walkthrough.render, "authorization": walkthrough_auth.render}
+    return {
+        "tool-call": walkthrough.render,
+        "authorization": walkthrough_auth.render,
+        "input": walkthrough_input.render,
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,8 +1,9 @@
-"""Sequence diagrams of recorded tool calls: audit events → Mermaid ``sequenceDiagram``.
+"""Sequence diagrams of recorded tool calls and input runs: audit events → Mermaid ``sequenceDiagram``.
 
 Pure: no I/O, no clock, no trio, httpx or loguru. :func:`parse_events` reads the JSON Lines audit
-format (one :meth:`CallEvent.to_json` per line), :func:`select_call` picks one call's events, and
-:func:`sequence_diagram` draws that call between two participants, ``Client`` and ``Server``:
+format (one :meth:`CallEvent.to_json` per line), :func:`select_call` picks one run's events (a tool
+call, or a run of the input machine; authorization flows are not drawn), and :func:`sequence_diagram`
+draws that run between two participants, ``Client`` and ``Server``. For a tool call:
 
 - every state the call enters is a ``Note over Client: state (trigger)``; an input round's note names
   what the server asked for (``key: method``), and the answers when they were recorded;
@@ -11,6 +12,11 @@ format (one :meth:`CallEvent.to_json` per line), :func:`select_call` picks one c
 - ``relisting`` puts a ``tools/list`` arrow on the wire;
 - the state after a request tells what the server answered: a result, ``input_required`` (SEP-2322), a
   JSON-RPC error (``-32020`` included), or no answer at all (``--x``: transport or protocol failure).
+
+For a run of the input machine (``InputEvent``, specs/input.md), the same notes, and on the wire: for the
+input rounds of ``prompts/get`` or ``resources/read``, the request that drew the first ``input_required``,
+each resend and each answer; for a legacy server request, the server's request and the client's answer (a
+result, a JSON-RPC error, or ``--x`` when it could not be sent).
 
 ``mcpfsm trace EVENTS.jsonl`` is the command-line front end.
 """
@@ -21,7 +27,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.events import CallEvent
+from .._core.events import CallEvent, InputEvent
 
 __all__ = ["parse_events", "select_call", "sequence_diagram"]
 
@@ -41,6 +47,7 @@ _ESCAPES: Final[Mapping[int, str]] = {
 _BREAK: Final = "<br/>"
 _REQUEST_STATES: Final = frozenset({"sending", "resending", "retrying", "retry_resending"})
 _REQUIRED: Final = ("call_id", "seq", "tool", "state", "attempt", "at", "elapsed")
+_DRAWN: Final = frozenset({"tool-call", InputEvent.MACHINE})
 
 
 def _text(value: object) -> str:
@@ -91,7 +98,8 @@ def _note(event: CallEvent) -> str:
         return f"    Note over Client: {_lines(title, _error_text(event.error))}"
     if event.input_requests is not None:
         asked = [f"{key}: {method}" for key, method in event.input_requests.items()] or ["nothing (state only)"]
-        return f"    Note over Client: {_lines(f'{title}, round {event.round}', *asked)}"
+        heading = f"{title}, round {event.round}" if event.round else title
+        return f"    Note over Client: {_lines(heading, *asked)}"
     if event.input_responses is not None:
         answers = [f"{key} = {json.dumps(value, ensure_ascii=False)}" for key, value in event.input_responses.items()]
         return f"    Note over Client: {_lines(title, *answers)}"
@@ -111,8 +119,43 @@ def _request(event: CallEvent) -> str | None:
     return None
 
 
+def _input_wire(event: InputEvent, first: InputEvent) -> tuple[list[str], list[str]]:
+    """The arrows drawn before and after the note of one event of an input run."""
+    if first.round == 0:
+        # A legacy server request (MCP 2025-11-25): the server asks; the state the client's answer ends in
+        # follows the answer.
+        if event.seq == first.seq:
+            return [f"    Server->>Client: {_lines(f'{event.request} (id {event.target})')}"], []
+        if event.trigger == "answered":
+            return ["    Client->>Server: result"], []
+        if event.trigger in ("refused", "input_failed"):
+            code = (event.error or {}).get("code")
+            # A handler that raised anything but an RpcError is answered -32603, its text withheld.
+            return [f"    Client->>Server: {_lines(f'error {code if isinstance(code, int) else -32603}')}"], []
+        if event.trigger == "errored":
+            return ["    Client--xServer: answer not sent"], []
+        return [], []
+    # The input rounds (SEP-2322) of a request that is not a tool call.
+    request = f"{event.request} {event.target!r}"
+    before: list[str] = []
+    if event.seq == first.seq:
+        before = [f"    Client->>Server: {_lines(request)}", "    Server-->>Client: input_required"]
+    elif event.previous == "resending":
+        if event.trigger == "answered":
+            before = ["    Server-->>Client: result"]
+        elif event.trigger in ("input_required", "rounds_exhausted"):
+            before = ["    Server-->>Client: input_required"]
+        elif event.trigger == "errored":
+            answered = event.error is not None and isinstance(event.error.get("code"), int)
+            before = [f"    Server{'-->>' if answered else '--x'}Client: {_lines(_error_text(event.error))}"]
+    after: list[str] = []
+    if event.state == "resending":
+        after = [f"    Client->>Server: {_lines(f'{request} (round {event.round} answers)')}"]
+    return before, after
+
+
 def sequence_diagram(events: Iterable[CallEvent]) -> str:
-    """Draw one tool call's events as a Mermaid ``sequenceDiagram`` (see specs/tool-call.md).
+    """Draw one run's events as a Mermaid ``sequenceDiagram`` (see specs/tool-call.md, specs/input.md).
 
     Events are ordered by ``seq``; the text is deterministic and ends with a newline. Header
     values and error messages are escaped with Mermaid entity codes (``;`` → ``#59;``), so any
@@ -128,6 +171,8 @@ def sequence_diagram(events: Iterable[CallEvent]) -> str:
     if len(call_ids) > 1:
         raise ValueError(f"events of {len(call_ids)} calls given; draw one call at a time")
     first = ordered[0]
+    if isinstance(first, InputEvent):
+        return _input_diagram([event for event in ordered if isinstance(event, InputEvent)], first)
     lines = [
         "sequenceDiagram",
         f"    %% mcpfsm tool call {_text(first.call_id)} of {_text(first.tool)}, drawn by `mcpfsm trace`",
@@ -142,6 +187,21 @@ def sequence_diagram(events: Iterable[CallEvent]) -> str:
         request = _request(event)
         if request is not None:
             lines.append(request)
+    return "\n".join(lines) + "\n"
+
+
+def _input_diagram(events: Sequence[InputEvent], first: InputEvent) -> str:
+    lines = [
+        "sequenceDiagram",
+        f"    %% mcpfsm input run {_text(first.call_id)} of {_text(first.request)} {_text(first.target)}"
+        + (f" (tool {_text(first.tool)})" if first.tool else "")
+        + ", drawn by `mcpfsm trace`",
+        "    participant Client",
+        "    participant Server",
+    ]
+    for event in events:
+        before, after = _input_wire(event, first)
+        lines += [*before, _note(event), *after]
     return "\n".join(lines) + "\n"
 
 
@@ -173,13 +233,16 @@ def parse_events(text: str) -> list[CallEvent]:
 
 
 def select_call(events: Sequence[CallEvent], call_id: str | None = None) -> list[CallEvent]:
-    """The events of tool call ``call_id``, or of the last call recorded when ``call_id`` is ``None``.
+    """The events of run ``call_id``, or of the last run recorded when ``call_id`` is ``None``.
+
+    A run is a tool call or a run of the input machine (its ``call_id``); authorization flows are skipped.
 
     Raises:
-        ValueError: there are no events, or none of call ``call_id``.
+        ValueError: there are no events, or none of run ``call_id``.
     """
-    # An audit log also holds the authorization flows' events (machine "authorization"); a trace shows calls.
-    events = [event for event in events if event.machine == "tool-call"]
+    # An audit log also holds the authorization flows' events (machine "authorization"); a trace shows
+    # tool calls and input runs.
+    events = [event for event in events if event.machine in _DRAWN]
     if not events:
         raise ValueError("no events recorded")
     wanted = events[-1].call_id if call_id is None else call_id

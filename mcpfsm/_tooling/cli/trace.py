@@ -1,4 +1,4 @@
-"""``mcpfsm trace EVENTS.jsonl``: one recorded call as a Mermaid sequence diagram."""
+"""``mcpfsm trace EVENTS.jsonl``: one recorded call or input run as a Mermaid sequence diagram."""
 
 from __future__ import annotations
 
@@ -13,17 +13,21 @@ from .common import CliError, Exit, os_reason, read_text
 __all__ = ["NAME", "configure", "run"]
 
 NAME: Final = "trace"
-SUMMARY: Final = "draw a recorded call as a Mermaid sequence diagram"
+SUMMARY: Final = "draw a recorded call or input run as a Mermaid sequence diagram"
 DESCRIPTION: Final = (
-    "Turn one call's audit events (JSON Lines, as written by 'mcpfsm call --events') into a\n"
-    "Mermaid sequenceDiagram: client and server, the headers on the arrows, the states as notes."
+    "Turn one call's audit events (JSON Lines, as written by 'mcpfsm call --events' or mcpfsm.AuditLog)\n"
+    "into a Mermaid sequenceDiagram: client and server, the headers on the arrows, the states as notes.\n"
+    "An input run (the input rounds of prompts/get or resources/read, a legacy server request) is drawn\n"
+    "the same way."
 )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
     parser.add_argument("events", metavar="EVENTS.jsonl", help="the events file ('-': stdin)")
-    parser.add_argument("--call", metavar="CALL_ID", help="the call to draw (default: the last call in the file)")
+    parser.add_argument(
+        "--call", metavar="CALL_ID", help="the call or input run to draw (default: the last one in the file)"
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write the diagram to FILE instead of stdout")
 
 

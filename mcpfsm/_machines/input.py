@@ -1,0 +1,151 @@
+"""The input machine: input the server asks for outside a tool call, as data.
+
+:data:`INPUT` is the single definition. The tracker in ``mcpfsm._drivers.input`` steps through :data:`COMPILED`
+and publishes one :class:`~mcpfsm.InputEvent` per state entered; the diagrams in ``specs/input.*`` and
+``diagrams/input.svg`` and the page ``specs/input.md`` are generated from it.
+
+Two kinds of run share the machine, and both start in ``awaiting_input``: the server has asked, the
+client's handlers are answering.
+
+- **Input rounds** (SEP-2322 "Multi Round-Trip Requests") of a request that is not a run of the tool-call
+  machine: ``prompts/get``, ``resources/read`` (and any of the three sent with ``Client.request``). The run
+  starts when the request's first ``input_required`` result arrives (a request that asks for nothing is no
+  run); ``gathered`` leads to ``resending`` (the same request, a new JSON-RPC id, ``inputResponses`` and
+  the echoed ``requestState``), whose answer is complete (``answered``) or asks again (``input_required``):
+  the machine's only cycle, a declared loop edge bounded by ``max_input_rounds``.
+- **A server request** of the legacy era (MCP 2025-11-25: ``elicitation/create``, ``sampling/createMessage``,
+  ``roots/list`` on the standalone GET stream or a POST's event stream). ``awaiting_input`` runs the handler
+  and sends its answer: ``answered`` once the result was sent, ``refused`` when the client sent a JSON-RPC
+  error without asking a handler (no handler, an undeclared mode, malformed params), ``input_failed`` when
+  the handler raised (a -32603 or the handler's ``RpcError`` was sent), ``errored`` when the answer could not
+  be sent.
+
+Pure: no I/O; imports neither trio, httpx nor loguru.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+from typing import Final
+
+from .definition import CompiledMachine, Edge, MachineDefinition
+
+__all__ = [
+    "COMPILED",
+    "EDGES",
+    "INITIAL",
+    "INPUT",
+    "STATES",
+    "TERMINAL",
+    "State",
+    "Trigger",
+]
+
+
+class State(StrEnum):
+    """A state of one input run; names equal values, so ``State.resending == "resending"``."""
+
+    awaiting_input = "awaiting_input"
+    resending = "resending"
+    succeeded = "succeeded"
+    failed = "failed"
+    cancelled = "cancelled"
+
+
+class Trigger(StrEnum):
+    """A fact the tracker reports to leave a state; names equal values, as for :class:`State`."""
+
+    gathered = "gathered"
+    answered = "answered"
+    refused = "refused"
+    input_failed = "input_failed"
+    errored = "errored"
+    input_required = "input_required"
+    rounds_exhausted = "rounds_exhausted"
+    cancelled = "cancelled"
+
+
+STATES: Final[tuple[State, ...]] = tuple(State)
+"""Every state, in table order: each forward edge leads further down it."""
+
+INITIAL: Final = State.awaiting_input
+"""The state every run starts in: the server has asked for input."""
+
+TERMINAL: Final[frozenset[State]] = frozenset({State.succeeded, State.failed, State.cancelled})
+"""States that accept no trigger: the run has ended."""
+
+
+def _edge(trigger: Trigger, source: State, dest: State, guard: str, bound: str | None = None) -> Edge[State, Trigger]:
+    return Edge(trigger=trigger, source=source, dest=dest, guard=guard, bound=bound)
+
+
+_GATHERED: Final = "inputs answered, or backoff after a state-only round"
+_REFUSED: Final = "server request: no handler, undeclared mode, bad params"
+
+EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
+    # Input rounds (SEP-2322): the round's answers are ready; the request goes out again.
+    _edge(Trigger.gathered, State.awaiting_input, State.resending, _GATHERED),
+    # A legacy server request (MCP 2025-11-25): the answer was sent.
+    _edge(Trigger.answered, State.awaiting_input, State.succeeded, "server request: result sent"),
+    _edge(Trigger.refused, State.awaiting_input, State.failed, _REFUSED),
+    _edge(Trigger.input_failed, State.awaiting_input, State.failed, "a handler raised, or input not offered"),
+    _edge(Trigger.errored, State.awaiting_input, State.failed, "server request: the answer could not be sent"),
+    _edge(Trigger.answered, State.resending, State.succeeded, "complete result"),
+    # The input loop: the only cycle, bounded by the per-request round count.
+    _edge(
+        Trigger.input_required,
+        State.resending,
+        State.awaiting_input,
+        "input_required result",
+        "round < max_input_rounds",
+    ),
+    _edge(Trigger.rounds_exhausted, State.resending, State.failed, "input_required after max_input_rounds rounds"),
+    _edge(Trigger.errored, State.resending, State.failed, "any other error"),
+    *(
+        _edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
+        for state in STATES
+        if state not in TERMINAL
+    ),
+)
+"""Every declared transition, in the order the diagrams draw them."""
+
+_DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
+    {
+        State.awaiting_input: (
+            "The server asked for input. Rounds: run the handlers (`on_elicitation`, `on_sampling`, `on_roots`) "
+            "for every input request of the `input_required` result, concurrently, or wait a short backoff after "
+            "a state-only round. A legacy server request: run its handler, or refuse it (no handler, an "
+            "undeclared mode, malformed params), and POST the answer."
+        ),
+        State.resending: (
+            "Send `prompts/get` or `resources/read` again with a new JSON-RPC id, the answers as `inputResponses` "
+            "and `requestState` echoed byte for byte (absent when the server gave none)."
+        ),
+        State.succeeded: (
+            "Terminal: the request returns its complete result, or the server request's result was sent."
+        ),
+        State.failed: (
+            "Terminal: the request raises the error recorded in the last event; for a server request, the "
+            "JSON-RPC error sent (or why nothing could be sent)."
+        ),
+        State.cancelled: "Terminal: the trio cancellation propagates (the caller, or the client closing).",
+    }
+)
+
+INPUT: Final = MachineDefinition(
+    name="input",
+    title="Input the server asks for outside a tool call: SEP-2322 rounds and legacy server requests",
+    states=STATES,
+    triggers=tuple(Trigger),
+    initial=INITIAL,
+    terminal=TERMINAL,
+    edges=EDGES,
+    descriptions=_DESCRIPTIONS,
+    cancel_trigger=Trigger.cancelled,
+)
+"""The input machine."""
+
+COMPILED: Final = CompiledMachine(INPUT)
+""":data:`INPUT` with its transition table, read off a built ``transitions`` Machine."""
