@@ -64,7 +64,7 @@ from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation, subscriptions, telemetry
 from .catalog import Catalog
-from .lifecycle import Lifecycle
+from .lifecycle import Lifecycle, Stage
 from .session import NotificationCallback, Session
 from .subscriptions import Subscription
 from .tools import Tool, ToolList
@@ -131,7 +131,8 @@ class _Port:
         # A legacy server request on this call's own stream is read in this task: its events name the tool.
         waiting = WAITING_TOOL.set(params["name"])
         try:
-            return await self._session.request("tools/call", params, plan)
+            # tools/call is never cached (caching.CACHEABLE_METHODS): straight to the renewal layer.
+            return await self._session.renew_and_request("tools/call", params, plan)
         finally:
             WAITING_TOOL.reset(waiting)
 
@@ -554,7 +555,8 @@ class Client:
             arguments = {}
         elif not isinstance(arguments, Mapping):
             raise TypeError(f"arguments must be a mapping, got {type(arguments).__name__}")
-        await self.connect()
+        if self._lifecycle.stage is not Stage.connected:
+            await self.connect()
         call = ToolCall(self._port, name, arguments, handle)
         if self._telemetry is None:
             return await call.run()

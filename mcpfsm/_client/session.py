@@ -238,12 +238,17 @@ class Session:
         """
         if self.cache is None or method not in CACHEABLE_METHODS:
             # What caching.through does for a method no cache ever answers (tools/call), without its frames.
-            return await self._renewing(method, params, plan)
+            return await self.renew_and_request(method, params, plan)
         return await caching.through(
-            self.cache, lambda: self.version, method, params, lambda: self._renewing(method, params, plan), fresh=fresh
+            self.cache,
+            lambda: self.version,
+            method,
+            params,
+            lambda: self.renew_and_request(method, params, plan),
+            fresh=fresh,
         )
 
-    async def _renewing(
+    async def renew_and_request(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None
     ) -> dict[str, Any]:
         """Renew an expired legacy session or switch version on ``-32022``, at most once each.
@@ -264,7 +269,11 @@ class Session:
         renewed = switched = False
         while True:
             try:
-                result = await self.exchange(method, params, plan)
+                if self.telemetry is None:
+                    # What exchange() does without telemetry, without its frame.
+                    result = await self._exchange(method, params, plan, self.reserve_id())
+                else:
+                    result = await self.exchange(method, params, plan)
             except SessionExpired as exc:
                 if renewed:
                     # Without a session every later request would fail: the next one opens a new session.
@@ -345,8 +354,12 @@ class Session:
         if session is not None:
             headers[SESSION_HEADER] = session
         try:
-            tool = params.get("name") if method == "tools/call" and params is not None else None
-            reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
+            if self.authorization is None:
+                # What send() does without an authorization layer, without its frame.
+                reply = await self.transport.send(message, headers)
+            else:
+                tool = params.get("name") if method == "tools/call" and params is not None else None
+                reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
         except TransportError as exc:
             if exc.status == 404 and session is not None:
                 raise self._expired(session) from exc

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "utc_timestamp"]
+__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "make_call_event", "utc_timestamp"]
 
 _second: tuple[int, str] = (-1, "")
 
@@ -30,13 +30,14 @@ def utc_timestamp(ns: int) -> str:
     truncated, ``+00:00``), at a third of its cost: the date and time of day are formatted once a second.
     """
     global _second
-    seconds, fraction = divmod(ns, 1_000_000_000)
+    seconds = ns // 1_000_000_000
     known = _second
     if known[0] != seconds:
         from datetime import UTC, datetime  # once a second, and not with `import mcpfsm`
 
-        known = _second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
-    return f"{known[1]}.{fraction // 1000:06d}+00:00"
+        known = _second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S."))
+    # The microseconds zero-padded to six digits: 1_000_000 + µs has seven, the first of them a 1.
+    return known[1] + str(1_000_000 + ns // 1000 % 1_000_000)[1:] + "+00:00"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
@@ -183,6 +184,57 @@ _SET_ROUND: _Setter = CallEvent.__dict__["round"].__set__
 _SET_INPUT_REQUESTS: _Setter = CallEvent.__dict__["input_requests"].__set__
 _SET_INPUT_RESPONSES: _Setter = CallEvent.__dict__["input_responses"].__set__
 _SET_MACHINE: _Setter = CallEvent.__dict__["machine"].__set__
+
+
+class _Blank:
+    # CallEvent's slots on a plain class: plain attribute stores fill them (a fifth of the cost of the frozen
+    # class's slot setters), then the object becomes the CallEvent it was built as (same slots, same layout).
+    __slots__ = CallEvent.__slots__
+
+
+_new_blank = object.__new__
+_set_class = object.__setattr__
+
+
+def make_call_event(
+    call_id: str,
+    seq: int,
+    tool: str,
+    state: str,
+    previous: str | None,
+    trigger: str | None,
+    attempt: int,
+    at: str,
+    elapsed: float,
+    headers: Mapping[str, str] | None,
+    error: Mapping[str, Any] | None,
+    round: int,
+    input_requests: Mapping[str, str] | None,
+    input_responses: Mapping[str, Any] | None,
+) -> CallEvent:
+    """``CallEvent(call_id=call_id, …)`` with ``machine="tool-call"``, by position: the tool-call driver's hot path.
+
+    The same object the constructor makes (its type is :class:`CallEvent`, every field set), at a third of
+    the cost: a tool call publishes four.
+    """
+    event: Any = _new_blank(_Blank)
+    event.call_id = call_id
+    event.seq = seq
+    event.tool = tool
+    event.state = state
+    event.previous = previous
+    event.trigger = trigger
+    event.attempt = attempt
+    event.at = at
+    event.elapsed = elapsed
+    event.headers = headers
+    event.error = error
+    event.round = round
+    event.input_requests = input_requests
+    event.input_responses = input_responses
+    event.machine = "tool-call"
+    _set_class(event, "__class__", CallEvent)
+    return event  # type: ignore[no-any-return]
 
 
 def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ subscriber and one WARNING says so (a tool call never waits for a slow auditor).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Final
@@ -19,6 +20,8 @@ from .._core.events import CallEvent
 from .._log import logger, loguru_imported
 
 __all__ = ["DEFAULT_BUFFER", "AuditBus"]
+
+_MODULES: Final = sys.modules
 
 DEFAULT_BUFFER: Final = 1024
 """Events an ``events()`` subscriber may fall behind by before events are dropped for it."""
@@ -64,12 +67,17 @@ class AuditBus:
 
     def publish(self, event: CallEvent) -> None:
         """Deliver ``event`` (a :class:`CallEvent` or an ``AuthEvent``) to every sink without blocking."""
-        self.log(event.call_id, event.tool, event.previous, event.state, event.trigger, machine=event.machine)
-        if self._on_event is not None:
+        if "loguru" in _MODULES:
+            # Before loguru is imported there is no sink for the record (what log checks first), and no call.
+            self.log(event.call_id, event.tool, event.previous, event.state, event.trigger, machine=event.machine)
+        on_event = self._on_event
+        if on_event is not None:
             try:
-                self._on_event(event)
+                on_event(event)
             except Exception as exc:
                 logger.warning("on_event callback raised {!r}; the call goes on", exc)
+        if not self._subscribers:
+            return
         for channel in tuple(self._subscribers):
             try:
                 channel.send_nowait(event)

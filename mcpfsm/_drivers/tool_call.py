@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import itertools
 import secrets
-import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from time import time_ns
 from typing import Any, Final, Protocol
 
 import trio
@@ -25,7 +25,7 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
-from .._core.events import CallEvent, error_summary, utc_timestamp
+from .._core.events import error_summary, make_call_event, utc_timestamp
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, State, Trigger
@@ -37,6 +37,10 @@ __all__ = ["CallPort", "ToolCall"]
 
 _CALL_PREFIX = secrets.token_hex(4)
 _CALL_COUNTER = itertools.count(1)
+
+
+def _no_clock() -> float:
+    raise RuntimeError("the call's clock is read before the call runs")
 
 
 class CallPort(Protocol):
@@ -93,6 +97,7 @@ class ToolCall:
         "arguments",
         "attempt",
         "call_id",
+        "clock",
         "definition",
         "error",
         "generation",
@@ -124,6 +129,8 @@ class ToolCall:
         self.attempt = 1
         self.generation = 0
         self.started = 0.0
+        # The run's clock (what trio.current_time() reads), looked up once per call: four events read it.
+        self.clock: Callable[[], float] = _no_clock
         self.definition: ToolDefinition | None = None
         self.plan: HeaderPlan | None = None
         self.mismatch: HeaderMismatchError | None = None
@@ -240,7 +247,8 @@ class ToolCall:
             Exception: whatever an input handler raised, unchanged.
             trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
         """
-        self.started = trio.current_time()
+        self.clock = trio.lowlevel.current_clock().current_time
+        self.started = self.clock()
         if await drive(COMPILED, _EFFECTS, self) == State.succeeded:
             assert self.result is not None
             return self.result
@@ -252,7 +260,8 @@ class ToolCall:
         if state == State.retrying:
             self.attempt = 2
         state, previous, trigger = _STATES[state], _PLAIN[previous], _PLAIN[trigger]
-        seq, self.seq = self.seq, self.seq + 1
+        seq = self.seq
+        self.seq = seq + 1
         audit = self.port.audit
         if not audit.observed:
             # Only loguru listens: the same DEBUG record, without building an event nobody receives.
@@ -263,21 +272,21 @@ class ToolCall:
             error, requests, responses = self._details(state, trigger)
         plan = self.plan
         audit.publish(
-            CallEvent(
-                call_id=self.call_id,
-                seq=seq,
-                tool=self.name,
-                state=state,
-                previous=previous,
-                trigger=trigger,
-                attempt=self.attempt,
-                at=utc_timestamp(time.time_ns()),
-                elapsed=trio.current_time() - self.started,
-                headers=None if plan is None else plan.as_dict(),
-                error=error,
-                round=self.rounds.round,
-                input_requests=requests,
-                input_responses=responses,
+            make_call_event(
+                self.call_id,
+                seq,
+                self.name,
+                state,
+                previous,
+                trigger,
+                self.attempt,
+                utc_timestamp(time_ns()),
+                self.clock() - self.started,
+                None if plan is None else plan.as_dict(),
+                error,
+                self.rounds.round,
+                requests,
+                responses,
             )
         )
 
