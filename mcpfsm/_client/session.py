@@ -342,9 +342,11 @@ class Session:
     async def _exchange(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
     ) -> dict[str, Any]:
+        version = self.version
+        modern = is_modern(version)
         if plan is None:
-            plan = plan_request(method, params, protocol_version=self.version)
-        if is_modern(self.version):
+            plan = plan_request(method, params, protocol_version=version)
+        if modern:
             params = dict(params or {})
             meta = params.get("_meta")
             params["_meta"] = {**meta, **self._modern_meta()} if isinstance(meta, dict) else self._modern_meta()

@@ -155,7 +155,7 @@ class ToolCall:
         if self.handle is not None:
             # The newest definition of that name this client has listed, else the handle's.
             self.definition = self.port.known_definition(self.name) or self.handle
-        return Trigger.resolved
+        return _RESOLVED
 
     async def _planning(self) -> Trigger:
         try:
@@ -163,7 +163,7 @@ class ToolCall:
         except MirroringError as exc:
             self.error = exc
             return Trigger.unmirrorable
-        return Trigger.planned
+        return _PLANNED
 
     async def _sending(self) -> Trigger:
         # The one effect of every state that sends: the machine tells them apart by its edges.
@@ -192,7 +192,7 @@ class ToolCall:
             # anything is sent. Nothing else on this path raises by design (the encoder wraps TypeError).
             self.error = exc
             return Trigger.errored
-        return Trigger.answered
+        return _ANSWERED
 
     async def _awaiting_input(self) -> Trigger:
         try:
@@ -249,7 +249,7 @@ class ToolCall:
         """
         self.clock = trio.lowlevel.current_clock().current_time
         self.started = self.clock()
-        if await drive(COMPILED, _EFFECTS, self) == State.succeeded:
+        if await drive(COMPILED, _EFFECTS, self) == _SUCCEEDED:
             assert self.result is not None
             return self.result
         assert self.error is not None
@@ -257,7 +257,7 @@ class ToolCall:
 
     def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
         """Publish the :class:`CallEvent` of the state entered (the driver's :class:`~.driver.Run`)."""
-        if state == State.retrying:
+        if state == _RETRYING:
             self.attempt = 2
         state, previous, trigger = _STATES[state], _PLAIN[previous], _PLAIN[trigger]
         seq = self.seq
@@ -317,6 +317,13 @@ _RESENDING: Final = frozenset({State.resending, State.retry_resending})
 # The states whose events may carry an error or input details; the others skip looking.
 _DETAILED: Final = frozenset({State.cancelled, State.failed, State.relisting, *_AWAITING, *_RESENDING})
 
+
+# The members the hot path names, read once: a member's lookup on its enum class costs a Python-level call.
+_RESOLVED: Final = Trigger.resolved
+_PLANNED: Final = Trigger.planned
+_ANSWERED: Final = Trigger.answered
+_SUCCEEDED: Final = State.succeeded
+_RETRYING: Final = State.retrying
 
 # Events carry plain strings, not the machine's enum members.
 _STATES: Final[Mapping[str, str]] = {str(state): str(state) for state in State}
