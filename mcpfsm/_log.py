@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from importlib.abc import Loader, MetaPathFinder
-from importlib.machinery import ModuleSpec
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
+    # For the type checker only: importing importlib.abc at run time imports importlib.resources, a few
+    # milliseconds of `import mcpfsm` (bench/startup.py); the import system needs only the methods.
+    from importlib.abc import Loader
+    from importlib.machinery import ModuleSpec
+
     from loguru import Logger
 
 __all__ = ["disable_library_logs", "logger", "loguru_imported"]
@@ -64,7 +67,7 @@ def loguru_imported() -> bool:
     return "loguru" in sys.modules
 
 
-class _DisablingLoader(Loader):
+class _DisablingLoader:
     # Runs loguru's own loader, then disables the library's records before anyone else sees the module.
     def __init__(self, loader: Loader) -> None:
         self._loader = loader
@@ -81,7 +84,7 @@ class _DisablingLoader(Loader):
         return getattr(self._loader, name)
 
 
-class _OnLoguruImport(MetaPathFinder):
+class _OnLoguruImport:
     # One shot: leaves sys.meta_path at the first lookup of loguru, and finds it with the finders after it.
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
@@ -100,7 +103,7 @@ class _OnLoguruImport(MetaPathFinder):
             return None
         loader = spec.loader
         if loader is not None and hasattr(loader, "exec_module"):
-            spec.loader = _DisablingLoader(loader)
+            spec.loader = cast("Loader", _DisablingLoader(loader))
         return spec
 
 

@@ -119,3 +119,38 @@ def test_enabled_records_name_the_mcpfsm_module_and_function(first: str) -> None
 def test_enabling_one_module_selects_it_as_before() -> None:
     assert records("import mcpfsm", 'logger.enable("mcpfsm._drivers")') == [WARNING]
     assert records("import mcpfsm", 'logger.enable("mcpfsm._transports")') == []
+
+
+MACHINE_MODULES = """
+import json, sys
+{code}
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines."))))
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        ("import mcpfsm", ["mcpfsm._machines.definition", "mcpfsm._machines.input", "mcpfsm._machines.tool_call"]),
+        (
+            "from mcpfsm._machines import MACHINES\nassert list(MACHINES) == ['tool-call', 'authorization', 'input']",
+            [
+                "mcpfsm._machines.authorization",
+                "mcpfsm._machines.definition",
+                "mcpfsm._machines.input",
+                "mcpfsm._machines.tool_call",
+            ],
+        ),
+    ],
+    ids=["import-mcpfsm", "MACHINES"],
+)
+def test_the_authorization_machine_is_compiled_on_first_use(code: str, expected: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", MACHINE_MODULES.format(code=code)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == expected
