@@ -30,22 +30,24 @@ DEFAULT_BUFFER: Final = 1024
 class AuditBus:
     """Fans each event (:class:`CallEvent`, and its subclass ``AuthEvent``) out to its sinks."""
 
-    __slots__ = ("_dropped", "_on_event", "_subscribers")
+    __slots__ = ("_dropped", "_on_event", "_subscribers", "observed")
 
     def __init__(self, on_event: Callable[[CallEvent], object] | None = None) -> None:
         """Create a bus; ``on_event`` is called synchronously with every event."""
         self._on_event = on_event
         self._subscribers: list[trio.MemorySendChannel[CallEvent]] = []
         self._dropped: dict[int, int] = {}
-
-    @property
-    def observed(self) -> bool:
+        self.observed = on_event is not None
         """True when an ``on_event`` callback or an ``events()`` subscriber receives events.
 
         When it is False, loguru is the only sink and needs no :class:`CallEvent`: the driver
-        calls :meth:`log` instead of building one.
+        calls :meth:`log` instead of building one. Kept up to date as subscribers come and go (every
+        event of every call reads it).
         """
-        return self._on_event is not None or bool(self._subscribers)
+
+    def _unsubscribe(self, channel: trio.MemorySendChannel[CallEvent]) -> None:
+        self._subscribers.remove(channel)
+        self.observed = self._on_event is not None or bool(self._subscribers)
 
     def log(
         self,
@@ -87,7 +89,7 @@ class AuditBus:
                 if self._dropped[key] == 1:
                     logger.warning("an events() subscriber is full; dropping events for it until it catches up")
             except (trio.BrokenResourceError, trio.ClosedResourceError):
-                self._subscribers.remove(channel)
+                self._unsubscribe(channel)
             else:
                 self._dropped.pop(id(channel), None)
 
@@ -96,11 +98,12 @@ class AuditBus:
         """Yield a receive channel of every event published while the context is open."""
         send, receive = trio.open_memory_channel[CallEvent](buffer)
         self._subscribers.append(send)
+        self.observed = True
         try:
             async with receive:
                 yield receive
         finally:
             if send in self._subscribers:
-                self._subscribers.remove(send)
+                self._unsubscribe(send)
             self._dropped.pop(id(send), None)
             send.close()

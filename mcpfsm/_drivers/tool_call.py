@@ -170,10 +170,13 @@ class ToolCall:
         assert self.plan is not None
         self.generation = self.port.relist_generation
         try:
-            result = await self.port.call_once(self.rounds.params(self._params()), self.plan)
-            if not self.rounds.receive(result):
-                if self.rounds.exhausted:
-                    self.error = self.rounds.exhausted_error()
+            rounds = self.rounds
+            # Before the first input round the params are sent as they are (rounds.params would copy them).
+            params = self._params() if rounds.pending is None else rounds.params(self._params())
+            result = await self.port.call_once(params, self.plan)
+            if not rounds.receive(result):
+                if rounds.exhausted:
+                    self.error = rounds.exhausted_error()
                     return Trigger.rounds_exhausted
                 return Trigger.input_required
             self.result = ToolResult.from_result(result)
