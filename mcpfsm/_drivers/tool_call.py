@@ -104,6 +104,7 @@ class ToolCall:
         "handle",
         "mismatch",
         "name",
+        "params",
         "plan",
         "port",
         "result",
@@ -137,14 +138,14 @@ class ToolCall:
         self.error: BaseException | None = None
         self.result: ToolResult | None = None
         self.rounds = InputRounds(port.inputs, "tools/call", name)
-
-    def _params(self) -> dict[str, Any]:
-        return {"name": self.name, "arguments": self.arguments}
+        # The request's params, built once: planning reads them, every send passes them on (the session, and
+        # the input rounds, copy what they add to).
+        self.params: dict[str, Any] = {"name": name, "arguments": arguments}
 
     def _plan(self, definition: ToolDefinition | None) -> HeaderPlan:
         return plan_request(
             "tools/call",
-            self._params(),
+            self.params,
             protocol_version=self.port.protocol_version,
             mirrored=definition.mirrored if definition is not None else (),
         )
@@ -172,7 +173,7 @@ class ToolCall:
         try:
             rounds = self.rounds
             # Before the first input round the params are sent as they are (rounds.params would copy them).
-            params = self._params() if rounds.pending is None else rounds.params(self._params())
+            params = self.params if rounds.pending is None else rounds.params(self.params)
             result = await self.port.call_once(params, self.plan)
             if not rounds.receive(result):
                 if rounds.exhausted:
