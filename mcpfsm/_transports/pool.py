@@ -252,23 +252,14 @@ class _PlainStream:
 
     async def receive_some(self, max_bytes: int = _RECEIVE_BYTES) -> bytes:
         await trio.lowlevel.checkpoint_if_cancelled()
-        socket = self._socket
         try:
-            try:
-                data = socket.recv(max_bytes)
-            except BlockingIOError:
-                pass
-            else:
-                await trio.lowlevel.cancel_shielded_checkpoint()
-                return data
-            while True:
-                await trio.lowlevel.wait_readable(socket)
-                try:
-                    return socket.recv(max_bytes)
-                except BlockingIOError:
-                    pass
+            data = self._socket.recv(max_bytes)
+        except BlockingIOError:
+            return await self.receive_answer(max_bytes)
         except OSError as exc:
             raise _stream_error(exc) from exc
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return data
 
 
 class _Connection:
