@@ -281,36 +281,6 @@ async def test_events_round_trip_through_json(fake: FakeServer) -> None:
         assert mcpfsm.CallEvent.from_dict(record) == e
 
 
-def test_the_drivers_fast_constructor_makes_the_same_frozen_event_as_the_public_one() -> None:
-    from mcpfsm._core.events import make_call_event
-
-    fields: dict[str, Any] = {
-        "call_id": "c-1",
-        "seq": 2,
-        "tool": "t",
-        "state": "sending",
-        "previous": "planning",
-        "trigger": "planned",
-        "attempt": 1,
-        "at": "2026-12-01T11:00:00.000001+00:00",
-        "elapsed": 0.5,
-        "headers": {"Mcp-Method": "tools/call"},
-        "error": {"type": "X", "code": None, "message": "m"},
-        "round": 1,
-        "input_requests": {"a": "elicitation/create"},
-        "input_responses": {"a": {"action": "accept"}},
-    }
-    fast = make_call_event(*fields.values())
-    public = mcpfsm.CallEvent(**fields)
-    assert type(fast) is mcpfsm.CallEvent
-    assert fast == public
-    assert repr(fast) == repr(public)
-    assert fast.to_dict() == public.to_dict()
-    assert fast.machine == "tool-call"
-    with pytest.raises(AttributeError, match=r"^cannot assign to field 'seq'$"):
-        fast.seq = 3  # type: ignore[misc]
-
-
 @pytest.mark.parametrize(
     "ns",
     [0, 999, 1_000, 999_999_999, 1_764_590_400_000_000_000, 1_764_590_400_999_999_999, 1_764_590_400_000_001_000],

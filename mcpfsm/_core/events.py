@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "make_call_event", "utc_timestamp"]
+__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "utc_timestamp"]
 
 _second: tuple[int, str] = (-1, "")
 
@@ -184,41 +184,6 @@ _SET_ROUND: _Setter = CallEvent.__dict__["round"].__set__
 _SET_INPUT_REQUESTS: _Setter = CallEvent.__dict__["input_requests"].__set__
 _SET_INPUT_RESPONSES: _Setter = CallEvent.__dict__["input_responses"].__set__
 _SET_MACHINE: _Setter = CallEvent.__dict__["machine"].__set__
-
-
-def make_call_event(
-    call_id: str,
-    seq: int,
-    tool: str,
-    state: str,
-    previous: str | None,
-    trigger: str | None,
-    attempt: int,
-    at: str,
-    elapsed: float,
-    headers: Mapping[str, str] | None,
-    error: Mapping[str, Any] | None,
-    round: int,
-    input_requests: Mapping[str, str] | None,
-    input_responses: Mapping[str, Any] | None,
-) -> CallEvent:
-    """``CallEvent(call_id=call_id, …)`` with ``machine="tool-call"``, by position (the tool-call driver's hot path)."""
-    return CallEvent(
-        call_id=call_id,
-        seq=seq,
-        tool=tool,
-        state=state,
-        previous=previous,
-        trigger=trigger,
-        attempt=attempt,
-        at=at,
-        elapsed=elapsed,
-        headers=headers,
-        error=error,
-        round=round,
-        input_requests=input_requests,
-        input_responses=input_responses,
-    )
 
 
 def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Final, Protocol
 
@@ -43,7 +43,7 @@ from .._core.credentials import (
     tokens_key,
 )
 from .._core.errors import AuthorizationError, McpError
-from .._core.events import AuthEvent, error_summary
+from .._core.events import AuthEvent, error_summary, utc_timestamp
 from .._core.oauth import Answer
 from .._machines.authorization import COMPILED, State, Trigger
 from .audit import AuditBus
@@ -783,7 +783,7 @@ class AuthorizationFlow:
                 previous=previous_text,
                 trigger=trigger_text,
                 attempt=self.attempt,
-                at=datetime.now(UTC).isoformat(timespec="microseconds"),
+                at=utc_timestamp(time.time_ns()),
                 elapsed=trio.current_time() - self.started,
                 error=error,
                 issuer=self.issuer,

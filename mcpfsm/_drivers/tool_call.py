@@ -25,7 +25,7 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
-from .._core.events import error_summary, make_call_event, utc_timestamp
+from .._core.events import CallEvent, error_summary, utc_timestamp
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, State, Trigger
@@ -276,21 +276,21 @@ class ToolCall:
             error, requests, responses = self._details(state, trigger)
         plan = self.plan
         audit.publish(
-            make_call_event(
-                self.call_id,
-                seq,
-                self.name,
-                state,
-                previous,
-                trigger,
-                self.attempt,
-                utc_timestamp(time_ns()),
-                self.clock() - self.started,
-                None if plan is None else plan.as_dict(),
-                error,
-                self.rounds.round,
-                requests,
-                responses,
+            CallEvent(
+                call_id=self.call_id,
+                seq=seq,
+                tool=self.name,
+                state=state,
+                previous=previous,
+                trigger=trigger,
+                attempt=self.attempt,
+                at=utc_timestamp(time_ns()),
+                elapsed=self.clock() - self.started,
+                headers=None if plan is None else plan.as_dict(),
+                error=error,
+                round=self.rounds.round,
+                input_requests=requests,
+                input_responses=responses,
             )
         )
 
