@@ -197,3 +197,21 @@ def slug(title: str) -> str:
     """GitHub's anchor of a heading: lowercase, punctuation dropped, spaces to hyphens."""
     kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -")
     return kept.replace(" ", "-")
+
+
+def diagram_section(definition: MachineDefinition[Any, Any], source: str) -> list[str]:
+    """The "Diagram" section of a machine's walkthrough: its Mermaid chart and a link to its SVG.
+
+    ``source`` names where the definition lives, e.g. ``TOOL_CALL`` in ``mcpfsm/_machines/tool_call.py``.
+    """
+    name = definition.name
+    return [
+        "## Diagram",
+        "",
+        "```mermaid",
+        *mermaid(definition).rstrip("\n").split("\n"),
+        "```",
+        "",
+        f"The same machine rendered by Graphviz: [diagrams/{name}.svg](../diagrams/{name}.svg). Both are "
+        f"generated from {source}.",
+    ]

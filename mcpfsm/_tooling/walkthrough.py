@@ -31,7 +31,7 @@ from .._core.plan import plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import EDGES, STATES, TOOL_CALL, State
 from .peer_process import ComponentMissing, PeerStartError, RunningPeer, missing_modules, run_peer
-from .render import code_cell, mermaid, slug, states_table
+from .render import code_cell, diagram_section, slug, states_table
 
 __all__ = ["PeerUnavailable", "render"]
 
@@ -540,14 +540,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         *inspect.getsource(_on_sampling).rstrip("\n").split("\n"),
         "```",
         "",
-        "## Diagram",
-        "",
-        "```mermaid",
-        *mermaid(TOOL_CALL).rstrip("\n").split("\n"),
-        "```",
-        "",
-        "The same machine rendered by Graphviz: [diagrams/tool-call.svg](../diagrams/tool-call.svg). Both are "
-        "generated from `TOOL_CALL` in `mcpfsm/_machines/tool_call.py`.",
+        *diagram_section(TOOL_CALL, "`TOOL_CALL` in `mcpfsm/_machines/tool_call.py`"),
         "",
         "## Examples",
         "",

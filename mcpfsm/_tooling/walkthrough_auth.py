@@ -30,7 +30,7 @@ from .._core.errors import McpError
 from .._core.events import AuthEvent, CallEvent
 from .._machines.authorization import AUTHORIZATION
 from .peer_process import ComponentMissing, PeerStartError, RunningAuthServer, run_authserver
-from .render import code_cell, mermaid, slug, states_table
+from .render import code_cell, diagram_section, slug, states_table
 
 __all__ = ["AuthServerUnavailable", "render"]
 
@@ -488,14 +488,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "endpoints, not across redirects, which the authorization side never follows. No token, code, "
         "verifier, secret or assertion reaches an event, a log line, a `repr` or an error message.",
         "",
-        "## Diagram",
-        "",
-        "```mermaid",
-        *mermaid(AUTHORIZATION).rstrip("\n").split("\n"),
-        "```",
-        "",
-        "The same machine rendered by Graphviz: [diagrams/authorization.svg](../diagrams/authorization.svg). "
-        "Both are generated from `AUTHORIZATION` in `mcpfsm/_machines/authorization.py`.",
+        *diagram_section(AUTHORIZATION, "`AUTHORIZATION` in `mcpfsm/_machines/authorization.py`"),
         "",
         "## Examples",
         "",

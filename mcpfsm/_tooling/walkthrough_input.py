@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from .._machines.input import INPUT
-from .render import mermaid, states_table
+from .render import diagram_section, states_table
 
 __all__ = ["render"]
 
@@ -68,13 +68,6 @@ def render() -> str:
         "may quote the user, and it is neither sent to the server nor logged. Only an `RpcError` a handler "
         "raises to refuse (say `-1`, \"User rejected sampling request\") is recorded and sent as it is.",
         "",
-        "## Diagram",
-        "",
-        "```mermaid",
-        *mermaid(INPUT).rstrip("\n").split("\n"),
-        "```",
-        "",
-        "The same machine rendered by Graphviz: [diagrams/input.svg](../diagrams/input.svg). Both are generated "
-        "from `INPUT` in `mcpfsm/_machines/input.py`.",
+        *diagram_section(INPUT, "`INPUT` in `mcpfsm/_machines/input.py`"),
     ]
     return "\n".join(lines) + "\n"
