@@ -40,6 +40,7 @@ __all__ = [
     "add_http_options",
     "add_server_options",
     "classify",
+    "columns",
     "configure_logging",
     "connection_errors",
     "error_line",
@@ -356,3 +357,12 @@ def connection_errors(target: str) -> Iterator[None]:
 def print_line(text: str) -> None:
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
+
+
+def columns(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A plain-text table: every column but the last padded to its widest cell, two spaces between."""
+    widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(headers[:-1])]
+    return "\n".join(
+        "  ".join([*(cell.ljust(width) for cell, width in zip(line, widths, strict=False)), line[-1]]).rstrip()
+        for line in [headers, *rows]
+    )

@@ -9,7 +9,7 @@ from typing import Final
 import trio
 
 from ..._core.results import Prompt
-from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+from .common import Exit, add_server_options, columns, connection_errors, make_client, print_line, target
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
 
@@ -35,10 +35,7 @@ def render(prompts: list[Prompt]) -> str:
         (p.name, ", ".join(a.name + ("*" if a.required else "") for a in p.arguments) or "-", p.description or "")
         for p in prompts
     ]
-    widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(("PROMPT", "ARGUMENTS"))]
-    lines = [f"{'PROMPT':<{widths[0]}}  {'ARGUMENTS':<{widths[1]}}  DESCRIPTION"]
-    lines += [f"{n:<{widths[0]}}  {a:<{widths[1]}}  {d}".rstrip() for n, a, d in rows]
-    return "\n".join(lines)
+    return columns(("PROMPT", "ARGUMENTS", "DESCRIPTION"), rows)
 
 
 def run(args: argparse.Namespace) -> Exit:

@@ -9,7 +9,7 @@ from typing import Any, Final
 import trio
 
 from ..._core.results import Resource, ResourceTemplate
-from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+from .common import Exit, add_server_options, columns, connection_errors, make_client, print_line, target
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
 
@@ -33,10 +33,7 @@ def render(resources: list[Resource], templates: list[ResourceTemplate]) -> str:
     rows += [(t.uri_template, t.mime_type or "-", t.name, (t.description or "") + " (template)") for t in templates]
     if not rows:
         return "no resources"
-    widths = [max(len(header), *(len(row[i]) for row in rows)) for i, header in enumerate(("URI", "MIME", "NAME"))]
-    lines = [f"{'URI':<{widths[0]}}  {'MIME':<{widths[1]}}  {'NAME':<{widths[2]}}  DESCRIPTION"]
-    lines += [f"{u:<{widths[0]}}  {m:<{widths[1]}}  {n:<{widths[2]}}  {d}".rstrip() for u, m, n, d in rows]
-    return "\n".join(lines)
+    return columns(("URI", "MIME", "NAME", "DESCRIPTION"), rows)
 
 
 def run(args: argparse.Namespace) -> Exit:
