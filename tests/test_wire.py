@@ -288,13 +288,17 @@ def test_need_more_bytes_is_none_for_the_head_and_empty_for_the_body() -> None:
         pytest.param(b"SSH-2.0-OpenSSH\r\n\r\n", r"^malformed HTTP/1.1 status line 'SSH-2.0-OpenSSH'$", id="not-http"),
         pytest.param(b"HTTP/1.1 099 Low\r\n\r\n", r"^malformed HTTP/1.1 status line 'HTTP/1.1 099 Low'$", id="low"),
         pytest.param(
-            b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", r"^malformed HTTP/1.1 header line 'Bad Name: x'$", id="name"
+            b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+            r"^malformed HTTP/1.1 header line: the field name 'Bad Name' is not a token$",
+            id="name",
         ),
         pytest.param(
-            b"HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", r"^malformed HTTP/1.1 header line 'No colon'$", id="no-colon"
+            b"HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", r"^malformed HTTP/1.1 header line: no colon$", id="no-colon"
         ),
         pytest.param(
-            b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n", r"^malformed HTTP/1.1 header line 'X: a\\rb'$", id="bare-cr"
+            b"HTTP/1.1 200 OK\r\nX: a\rb\r\n\r\n",
+            r"^malformed HTTP/1.1 header line: the value of 'x' holds CR or NUL$",
+            id="bare-cr",
         ),
         pytest.param(
             b"HTTP/1.1 200 OK\r\n folded\r\n\r\n",
@@ -998,3 +1002,43 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
         assert ping == Reply(b'{"jsonrpc":"2.0","id":8,"result":{}}', 200)
         assert server.connections == 1
         await transport.aclose()
+
+
+def test_no_credential_or_cookie_stays_in_the_process_wide_header_cache_or_reaches_a_repr_or_error() -> None:
+    from mcpfsm._core import h1
+    from mcpfsm._transports.base import Reply
+    from mcpfsm._transports.pool import ProxyRoute
+
+    secret = "SECRET-0123456789"
+    h1._CHECKED_LINES.clear()
+    h1.encode_request(
+        "POST",
+        "/mcp",
+        "h",
+        [
+            ("Authorization", f"Bearer {secret}"),
+            ("Cookie", f"sid={secret}"),
+            ("DPoP", secret),
+            ("Proxy-Authorization", f"Basic {secret}"),
+            ("X-Long", "v" * 300),
+            ("Mcp-Method", "tools/call"),
+        ],
+        b"{}",
+    )
+    assert list(h1._CHECKED_LINES) == [("Mcp-Method", "tools/call")]
+
+    reader = ResponseReader()
+    reader.receive(f"HTTP/1.1 200 OK\r\nSet-Cookie: sid={secret}\r\nContent-Length: 0\r\n\r\n".encode())
+    head = reader.read_head()
+    assert head is not None and head.set_cookie == (f"sid={secret}",)
+    reply = Reply(f'{{"token": "{secret}"}}', 200, session_id=secret)
+    route = ProxyRoute(scheme="http", host="proxy", port=3128, authorization=f"Basic {secret}")
+    for shown in (repr(head), repr(reply), repr(route)):
+        assert secret not in shown, shown
+
+    for data in (f"HTTP/1.1 200 OK\r\nSet-Cookie: sid={secret}\x00\r\n\r\n", f"HTTP/1.1 200 OK\r\n{secret}\r\n\r\n"):
+        reader = ResponseReader()
+        reader.receive(data.encode())
+        with pytest.raises(H1Error) as caught:
+            reader.read_head()
+        assert secret not in str(caught.value)

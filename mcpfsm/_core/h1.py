@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from .codec import HEADER_NAME_TOKEN
@@ -53,9 +53,12 @@ _MAX_CHUNK_LINE: Final = 4096
 # which decides and says what is wrong.
 _STRICT_FIELDS: Final = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\x00]*\r\n)*")
 # Header lines already checked, by (name, value): a client sends the same few again and again; and
-# status lines already parsed. Both bounded.
+# status lines already parsed. Both bounded. A credential (a token, a cookie, a DPoP proof) or a long value is
+# never remembered: this cache is the process's, and outlives the client that sent it.
 _CHECKED_LINES: dict[tuple[str, str], str] = {}
 _MAX_CHECKED_LINES: Final = 1024
+_MAX_CHECKED_LINE: Final = 256
+_NEVER_REMEMBERED: Final = frozenset({"authorization", "proxy-authorization", "cookie", "dpop"})
 _STATUS_LINES: dict[str, tuple[int, int, str]] = {}
 _MAX_STATUS_LINES: Final = 64
 # Heads already parsed, by their bytes (status line and fields; what they mean for framing is worked out
@@ -88,9 +91,9 @@ class ResponseHead:
 
     status: int
     reason: str
-    headers: dict[str, str]
+    headers: dict[str, str] = field(repr=False)
     keep_alive: bool
-    set_cookie: tuple[str, ...] = ()
+    set_cookie: tuple[str, ...] = field(default=(), repr=False)
 
     def __init__(
         self,
@@ -190,6 +193,8 @@ def _checked_line(pair: tuple[str, str]) -> str | None:
     if lowered == "host":
         return None
     line = f"{name}: {value}\r\n"
+    if lowered in _NEVER_REMEMBERED or len(line) > _MAX_CHECKED_LINE:
+        return line
     checked = _CHECKED_LINES
     if len(checked) >= _MAX_CHECKED_LINES:
         checked.clear()
@@ -383,12 +388,15 @@ class ResponseReader:
                     cookies[-1] = (cookies[-1] + " " + line.strip(_OWS)).strip(_OWS)
                 continue
             name, colon, value = line.partition(":")
-            if not colon or not HEADER_NAME_TOKEN.fullmatch(name):
-                raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
+            # The value is never quoted: it may be a cookie, a session id or a challenge.
+            if not colon:
+                raise H1Error("malformed HTTP/1.1 header line: no colon")
+            if not HEADER_NAME_TOKEN.fullmatch(name):
+                raise H1Error(f"malformed HTTP/1.1 header line: the field name {name[:40]!r} is not a token")
             name = name.lower()
             value = value.strip(_OWS)
             if "\r" in value or "\x00" in value:
-                raise H1Error(f"malformed HTTP/1.1 header line {line[:100]!r}")
+                raise H1Error(f"malformed HTTP/1.1 header line: the value of {name!r} holds CR or NUL")
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
             if name == "set-cookie":
                 cookies.append(value)

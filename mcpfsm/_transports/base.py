@@ -11,7 +11,7 @@ members (MCP 2026-07-28, "Transports": a client may use any transport that carri
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final, Protocol
 
@@ -53,9 +53,9 @@ class Reply:
         dpop_nonce: the answer's ``DPoP-Nonce`` header (RFC 9449 §9), if it had one (HTTP only).
     """
 
-    body: str | bytes
+    body: str | bytes = field(repr=False)
     status: int | None = None
-    session_id: str | None = None
+    session_id: str | None = field(default=None, repr=False)
     www_authenticate: tuple[str, ...] = ()
     dpop_nonce: str | None = None
 

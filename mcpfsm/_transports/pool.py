@@ -50,7 +50,7 @@ import select
 import socket as stdlib_socket
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 import trio
@@ -135,7 +135,7 @@ class ProxyRoute:
     scheme: str
     host: str
     port: int
-    authorization: str | None = None
+    authorization: str | None = field(default=None, repr=False)
     ssl_context: ssl.SSLContext | None = None
 
 
