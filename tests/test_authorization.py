@@ -1005,14 +1005,15 @@ FAILING_FLOWS: Final = {
         {"wrong secret/&value"},
         r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
         r" client secret; received code=\[redacted\] \(\[redacted\]\), code_verifier=\[redacted\] \(\[redacted\]\),"
-        r" client_secret=\[redacted\] \(\[redacted\]\)'\)$",
+        r" client_secret=\[redacted\] \(\[redacted\]\), authorization=\[redacted\] \(\[redacted\]\)'\)$",
     ),
     "client-credentials-refused-echoing": (
         {"client_credentials": {"client_id": "agent", "client_secret": "cc-secret-right"}, "echo_secrets": True},
         lambda base, r: mcpfsm.ClientCredentials("agent", client_secret="cc-secret-wrong"),
         {"cc-secret-wrong", "cc-secret-right"},
         r"^exchanging: the token endpoint answered HTTP 401 \(error='invalid_client', error_description='wrong"
-        r" client secret; received client_secret=\[redacted\] \(\[redacted\]\)'\)$",
+        r" client secret; received client_secret=\[redacted\] \(\[redacted\]\), authorization=\[redacted\]"
+        r" \(\[redacted\]\)'\)$",
     ),
     "jwt-bearer-refused-echoing": (
         {

@@ -284,6 +284,13 @@ class AuthorizationFlow:
 
     def _sending(self, request: oauth.TokenRequest) -> None:
         self._sent.update(value for name, value in request.form if name in oauth.SECRET_FORM_FIELDS)
+        for name, value in request.headers:
+            if name.lower() in ("authorization", "dpop"):
+                # client_secret_basic (RFC 6749 §2.3.1): the whole value and its Base64 credentials.
+                self._sent.add(value)
+                scheme, _, credentials = value.partition(" ")
+                if scheme.lower() == "basic" and credentials:
+                    self._sent.add(credentials)
 
     async def _get(self, url: str, headers: Mapping[str, str], state: str) -> Answer:
         try:
@@ -691,7 +698,8 @@ class AuthorizationFlow:
                 raise
             except Exception as exc:
                 # Its type only: its message may hold the redirect URL, with the code and state in it.
-                raise AuthorizationError(f"authorize raised {type(exc).__name__}", state=state) from exc
+                # Not chained either: a traceback would print the cause's message.
+                raise AuthorizationError(f"authorize raised {type(exc).__name__}", state=state) from None
             if not isinstance(redirect, str):
                 raise AuthorizationError(
                     f"authorize returned a {type(redirect).__name__}, not the redirect URL", state=state
@@ -742,7 +750,8 @@ class AuthorizationFlow:
         try:
             fresh = await credential.assertion()
         except Exception as exc:
-            raise AuthorizationError(f"the assertion callable raised {type(exc).__name__}", state=state) from exc
+            # Its type only, and not chained: the message (or a printed cause) may quote the assertion.
+            raise AuthorizationError(f"the assertion callable raised {type(exc).__name__}", state=state) from None
         if not isinstance(fresh, str) or not fresh:
             raise AuthorizationError("the assertion callable returned no JWT", state=state)
         return fresh

@@ -114,7 +114,7 @@ class Scenario:
         token_suffix: appended to every access token issued (a non-ASCII one makes a token no header can carry).
         sessions: answer ``initialize`` with an ``Mcp-Session-Id`` and accept the session ``DELETE`` (legacy).
         echo_secrets: a careless server: a refused token request's ``error_description`` quotes the secrets it
-            was sent (form fields and the Basic secret), as is and percent-encoded.
+            was sent (form fields, the Basic secret and the whole Authorization value), as is and percent-encoded.
     """
 
     issuer_path: str = ""
@@ -213,6 +213,7 @@ def _echo(form: dict[str, str], authorization: str) -> str:
     if authorization.lower().startswith("basic "):
         decoded = base64.b64decode(authorization[6:]).decode()
         received.append(("client_secret", unquote_plus(decoded.partition(":")[2])))
+        received.append(("authorization", authorization))
     return "; received " + ", ".join(f"{name}={value} ({quote(value, safe='')})" for name, value in received)
 
 
