@@ -36,7 +36,7 @@ def result(**fields: Any) -> ToolResult:
     [
         (WEATHER, {"structuredContent": {"city": "Oslo", "celsius": 3}}, []),
         (WEATHER, {"structuredContent": {"city": 42}}, ['/: "celsius" is a required property',
-                                                        '/city: 42 is not of type "string"']),
+                                                        '/city: the value is not of type "string"']),
         (WEATHER, {}, ["the tool has an outputSchema but returned no structuredContent"]),
         (WEATHER, {"isError": True}, []),
         (..., {"structuredContent": 5}, []),
@@ -44,11 +44,11 @@ def result(**fields: Any) -> ToolResult:
         ({"type": "null"}, {"structuredContent": None}, []),
         ({"type": "null"}, {}, ["the tool has an outputSchema but returned no structuredContent"]),
         ({"prefixItems": [{"type": "integer"}], "items": False}, {"structuredContent": [1, 2]},
-         ["/1: False schema does not allow 2"]),
+         ["/1: False schema does not allow the value"]),
         ({"$schema": "http://json-schema.org/draft-07/schema#", "items": [{"type": "integer"}]},
-         {"structuredContent": ["x"]}, ['/0: "x" is not of type "integer"']),
+         {"structuredContent": ["x"]}, ['/0: the value is not of type "integer"']),
         (True, {"structuredContent": {}}, []),
-        (False, {"structuredContent": {}}, ["/: False schema does not allow {}"]),
+        (False, {"structuredContent": {}}, ["/: False schema does not allow the value"]),
         ("object", {"structuredContent": {}}, ["the outputSchema is neither an object nor a boolean"]),
     ],
     ids=["conforms", "violates", "missing", "is-error", "no-schema", "array", "null", "null-missing",
@@ -114,7 +114,7 @@ def test_a_network_ref_is_never_fetched_and_makes_the_schema_unusable(schema_ser
 def test_a_local_ref_resolves() -> None:
     schema = {"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n"}
     assert OutputCheck().problems(definition(schema), result(structuredContent="x")) == [
-        '/: "x" is not of type "integer"'
+        '/: the value is not of type "integer"'
     ]
 
 

@@ -15,7 +15,7 @@ MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
 BAD: Final = (
     "structured content of tool 'bad-weather' does not match its outputSchema: "
-    '/: "celsius" is a required property; /city: 42 is not of type "string"'
+    '/: "celsius" is a required property; /city: the value is not of type "string"'
 )
 
 
@@ -50,7 +50,7 @@ async def test_a_violating_result_raises_and_the_call_ends_failed(peer: HttpPeer
     assert isinstance(caught.value, mcpfsm.ProtocolError)
     assert (caught.value.tool, caught.value.problems) == (
         "bad-weather",
-        ['/: "celsius" is a required property', '/city: 42 is not of type "string"'],
+        ['/: "celsius" is a required property', '/city: the value is not of type "string"'],
     )
     assert caught.value.result.structured_content == {"city": 42}
     assert (good.structured_content, good.has_structured_content) == ({"city": "Oslo", "celsius": 21.5}, True)

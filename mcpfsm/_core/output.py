@@ -37,6 +37,10 @@ ValidateOutput = Literal["raise", "warn", "off"]
 _MAX_PROBLEMS: Final = 10
 
 
+_HIDDEN: Final = "the value"
+"""What a problem says in place of the value it is about."""
+
+
 class OutputCheck:
     """Compiled output validators of one client, one per tool name (recompiled when the schema changes)."""
 
@@ -77,7 +81,8 @@ class OutputCheck:
             import jsonschema_rs
 
             try:
-                compiled = jsonschema_rs.validator_for(schema, offline=True)
+                # Values masked: a tool's output may hold what no log line or error should quote.
+                compiled = jsonschema_rs.validator_for(schema, offline=True, mask=_HIDDEN)
             except (jsonschema_rs.ValidationError, ValueError) as exc:
                 compiled = f"the outputSchema cannot be used: {exc}".splitlines()[0]
         self._compiled[name] = (schema, compiled)
