@@ -1,6 +1,11 @@
-"""Rules the suite keeps about itself: no test cancels or waits on a short fixed delay (on a busy machine the delay
-may end before the thing it stands for happened); tests wait for a readiness signal (an event, a log entry, a
-READY line) and bound that wait with a generous hang guard."""
+"""Rules the suite keeps about itself, where a machine can check them.
+
+Checked here: no test cancels after a short fixed delay (`move_on_after`/`fail_after` with a literal below one
+second): on a busy machine the delay may end before the thing it stands for happened. Not checked by this
+file, kept by review: short timeouts handed to the code under test (`Timeouts(read=0.05)`, `httpx.Timeout`)
+either wait for something that never comes, or run on a mock clock that moves only once every task has
+waited (`mock_clock.autojump_threshold`); tests wait for a readiness signal (an event, a log entry, a READY
+line) and bound that wait with a generous hang guard."""
 
 from __future__ import annotations
 

@@ -564,9 +564,14 @@ async def test_a_connection_closed_mid_body_is_an_error_and_is_discarded() -> No
 
 
 @pytest.mark.parametrize("then", ["hang", "close"])
-async def test_a_prefetched_body_that_stalls_or_breaks_fails_where_it_is_read(then: str) -> None:
+async def test_a_prefetched_body_that_stalls_or_breaks_fails_where_it_is_read(
+    then: str, mock_clock: trio.testing.MockClock
+) -> None:
     # prefetch=True waits for the rest of a small body before returning the head; what that wait meets
-    # is raised by read(), as without prefetch, and the connection is discarded.
+    # is raised by read(), as without prefetch, and the connection is discarded. The 0.05 s read timeout is
+    # on a mock clock that moves only once every task has waited a real second: the head always arrives
+    # first, however busy the machine.
+    mock_clock.autojump_threshold = 1.0
     async with serving(Server()) as server:
         server.queue(raw(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", then=then))
         pool = pool_for(server, timeouts=Timeouts(read=0.05))
@@ -908,8 +913,11 @@ async def test_the_transport_sends_one_exact_request_and_returns_the_json_body()
     ],
 )
 async def test_transport_failures_become_transport_errors(
-    answer: Answer, options: dict[str, Any], message: str
+    answer: Answer, options: dict[str, Any], message: str, mock_clock: trio.testing.MockClock
 ) -> None:
+    # The read timeouts run on a mock clock that moves only once every task has waited a real second, so a
+    # head the server did send always arrives before them, however busy the machine.
+    mock_clock.autojump_threshold = 1.0
     async with serving(Server()) as server:
         server.queue(answer)
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp", **options)
