@@ -1035,9 +1035,15 @@ def test_no_credential_or_cookie_stays_in_the_process_wide_header_cache_or_reach
     )
     assert list(h1._CHECKED_LINES) == [("Mcp-Method", "tools/call")]
 
+    h1._HEADS.clear()
+    for field in ("Mcp-Session-Id", "WWW-Authenticate", "DPoP-Nonce"):
+        reader = ResponseReader()
+        reader.receive(f"HTTP/1.1 200 OK\r\n{field}: {secret}\r\nContent-Length: 0\r\n\r\n".encode())
+        assert reader.read_head() is not None
     reader = ResponseReader()
     reader.receive(f"HTTP/1.1 200 OK\r\nSet-Cookie: sid={secret}\r\nContent-Length: 0\r\n\r\n".encode())
     head = reader.read_head()
+    assert h1._HEADS == {}
     assert head is not None and head.set_cookie == (f"sid={secret}",)
     reply = Reply(f'{{"token": "{secret}"}}', 200, session_id=secret)
     route = ProxyRoute(scheme="http", host="proxy", port=3128, authorization=f"Basic {secret}")

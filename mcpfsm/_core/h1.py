@@ -63,10 +63,11 @@ _STATUS_LINES: dict[str, tuple[int, int, str]] = {}
 _MAX_STATUS_LINES: Final = 64
 # Heads already parsed, by their bytes (status line and fields; what they mean for framing is worked out
 # again for each response, as it depends on the request too). Bounded, and only heads of up to 1 KiB that set
-# no cookie.
+# no cookie and carry no session id or challenge.
 _HEADS: dict[bytes, tuple[tuple[int, int, str], dict[str, str]]] = {}
 _MAX_HEADS: Final = 64
 _MAX_CACHED_HEAD: Final = 1024
+_PRIVATE_FIELDS: Final = frozenset({"mcp-session-id", "www-authenticate", "dpop-nonce", "authentication-info"})
 _NO_BODY_STATUS: Final = frozenset({204, 304})
 _OWS: Final = " \t"
 
@@ -364,8 +365,9 @@ class ResponseReader:
             headers[name] = f"{headers[name]}, {value}" if name in headers else value
             if name == "set-cookie":
                 cookies.append(value)
-        if len(raw) <= _MAX_CACHED_HEAD and not cookies:
-            # Not a head that sets cookies: their values are credentials, kept nowhere but in the client's jar.
+        if len(raw) <= _MAX_CACHED_HEAD and not cookies and _PRIVATE_FIELDS.isdisjoint(headers):
+            # Not a head that sets cookies, names a session or challenges: what it carries is kept nowhere but
+            # in the client it came to (this cache is the process's).
             if len(_HEADS) >= _MAX_HEADS:
                 _HEADS.clear()
             _HEADS[raw] = (status, headers.copy())
