@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -1212,3 +1213,27 @@ async def test_the_loopback_authorizer_gives_up_after_its_timeout(autojump_clock
         f"mcpfsm: log in to authorize access (waiting up to 120 s for {redirect_uri}):\n"
         "  https://as.example/authorize?x=1"
     ]
+
+
+async def test_the_loopback_authorizer_says_when_its_port_is_taken() -> None:
+    lines: list[str] = []
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        redirect_uri = f"http://127.0.0.1:{holder.getsockname()[1]}/callback"
+        loopback = mcpfsm.LoopbackAuthorizer(redirect_uri, open_browser=False, announce=lines.append)
+        with pytest.raises(
+            mcpfsm.AuthorizationError,
+            match=rf"^authorizing: cannot listen on {re.escape(redirect_uri)} for the browser's redirect:"
+            r" Address already in use \(another program holds the port: pass another loopback redirect_uri\)$",
+        ):
+            await loopback("https://as.example/authorize?x=1")
+    assert lines == []  # nobody is sent to log in when the answer could not be received
+
+
+def test_the_default_redirect_port_is_outside_the_ephemeral_ranges() -> None:
+    # A port the OS hands out to outgoing connections or to port-0 listeners could be busy at any moment.
+    port = urlsplit(mcpfsm.OAuth().redirect_uri).port
+    assert port is not None and port < 32768  # Linux's default range starts there, IANA's at 49152
+    low, _high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+    assert port < int(low)

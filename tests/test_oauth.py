@@ -860,10 +860,10 @@ def test_registration_auth_method(supported: tuple[str, ...] | None, expected: s
 
 def test_registration_request() -> None:
     assert o.registration_request(
-        client_name="mcpfsm", redirect_uris=["http://127.0.0.1:33418/callback"], token_endpoint_auth_method="none"
+        client_name="mcpfsm", redirect_uris=["http://127.0.0.1:27418/callback"], token_endpoint_auth_method="none"
     ) == {
         "client_name": "mcpfsm",
-        "redirect_uris": ["http://127.0.0.1:33418/callback"],
+        "redirect_uris": ["http://127.0.0.1:27418/callback"],
         "grant_types": ["authorization_code", "refresh_token"],
         "response_types": ["code"],
         "token_endpoint_auth_method": "none",
@@ -1044,7 +1044,7 @@ def test_fresh_values() -> None:
 def make_request(**changes: Any) -> o.AuthorizationRequest:
     arguments: dict[str, Any] = {
         "client_id": "client 1",
-        "redirect_uri": "http://127.0.0.1:33418/callback",
+        "redirect_uri": "http://127.0.0.1:27418/callback",
         "resource": MCP,
         "scopes": ("mcp:basic", "offline_access"),
         "state": "st-1",
@@ -1059,13 +1059,13 @@ def test_authorization_request() -> None:
     assert request == o.AuthorizationRequest(
         url=(
             "https://as.example.com/authorize?response_type=code&client_id=client+1"
-            "&redirect_uri=http%3A%2F%2F127.0.0.1%3A33418%2Fcallback&scope=mcp%3Abasic+offline_access&state=st-1"
+            "&redirect_uri=http%3A%2F%2F127.0.0.1%3A27418%2Fcallback&scope=mcp%3Abasic+offline_access&state=st-1"
             f"&code_challenge={CHALLENGE}&code_challenge_method=S256&resource=https%3A%2F%2Fmcp.example.com%2Fmcp"
         ),
         issuer=AS,
         iss_expected=True,
         client_id="client 1",
-        redirect_uri="http://127.0.0.1:33418/callback",
+        redirect_uri="http://127.0.0.1:27418/callback",
         resource=MCP,
         scopes=("mcp:basic", "offline_access"),
         state="st-1",
@@ -1073,7 +1073,7 @@ def test_authorization_request() -> None:
     )
     assert repr(request) == (
         "AuthorizationRequest(issuer='https://as.example.com', iss_expected=True, client_id='client 1',"
-        " redirect_uri='http://127.0.0.1:33418/callback', resource='https://mcp.example.com/mcp',"
+        " redirect_uri='http://127.0.0.1:27418/callback', resource='https://mcp.example.com/mcp',"
         " scopes=('mcp:basic', 'offline_access'))"
     )
 
@@ -1085,7 +1085,7 @@ def test_authorization_request_keeps_endpoint_query_and_omits_empty() -> None:
     request = make_request(metadata=metadata, scopes=(), resource=None)
     assert request.url == (
         "https://as.example.com/authorize?tenant=t1&response_type=code&client_id=client+1"
-        f"&redirect_uri=http%3A%2F%2F127.0.0.1%3A33418%2Fcallback&state=st-1&code_challenge={CHALLENGE}"
+        f"&redirect_uri=http%3A%2F%2F127.0.0.1%3A27418%2Fcallback&state=st-1&code_challenge={CHALLENGE}"
         "&code_challenge_method=S256"
     )
     assert request.iss_expected is False
@@ -1096,7 +1096,7 @@ def test_authorization_request_needs_endpoint() -> None:
         make_request(metadata=as_metadata(authorization_endpoint=None))
 
 
-CALLBACK = "http://127.0.0.1:33418/callback"
+CALLBACK = "http://127.0.0.1:27418/callback"
 
 
 @pytest.mark.parametrize(
@@ -1266,7 +1266,7 @@ def test_code_exchange_without_resource() -> None:
         as_metadata(), o.ClientAuthentication(client_id="c"), request=make_request(resource=None), code="x"
     )
     assert token_request.body == (
-        b"grant_type=authorization_code&code=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A33418%2Fcallback"
+        b"grant_type=authorization_code&code=x&redirect_uri=http%3A%2F%2F127.0.0.1%3A27418%2Fcallback"
         b"&code_verifier=" + VERIFIER.encode() + b"&client_id=c"
     )
 

@@ -169,7 +169,7 @@ def test_the_readme_interactive_login_runs_with_a_browser(tmp_path: Path) -> Non
         "tools: ['test-tool']",
     ]
     assert runs[0].stderr.startswith(
-        "mcpfsm: log in to authorize access (waiting up to 300 s for http://127.0.0.1:33418/callback):\n"
+        "mcpfsm: log in to authorize access (waiting up to 300 s for http://127.0.0.1:27418/callback):\n"
     )
     assert (runs[1].stdout, runs[1].stderr) == ("tools: ['test-tool']\n", "")  # the stored token: no login
     assert paths.count("/authorize") == 1

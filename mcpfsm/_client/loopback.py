@@ -92,7 +92,8 @@ class LoopbackAuthorizer:
             listeners = await trio.open_tcp_listeners(self._port, host=self._host)
         except OSError as exc:
             raise AuthorizationError(
-                f"cannot listen on {self.redirect_uri} for the browser's redirect: {exc.strerror or exc}",
+                f"cannot listen on {self.redirect_uri} for the browser's redirect: {exc.strerror or exc}"
+                " (another program holds the port: pass another loopback redirect_uri)",
                 state=AUTHORIZING,
             ) from exc
         received: list[str] = []

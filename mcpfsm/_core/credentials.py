@@ -39,8 +39,13 @@ __all__ = [
     "tokens_key",
 ]
 
-DEFAULT_REDIRECT_URI: Final = "http://127.0.0.1:33418/callback"
-"""Where the default ``authorize`` listens for the browser's redirect (RFC 8252 §7.3: a loopback IP literal)."""
+DEFAULT_REDIRECT_URI: Final = "http://127.0.0.1:27418/callback"
+"""Where the default ``authorize`` listens for the browser's redirect (RFC 8252 §7.3: a loopback IP literal).
+
+The port is fixed because registration names the redirect URI, and it lies below every common ephemeral
+range (Linux 32768 to 60999, IANA and Windows 49152 to 65535): an outgoing connection's local port, or a
+server listening on port 0, can never be holding it when the login starts.
+"""
 
 Authorize = Callable[[str], Awaitable[str]]
 """``await authorize(authorization_url) -> redirect_url``: send the user agent to the URL and return the URL it
