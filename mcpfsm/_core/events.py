@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "utc_timestamp"]
+__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "tool_call_event", "utc_timestamp"]
 
 _second: tuple[int, str] = (-1, "")
 
@@ -184,6 +184,50 @@ _SET_ROUND: _Setter = CallEvent.__dict__["round"].__set__
 _SET_INPUT_REQUESTS: _Setter = CallEvent.__dict__["input_requests"].__set__
 _SET_INPUT_RESPONSES: _Setter = CallEvent.__dict__["input_responses"].__set__
 _SET_MACHINE: _Setter = CallEvent.__dict__["machine"].__set__
+
+
+_new = object.__new__
+
+
+def tool_call_event(
+    call_id: str,
+    seq: int,
+    tool: str,
+    state: str,
+    previous: str | None,
+    trigger: str | None,
+    attempt: int,
+    at: str,
+    elapsed: float,
+    headers: Mapping[str, str] | None,
+    error: Mapping[str, Any] | None,
+    round: int,
+    input_requests: Mapping[str, str] | None,
+    input_responses: Mapping[str, Any] | None,
+) -> CallEvent:
+    """The same :class:`CallEvent` as ``CallEvent(call_id=call_id, ...)``, every field given, for the tool-call driver.
+
+    Calling a class with keywords packs them into a dict before ``__init__`` unpacks them again (CPython 3.11
+    does not specialise calling a class); this sets the same slots on a new instance, as ``__init__`` does,
+    without that detour: about a third less per event, four events per tool call.
+    """
+    event: CallEvent = _new(CallEvent)
+    _SET_CALL_ID(event, call_id)
+    _SET_SEQ(event, seq)
+    _SET_TOOL(event, tool)
+    _SET_STATE(event, state)
+    _SET_PREVIOUS(event, previous)
+    _SET_TRIGGER(event, trigger)
+    _SET_ATTEMPT(event, attempt)
+    _SET_AT(event, at)
+    _SET_ELAPSED(event, elapsed)
+    _SET_HEADERS(event, headers)
+    _SET_ERROR(event, error)
+    _SET_ROUND(event, round)
+    _SET_INPUT_REQUESTS(event, input_requests)
+    _SET_INPUT_RESPONSES(event, input_responses)
+    _SET_MACHINE(event, "tool-call")
+    return event
 
 
 def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import trio
 
 from .._machines.definition import CompiledMachine
 
-__all__ = ["Effect", "Run", "advance", "cancellation_summary", "drive", "start"]
+__all__ = ["Effect", "Run", "Step", "advance", "cancellation_summary", "drive", "start"]
 
 S = TypeVar("S", bound=StrEnum)
 T = TypeVar("T", bound=StrEnum)
@@ -50,6 +50,11 @@ R = TypeVar("R", bound=Run)
 Effect = Callable[[R], Awaitable[T]]
 """The effect of one state: does its work on the run and returns the trigger that names what happened."""
 
+Step = Callable[[R], T]
+"""The effect of a state that never waits (it computes and does no I/O): a plain call, without a coroutine."""
+
+_NO_STEPS: Mapping[str, Any] = {}
+
 
 def start(compiled: CompiledMachine[S, Any], run: Run) -> S:
     """Enter the machine's initial state: ``run`` publishes it; returns it."""
@@ -69,11 +74,18 @@ def advance(compiled: CompiledMachine[S, Any], run: Run, state: S, trigger: str)
     return entered
 
 
-async def drive(compiled: CompiledMachine[S, T], effects: Mapping[str, Effect[R, T]], run: R) -> S:
+async def drive(
+    compiled: CompiledMachine[S, T],
+    effects: Mapping[str, Effect[R, T]],
+    run: R,
+    steps: Mapping[str, Step[R, T]] = _NO_STEPS,
+) -> S:
     """Drive ``run`` from the initial state to a terminal one, one effect per state; returns the terminal state.
 
-    ``effects`` maps every non-terminal state to its effect. What a terminal state means (a result, an
-    error to raise) is the caller's.
+    Every non-terminal state has one effect: in ``steps`` when it never waits (called), else in ``effects``
+    (awaited). The two differ only in cost (a coroutine object per state that never suspends): the same
+    states are entered, in the same order, each after the same checkpoint. What a terminal state means (a
+    result, an error to raise) is the caller's.
 
     Raises:
         trio.Cancelled: the caller was cancelled; the run entered the machine's ``cancel_trigger`` edge
@@ -85,14 +97,15 @@ async def drive(compiled: CompiledMachine[S, T], effects: Mapping[str, Effect[R,
     terminal = definition.terminal
     # `advance` inlined, with its two bound methods looked up once: this loop is every tool call's hot path.
     follow, entered = compiled.advance, run.entered
-    state = start(compiled, run)
+    state = definition.initial
+    entered(state, None, None)
     while state not in terminal:
-        effect = effects[state]
+        step = steps.get(state)
         try:
             # Every non-terminal state can be cancelled, also those whose effect never waits (and a
             # transport that answers without blocking); trio's rule: async = checkpoint.
             await trio.lowlevel.checkpoint_if_cancelled()
-            trigger = await effect(run)
+            trigger = step(run) if step is not None else await effects[state](run)
         except Exception:
             # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm,
             # not a protocol outcome, so it is not dressed up as one of the machine's edges.

@@ -25,12 +25,12 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
-from .._core.events import CallEvent, error_summary, utc_timestamp
+from .._core.events import error_summary, tool_call_event, utc_timestamp
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, State, Trigger
 from .audit import AuditBus
-from .driver import Effect, cancellation_summary, drive
+from .driver import Effect, Step, cancellation_summary, drive
 from .input import InputHandlers, InputRounds
 
 __all__ = ["CallPort", "ToolCall"]
@@ -102,6 +102,7 @@ class ToolCall:
         "error",
         "generation",
         "handle",
+        "headers",
         "mismatch",
         "name",
         "params",
@@ -134,6 +135,8 @@ class ToolCall:
         self.clock: Callable[[], float] = _no_clock
         self.definition: ToolDefinition | None = None
         self.plan: HeaderPlan | None = None
+        # The plan as its events carry it: one dict per plan, shared by the events that carry that plan.
+        self.headers: Mapping[str, str] | None = None
         self.mismatch: HeaderMismatchError | None = None
         self.error: BaseException | None = None
         self.result: ToolResult | None = None
@@ -152,18 +155,19 @@ class ToolCall:
 
     # --- one effect per state; each returns the trigger naming what happened -----------------
 
-    async def _resolving(self) -> Trigger:
+    def _resolving(self) -> Trigger:
         if self.handle is not None:
             # The newest definition of that name this client has listed, else the handle's.
             self.definition = self.port.known_definition(self.name) or self.handle
         return _RESOLVED
 
-    async def _planning(self) -> Trigger:
+    def _planning(self) -> Trigger:
         try:
             self.plan = self._plan(self.definition)
         except MirroringError as exc:
             self.error = exc
             return Trigger.unmirrorable
+        self.headers = self.plan.as_dict()
         return _PLANNED
 
     async def _sending(self) -> Trigger:
@@ -235,6 +239,7 @@ class ToolCall:
             self.error = self.mismatch
             return Trigger.unchanged
         self.plan = fresh
+        self.headers = fresh.as_dict()
         return Trigger.changed
 
     # --- the driver ---------------------------------------------------------------------------
@@ -253,7 +258,7 @@ class ToolCall:
         """
         self.clock = trio.lowlevel.current_clock().current_time
         self.started = self.clock()
-        if await drive(COMPILED, _EFFECTS, self) == _SUCCEEDED:
+        if await drive(COMPILED, _EFFECTS, self, _STEPS) == _SUCCEEDED:
             assert self.result is not None
             return self.result
         assert self.error is not None
@@ -274,23 +279,22 @@ class ToolCall:
         error = requests = responses = None
         if state in _DETAILED:
             error, requests, responses = self._details(state, trigger)
-        plan = self.plan
         audit.publish(
-            CallEvent(
-                call_id=self.call_id,
-                seq=seq,
-                tool=self.name,
-                state=state,
-                previous=previous,
-                trigger=trigger,
-                attempt=self.attempt,
-                at=utc_timestamp(time_ns()),
-                elapsed=self.clock() - self.started,
-                headers=None if plan is None else plan.as_dict(),
-                error=error,
-                round=self.rounds.round,
-                input_requests=requests,
-                input_responses=responses,
+            tool_call_event(
+                self.call_id,
+                seq,
+                self.name,
+                state,
+                previous,
+                trigger,
+                self.attempt,
+                utc_timestamp(time_ns()),
+                self.clock() - self.started,
+                self.headers,
+                error,
+                self.rounds.round,
+                requests,
+                responses,
             )
         )
 
@@ -334,9 +338,13 @@ _STATES: Final[Mapping[str, str]] = {str(state): str(state) for state in State}
 _PLAIN: Final[Mapping[str | None, str | None]] = {None: None, **{str(m): str(m) for m in (*State, *Trigger)}}
 
 
-_EFFECTS: Final[Mapping[str, Effect[ToolCall, Trigger]]] = {
+_STEPS: Final[Mapping[str, Step[ToolCall, Trigger]]] = {
     State.resolving: ToolCall._resolving,
     State.planning: ToolCall._planning,
+}
+"""The effects of the states that never wait (specs/tool-call.md): called, not awaited."""
+
+_EFFECTS: Final[Mapping[str, Effect[ToolCall, Trigger]]] = {
     State.sending: ToolCall._sending,
     State.awaiting_input: ToolCall._awaiting_input,
     State.resending: ToolCall._sending,
@@ -348,4 +356,4 @@ _EFFECTS: Final[Mapping[str, Effect[ToolCall, Trigger]]] = {
     State.retry_awaiting_input: ToolCall._awaiting_input,
     State.retry_resending: ToolCall._sending,
 }
-"""One effect per non-terminal state (specs/tool-call.md)."""
+"""The effect of every other non-terminal state (specs/tool-call.md)."""
