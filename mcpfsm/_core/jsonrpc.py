@@ -46,6 +46,8 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=F
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = b"\xef\xbb\xbf"
+# What json.loads ends in: the documented JSONDecoder.raw_decode, reading the document at the start of a text.
+_raw_decode = json.JSONDecoder().raw_decode
 _LONE = "peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text (RFC 8259 §8.2)"
 
 
@@ -188,16 +190,30 @@ def decode_message(text: str | bytes) -> Any:
             # Strict UTF-8, as MCP messages are (json.loads on bytes would let surrogates through). The
             # "utf-8-sig" codec costs ten times "utf-8": it is used only when there is a BOM to skip.
             text = text.decode("utf-8-sig") if text.startswith(_BOM) else text.decode("utf-8")
-        value = json.loads(text)
+        value = _loads(text)
     except UnicodeEncodeError as exc:
         raise ProtocolError(_LONE) from exc
     except (ValueError, RecursionError) as exc:
         raise ProtocolError(f"peer sent invalid JSON: {exc}") from exc
-    # An escaped lone surrogate decodes to a str that no encoder takes back: find one (a backslash is
-    # rare in most answers, and finding the first is a memchr), then walk the value only on a hit.
-    backslash = text.find("\\")
-    if backslash >= 0 and _ESCAPE.search(text, backslash) and holds_lone_surrogate(value):
+    # An escaped lone surrogate decodes to a str that no encoder takes back: find one (a \u escape is rare
+    # in most answers, unlike an escaped quote, and finding the first is a fast substring search), then walk
+    # the value only on a hit.
+    escape = text.find("\\u")
+    if escape >= 0 and _ESCAPE.search(text, escape) and holds_lone_surrogate(value):
         raise ProtocolError(_LONE)
+    return value
+
+
+def _loads(text: str) -> Any:
+    # json.loads(text), two Python frames and two whitespace matches shorter for what peers send: a document
+    # with nothing around it. Anything else (whitespace around it, extra data, a BOM, invalid JSON) goes through
+    # json.loads itself: the same value, or json's own error.
+    try:
+        value, end = _raw_decode(text)
+    except ValueError:
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
     return value
 
 

@@ -64,8 +64,12 @@ def _object(what: str, value: object) -> Mapping[str, Any]:
 
 
 def _objects(what: str, value: object) -> list[dict[str, Any]]:
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
+    if not isinstance(value, list):
         raise ProtocolError(f"{what} is not a list of objects")
+    # A loop, not all() over a generator: no generator object for the content of every tool result.
+    for item in value:
+        if not isinstance(item, dict):
+            raise ProtocolError(f"{what} is not a list of objects")
     return value
 
 
@@ -115,17 +119,31 @@ class ToolResult:
                 ``resultType`` is not ``"complete"``.
         """
         check_result_type("tools/call", result)
+        return cls.from_complete(result)
+
+    @classmethod
+    def from_complete(cls, result: dict[str, Any]) -> ToolResult:
+        """Validate a tools/call result object whose ``resultType`` is known to be ``complete``.
+
+        What :meth:`from_result` does after checking ``resultType``, for a caller that has checked it (the
+        tool-call driver: the session checked it once for every result, and the driver read it).
+
+        Raises:
+            ProtocolError: ``content`` is not a list of objects, or ``isError`` is not a boolean.
+        """
         content = _objects('tools/call result "content"', result.get("content", []))
         is_error = result.get("isError", False)
         if not isinstance(is_error, bool):
             raise ProtocolError('tools/call result "isError" is not a boolean')
-        return cls(
-            content=content,
-            structured_content=result.get("structuredContent"),
-            has_structured_content="structuredContent" in result,
-            is_error=is_error,
-            raw=result,
-        )
+        # The slots set on a new instance, as __init__ does: calling the class with keywords would pack them
+        # into a dict first (one result per tool call).
+        made: ToolResult = _new(cls)
+        _SET_CONTENT(made, content)
+        _SET_STRUCTURED_CONTENT(made, result.get("structuredContent"))
+        _SET_HAS_STRUCTURED_CONTENT(made, "structuredContent" in result)
+        _SET_IS_ERROR(made, is_error)
+        _SET_RAW(made, result)
+        return made
 
     @property
     def text(self) -> str:
@@ -134,6 +152,7 @@ class ToolResult:
 
 
 
+_new = object.__new__
 _SET_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["content"].__set__
 _SET_STRUCTURED_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["structured_content"].__set__
 _SET_HAS_STRUCTURED_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["has_structured_content"].__set__

@@ -24,6 +24,7 @@ import trio
 
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
+from .._core.input import INPUT_REQUIRED
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
 from .._core.events import error_summary, tool_call_event, utc_timestamp
 from .._core.plan import HeaderPlan, plan_request
@@ -71,7 +72,10 @@ class CallPort(Protocol):
         ...
 
     async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
-        """Send one ``tools/call`` with ``plan`` (a new JSON-RPC id each time) and return its result object."""
+        """Send one ``tools/call`` with ``plan`` (a new JSON-RPC id each time) and return its result object.
+
+        The result's ``resultType`` has been checked (SEP-2322): absent, ``"complete"`` or ``"input_required"``.
+        """
         ...
 
     def check_output(self, name: str, result: ToolResult) -> None:
@@ -140,7 +144,8 @@ class ToolCall:
         self.mismatch: HeaderMismatchError | None = None
         self.error: BaseException | None = None
         self.result: ToolResult | None = None
-        self.rounds = InputRounds(port.inputs, "tools/call", name)
+        # Made with the first input_required result: most calls never ask for input.
+        self.rounds: InputRounds | None = None
         # The request's params, built once: planning reads them, every send passes them on (the session, and
         # the input rounds, copy what they add to).
         self.params: dict[str, Any] = {"name": name, "arguments": arguments}
@@ -177,14 +182,19 @@ class ToolCall:
         try:
             rounds = self.rounds
             # Before the first input round the params are sent as they are (rounds.params would copy them).
-            params = self.params if rounds.pending is None else rounds.params(self.params)
+            params = self.params if rounds is None else rounds.params(self.params)
             result = await self.port.call_once(params, self.plan)
-            if not rounds.receive(result):
+            # The session checked resultType (SEP-2322: absent, "complete" or "input_required"): only an
+            # input_required result needs the rounds, which read it again as they parse it.
+            if result.get("resultType") == INPUT_REQUIRED:
+                if rounds is None:
+                    rounds = self.rounds = InputRounds(self.port.inputs, "tools/call", self.name)
+                rounds.receive(result)
                 if rounds.exhausted:
                     self.error = rounds.exhausted_error()
                     return Trigger.rounds_exhausted
                 return Trigger.input_required
-            self.result = ToolResult.from_result(result)
+            self.result = ToolResult.from_complete(result)
             self.port.check_output(self.name, self.result)
         except HeaderMismatchError as exc:
             self.error = exc
@@ -204,6 +214,7 @@ class ToolCall:
 
     async def _awaiting_input(self) -> Trigger:
         try:
+            assert self.rounds is not None
             await self.rounds.gather()
         except Exception as exc:
             # A handler's own error (the user's code: raised unchanged), or input not offered.
@@ -292,7 +303,7 @@ class ToolCall:
                 self.clock() - self.started,
                 self.headers,
                 error,
-                self.rounds.round,
+                0 if self.rounds is None else self.rounds.round,
                 requests,
                 responses,
             )
@@ -313,7 +324,9 @@ class ToolCall:
         rounds = self.rounds
         requests: Mapping[str, str] | None = None
         responses: Mapping[str, Any] | None = None
-        if state in _AWAITING and rounds.pending is not None:
+        if rounds is None:
+            pass
+        elif state in _AWAITING and rounds.pending is not None:
             requests = rounds.pending.methods
         elif state in _RESENDING and rounds.responses is not None and rounds.handlers.audit_answers:
             responses = rounds.responses
