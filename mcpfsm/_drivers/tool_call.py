@@ -24,9 +24,9 @@ import trio
 
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
-from .._core.input import INPUT_REQUIRED
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
 from .._core.events import error_summary, tool_call_event, utc_timestamp
+from .._core.input import INPUT_REQUIRED
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, State, Trigger
