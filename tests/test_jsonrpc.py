@@ -21,6 +21,7 @@ from mcpfsm._core.jsonrpc import (
     outgoing_request,
     outgoing_request_id,
     parse_message,
+    success_result,
 )
 
 
@@ -196,3 +197,55 @@ def test_outgoing_request_reads_id_and_method_as_json_does(request_id: Any, meth
 )
 def test_outgoing_request_cases(message: str, expected: tuple[object, object]) -> None:
     assert outgoing_request(message) == expected
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        pytest.param({"jsonrpc": "2.0", "id": 7, "result": {"x": 1}}, {"x": 1}, id="success"),
+        pytest.param({"jsonrpc": "2.0", "id": 8, "result": {}}, None, id="other-id"),
+        pytest.param({"jsonrpc": "2.0", "id": "7", "result": {}}, None, id="string-id"),
+        pytest.param({"jsonrpc": "2.0", "id": 7.0, "result": {}}, None, id="float-id"),
+        pytest.param({"jsonrpc": "2.0", "id": True, "result": {}}, None, id="bool-id"),
+        pytest.param({"jsonrpc": "2.0", "id": None, "result": {}}, None, id="null-id"),
+        pytest.param({"jsonrpc": "2.0", "result": {}}, None, id="no-id"),
+        pytest.param({"jsonrpc": "2.1", "id": 7, "result": {}}, None, id="version"),
+        pytest.param({"id": 7, "result": {}}, None, id="no-version"),
+        pytest.param({"jsonrpc": "2.0", "id": 7, "result": []}, None, id="list-result"),
+        pytest.param({"jsonrpc": "2.0", "id": 7}, None, id="no-result"),
+        pytest.param({"jsonrpc": "2.0", "id": 7, "result": {}, "error": None}, None, id="error-member"),
+        pytest.param({"jsonrpc": "2.0", "id": 7, "result": {}, "method": None}, None, id="method-member"),
+        pytest.param([{"jsonrpc": "2.0", "id": 7, "result": {}}], None, id="batch"),
+    ],
+)
+def test_success_result_takes_only_a_plain_success_to_the_request(payload: Any, expected: Any) -> None:
+    assert success_result(payload, 7) == expected
+    if expected is not None:
+        # What it takes, parse_message reads as the same successful response.
+        assert parse_message(payload) == Response(id=7, result=expected)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param('{"a":1}', {"a": 1}, id="bare"),
+        pytest.param(' \n{"a":1}\r\n ', {"a": 1}, id="whitespace-around"),
+        pytest.param("[1,2]", [1, 2], id="array"),
+    ],
+)
+def test_decode_message_reads_what_json_loads_reads(text: str, expected: Any) -> None:
+    assert decode_message(text) == expected == json.loads(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param('{"a":1} x', r"^peer sent invalid JSON: Extra data: line 1 column 9 \(char 8\)$", id="extra"),
+        pytest.param('\ufeff{"a":1}', r"^peer sent invalid JSON: Unexpected UTF-8 BOM .*$", id="bom-text"),
+        pytest.param('{"a":}', r"^peer sent invalid JSON: Expecting value: line 1 column 6 \(char 5\)$", id="value"),
+        pytest.param("", r"^peer sent invalid JSON: Expecting value: line 1 column 1 \(char 0\)$", id="empty"),
+    ],
+)
+def test_decode_message_refuses_what_json_loads_refuses_with_its_message(text: str, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message):
+        decode_message(text)

@@ -22,7 +22,7 @@ The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from types import TracebackType
@@ -51,7 +51,6 @@ from .._core.results import (
 from .._drivers.audit import AuditBus
 from .._drivers.input import (
     DEFAULT_MAX_INPUT_ROUNDS,
-    WAITING_TOOL,
     InputHandler,
     InputHandlers,
     request_with_input,
@@ -127,14 +126,11 @@ class _Port:
     def known_definition(self, name: str) -> ToolDefinition | None:
         return self._catalog.known(name)
 
-    async def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> dict[str, Any]:
-        # A legacy server request on this call's own stream is read in this task: its events name the tool.
-        waiting = WAITING_TOOL.set(params["name"])
-        try:
-            # tools/call is never cached (caching.CACHEABLE_METHODS): straight to the renewal layer.
-            return await self._session.renew_and_request("tools/call", params, plan)
-        finally:
-            WAITING_TOOL.reset(waiting)
+    def call_once(self, params: dict[str, Any], plan: HeaderPlan) -> Coroutine[Any, Any, dict[str, Any]]:
+        # tools/call is never cached (caching.CACHEABLE_METHODS): straight to the renewal layer, whose coroutine
+        # the driver awaits (no frame of its own here). A legacy server request on this call's own stream is
+        # read in this task: tool= has its events name the tool.
+        return self._session.renew_and_request("tools/call", params, plan, tool=params["name"])
 
     def check_output(self, name: str, result: ToolResult) -> None:
         # MCP 2026-07-28 "Output Schema": checked against the newest listed definition of the tool.

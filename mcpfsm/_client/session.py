@@ -61,6 +61,7 @@ from .._core.jsonrpc import (
     encode_request,
     modern_meta,
     parse_message,
+    success_result,
 )
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ServerInfo
@@ -249,51 +250,58 @@ class Session:
         )
 
     async def renew_and_request(
-        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None
+        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None = None, *, tool: str | None = None
     ) -> dict[str, Any]:
         """Renew an expired legacy session or switch version on ``-32022``, at most once each.
 
         A resend always re-plans: a renewed session or a version switch leaves the era the plan was
-        made for.
+        made for. ``tool`` names the tool of a ``tools/call``: a legacy server request read on this
+        request's own stream (in this task) is audited as that call's.
 
         Raises:
             RpcError: the server answered an error (after at most one switch on ``-32022``).
             SessionExpired: the renewed legacy session expired too.
             TransportError, ProtocolError: the request failed.
         """
-        if self._lost_session is not None:
-            await self._renew_session(self._lost_session)
-            plan = None
-        if method == "tools/call" and self.on_notification is not None:
-            params = self._with_progress_token(params)
-        renewed = switched = False
-        while True:
-            try:
-                if self.telemetry is None:
-                    # What exchange() does without telemetry, without its frame.
-                    result = await self._exchange(method, params, plan, self.reserve_id())
-                else:
-                    result = await self.exchange(method, params, plan)
-            except SessionExpired as exc:
-                if renewed:
-                    # Without a session every later request would fail: the next one opens a new session.
-                    self._lost_session = exc.session_id
-                    raise
-                renewed = True
-                await self._renew_session(exc.session_id)
-            except RpcError as exc:
-                if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switched or renewed:
+        # Set for the whole request (renewals and resends included), in this frame: every tool call comes this way.
+        waiting = None if tool is None else WAITING_TOOL.set(tool)
+        try:
+            if self._lost_session is not None:
+                await self._renew_session(self._lost_session)
+                plan = None
+            if method == "tools/call" and self.on_notification is not None:
+                params = self._with_progress_token(params)
+            renewed = switched = False
+            while True:
+                try:
+                    if self.telemetry is None:
+                        # What exchange() does without telemetry, without its frame.
+                        result = await self._exchange(method, params, plan, self.reserve_id())
+                    else:
+                        result = await self.exchange(method, params, plan)
+                except SessionExpired as exc:
+                    if renewed:
+                        # Without a session every later request would fail: the next one opens a new session.
+                        self._lost_session = exc.session_id
+                        raise
+                    renewed = True
+                    await self._renew_session(exc.session_id)
+                except RpcError as exc:
+                    if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switched or renewed:
+                        await self._explain(method, exc)
+                        raise
+                    switched = True
+                    await negotiation.switch_version(self, exc)
+                except (TransportError, ProtocolError) as exc:
                     await self._explain(method, exc)
                     raise
-                switched = True
-                await negotiation.switch_version(self, exc)
-            except (TransportError, ProtocolError) as exc:
-                await self._explain(method, exc)
-                raise
-            else:
-                self.unconfirmed = False
-                return result
-            plan = None
+                else:
+                    self.unconfirmed = False
+                    return result
+                plan = None
+        finally:
+            if waiting is not None:
+                WAITING_TOOL.reset(waiting)
 
     async def _explain(self, method: str, error: McpError) -> None:
         # A pinned 2026-07-28 whose first answer looks like a legacy server's: say so (negotiation).
@@ -386,20 +394,25 @@ class Session:
                     " (0x21-0x7E, MCP 2025-11-25 \"Session Management\"); the answer is refused and the id not kept"
                 )
             self.session_id = reply.session_id
-        response = parse_message(decode_message(reply.body))
-        if not isinstance(response, Response):
-            raise ProtocolError(f"expected the response to {method}, got a {type(response).__name__.lower()}")
-        if response.error is not None:
-            if response.id not in (request_id, None):
-                raise ProtocolError(f"error response id {response.id!r} does not match request id {request_id}")
-            response.error.status = reply.status
-            raise response.error
-        if response.id != request_id:
-            raise ProtocolError(f"response id {response.id!r} does not match request id {request_id}")
-        assert response.result is not None
+        payload = decode_message(reply.body)
+        result = success_result(payload, request_id)
+        if result is None:
+            # Not a plain successful answer to this request: parse_message says what it is, or what is wrong.
+            response = parse_message(payload)
+            if not isinstance(response, Response):
+                raise ProtocolError(f"expected the response to {method}, got a {type(response).__name__.lower()}")
+            if response.error is not None:
+                if response.id not in (request_id, None):
+                    raise ProtocolError(f"error response id {response.id!r} does not match request id {request_id}")
+                response.error.status = reply.status
+                raise response.error
+            if response.id != request_id:
+                raise ProtocolError(f"response id {response.id!r} does not match request id {request_id}")
+            assert response.result is not None
+            result = response.result
         # SEP-2322: an unknown resultType, or input_required where it cannot be, is malformed on any request.
-        result_type(method, response.result)
-        return response.result
+        result_type(method, result)
+        return result
 
     def _expired(self, session: str) -> SessionExpired:
         if self.session_id == session:

@@ -38,6 +38,7 @@ __all__ = [
     "outgoing_request",
     "outgoing_request_id",
     "parse_message",
+    "success_result",
 ]
 
 
@@ -234,6 +235,24 @@ def holds_lone_surrogate(value: Any) -> bool:
         elif isinstance(item, list):
             pending.extend(item)
     return False
+
+
+def success_result(payload: Any, request_id: int) -> dict[str, Any] | None:
+    """The ``result`` of ``payload`` when it is a successful response to request ``request_id``, else ``None``.
+
+    The checks :func:`parse_message` makes of such a response, and the id match, without building a
+    :class:`Response`: the answer to nearly every request. ``None`` says nothing is wrong; the caller parses
+    the payload with :func:`parse_message`, which does say what is (a ``"method"`` or ``"error"`` member
+    present, even ``null``, also goes that way).
+    """
+    if type(payload) is not dict or payload.get("jsonrpc") != "2.0" or "method" in payload or "error" in payload:
+        return None
+    response_id = payload.get("id")
+    result = payload.get("result")
+    # type() is int, not isinstance: a JSON true is no id, although True == 1.
+    if type(response_id) is not int or response_id != request_id or type(result) is not dict:
+        return None
+    return result
 
 
 def parse_message(payload: Any) -> Message:
