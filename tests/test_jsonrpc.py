@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Final
 
 import pytest
@@ -11,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpfsm import HeaderMismatchError, ProtocolError, RpcError
+from mcpfsm._core import jsonrpc
 from mcpfsm._core.jsonrpc import (
     Notification,
     Request,
@@ -249,3 +251,51 @@ def test_decode_message_reads_what_json_loads_reads(text: str, expected: Any) ->
 def test_decode_message_refuses_what_json_loads_refuses_with_its_message(text: str, message: str) -> None:
     with pytest.raises(ProtocolError, match=message):
         decode_message(text)
+
+
+_JSON_VALUES: Final = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def test_requests_are_encoded_by_the_one_shot_c_encoder() -> None:
+    # The fast path is the one in use on CPython (the tests below compare it with JSONEncoder.encode).
+    assert jsonrpc._dumps is jsonrpc._one_shot
+
+
+@given(params=st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5))
+def test_one_shot_encoding_equals_the_json_encoder(params: dict[str, Any]) -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": params}
+    assert jsonrpc._one_shot(message) == jsonrpc._ENCODER.encode(message)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        pytest.param({"x": math.nan}, id="nan"),
+        pytest.param({"x": object()}, id="object"),
+        pytest.param({"x": math.inf}, id="inf"),
+        pytest.param({(1, 2): "x"}, id="tuple-key"),
+        pytest.param({"x": {"y": [1, {2}]}}, id="set-deep"),
+    ],
+)
+def test_one_shot_encoding_refuses_what_the_json_encoder_refuses(params: dict[Any, Any]) -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": params}
+    with pytest.raises((TypeError, ValueError)) as expected:
+        jsonrpc._ENCODER.encode(message)
+    with pytest.raises(type(expected.value), match=f"^{re.escape(str(expected.value))}$"):
+        jsonrpc._one_shot(message)
+
+
+def test_one_shot_encoding_refuses_a_circular_message_as_the_json_encoder_does() -> None:
+    params: dict[str, Any] = {}
+    params["self"] = params
+    message = {"jsonrpc": "2.0", "id": 1, "method": "m", "params": params}
+    with pytest.raises(ValueError, match=r"^Circular reference detected$"):
+        jsonrpc._one_shot(message)
+    with pytest.raises(ValueError, match=r"^Circular reference detected$"):
+        jsonrpc._ENCODER.encode(message)
+    # New markers per message: the failed one leaves nothing behind.
+    assert jsonrpc._one_shot({"a": 1}) == '{"a":1}'

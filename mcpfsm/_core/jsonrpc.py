@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,36 @@ __all__ = [
 
 
 _REQUEST_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?(?:0|[1-9][0-9]{0,17})),"method":"([^"\\]*)"[,}]')
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+# json's C encoder factory (None where json runs without its accelerator); typeshed does not declare it.
+_C_MAKE_ENCODER: Callable[..., Callable[[Any, int], Any]] | None = getattr(json.encoder, "c_make_encoder", None)
+_DEFAULT = _ENCODER.default
+_STRING = json.encoder.encode_basestring  # ensure_ascii=False
+
+
+def _one_shot(message: Mapping[str, Any]) -> str:
+    # What _ENCODER.encode(message) does for an object with json's C encoder (json.encoder.JSONEncoder.iterencode,
+    # its one-shot branch: the same factory, the same arguments, new circular-reference markers per message),
+    # without encode's and iterencode's two Python frames: every request and answer is encoded here.
+    make = _C_MAKE_ENCODER
+    assert make is not None
+    chunks = make({}, _DEFAULT, _STRING, None, ":", ",", False, False, False)(message, 0)
+    return "".join(chunks)
+
+
+def _checked_one_shot() -> Callable[[Mapping[str, Any]], str]:
+    # _one_shot where json has its C encoder and its factory takes the arguments iterencode passes it here:
+    # checked once on a sample, so a json that differs falls back to JSONEncoder.encode instead of failing.
+    sample = {"a": [1, 2.5, None, True, "é\n"], "b": {}}
+    try:
+        if _C_MAKE_ENCODER is not None and _one_shot(sample) == _ENCODER.encode(sample):
+            return _one_shot
+    except TypeError:
+        pass
+    return _ENCODER.encode
+
+
+_dumps = _checked_one_shot()
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = b"\xef\xbb\xbf"
