@@ -36,17 +36,7 @@ from ._core.errors import (
 from ._core.events import AuthEvent, CallEvent, InputEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
-from ._core.results import (
-    Completion,
-    Prompt,
-    PromptArgument,
-    PromptResult,
-    Resource,
-    ResourceResult,
-    ResourceTemplate,
-    ServerInfo,
-    ToolResult,
-)
+from ._core.results import ServerInfo, ToolResult
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
 from ._drivers.audit_log import AuditLog
 from ._log import disable_library_logs
@@ -60,13 +50,30 @@ if TYPE_CHECKING:
     from ._client.loopback import LoopbackAuthorizer
     from ._client.stores import FileTokenStore, MemoryTokenStore
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
+    from ._core.surface import (
+        Completion,
+        Prompt,
+        PromptArgument,
+        PromptResult,
+        Resource,
+        ResourceResult,
+        ResourceTemplate,
+    )
     from ._machines.authorization import AUTHORIZATION
 
 __version__ = MCPFSM_VERSION
 
-# The authorization side (the OAuth core and its many value types, the second machine) is imported on
-# first use of one of its names, so that `import mcpfsm` stays quick (bench/startup.py); PEP 562.
+# What a client that only calls tools never uses is imported on first use of one of its names, so that
+# `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
+# many value types, the second machine); the results of resources, prompts and completion.
 _LAZY = {
+    "Completion": "._core.surface",
+    "Prompt": "._core.surface",
+    "PromptArgument": "._core.surface",
+    "PromptResult": "._core.surface",
+    "Resource": "._core.surface",
+    "ResourceResult": "._core.surface",
+    "ResourceTemplate": "._core.surface",
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",
     "EnterpriseManaged": "._core.credentials",

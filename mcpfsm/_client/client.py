@@ -17,7 +17,7 @@
 
 The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 "Resources",
 "Prompts", "Completion") is a request each, its result checked by a typed value from
-``mcpfsm._core.results``.
+``mcpfsm._core.surface`` (imported with the first such request).
 """
 
 from __future__ import annotations
@@ -38,16 +38,7 @@ from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
 from .._core.output import OutputCheck, ValidateOutput
 from .._core.plan import HeaderPlan
-from .._core.results import (
-    Completion,
-    Prompt,
-    PromptResult,
-    Resource,
-    ResourceResult,
-    ResourceTemplate,
-    ServerInfo,
-    ToolResult,
-)
+from .._core.results import ServerInfo, ToolResult
 from .._drivers.audit import AuditBus
 from .._drivers.input import (
     DEFAULT_MAX_INPUT_ROUNDS,
@@ -74,6 +65,9 @@ if TYPE_CHECKING:
 
     # The authorization side (the OAuth core, PyJWT, the second machine) is imported with the first auth=.
     from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
+
+    # The results of resources, prompts and completion: imported with the first such request.
+    from .._core.surface import Completion, Prompt, PromptResult, Resource, ResourceResult, ResourceTemplate
     from .authorization import AuthorizationLayer, StaticToken
 
     Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
@@ -569,6 +563,8 @@ class Client:
             ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
             McpError: the request failed.
         """
+        from .._core.surface import Resource
+
         entries = await self._list("resources/list", "resources", fresh)
         return [Resource.from_entry(entry, index) for index, entry in enumerate(entries)]
 
@@ -579,6 +575,8 @@ class Client:
             ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
             McpError: the request failed.
         """
+        from .._core.surface import ResourceTemplate
+
         entries = await self._list("resources/templates/list", "resourceTemplates", fresh)
         return [ResourceTemplate.from_entry(entry, index) for index, entry in enumerate(entries)]
 
@@ -589,6 +587,8 @@ class Client:
             ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
             McpError: the request failed.
         """
+        from .._core.surface import Prompt
+
         entries = await self._list("prompts/list", "prompts", fresh)
         return [Prompt.from_entry(entry, index) for index, entry in enumerate(entries)]
 
@@ -604,6 +604,8 @@ class Client:
             ProtocolError: the result is malformed.
             McpError: the request failed.
         """
+        from .._core.surface import Resource, ResourceResult
+
         if isinstance(uri, Resource):
             uri = uri.uri
         if not isinstance(uri, str):
@@ -619,6 +621,8 @@ class Client:
             ProtocolError: the result is malformed.
             McpError: the request failed (a missing required argument is the server's error).
         """
+        from .._core.surface import Prompt, PromptResult
+
         if isinstance(name, Prompt):
             name = name.name
         if not isinstance(name, str):
@@ -646,6 +650,8 @@ class Client:
             ProtocolError: the result is malformed.
             McpError: the request failed.
         """
+        from .._core.surface import Completion
+
         params: dict[str, Any] = {"ref": _completion_ref(ref), "argument": _completion_argument(argument)}
         if context is not None:
             params["context"] = {"arguments": _strings("context", context)}
@@ -741,6 +747,8 @@ def _strings(what: str, values: Mapping[str, str]) -> dict[str, str]:
 
 
 def _completion_ref(ref: Prompt | ResourceTemplate | Mapping[str, Any]) -> dict[str, Any]:
+    from .._core.surface import Prompt, ResourceTemplate
+
     if isinstance(ref, Prompt):
         return {"type": "ref/prompt", "name": ref.name}
     if isinstance(ref, ResourceTemplate):
