@@ -15,7 +15,6 @@ applications that want its logs call ``logger.enable("mcpfsm")``.
 from typing import TYPE_CHECKING
 
 from ._client.client import Client
-from ._client.subscriptions import Subscription
 from ._client.tools import Tool, ToolList
 from ._core.cache import CacheStats, ResponseCache
 from ._core.catalog import Exclusion, ToolAnnotations, ToolDefinition
@@ -44,11 +43,11 @@ from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
 from ._transports.http import HttpTransport
-from ._transports.stdio import StdioTransport
 
 if TYPE_CHECKING:
     from ._client.loopback import LoopbackAuthorizer
     from ._client.stores import FileTokenStore, MemoryTokenStore
+    from ._client.subscriptions import Subscription
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
     from ._core.surface import (
         Completion,
@@ -60,12 +59,14 @@ if TYPE_CHECKING:
         ResourceTemplate,
     )
     from ._machines.authorization import AUTHORIZATION
+    from ._transports.stdio import StdioTransport
 
 __version__ = MCPFSM_VERSION
 
 # What a client that only calls tools never uses is imported on first use of one of its names, so that
 # `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
-# many value types, the second machine); the results of resources, prompts and completion.
+# many value types, the second machine); the results of resources, prompts and completion; the stdio
+# transport; subscriptions.
 _LAZY = {
     "Completion": "._core.surface",
     "Prompt": "._core.surface",
@@ -74,6 +75,8 @@ _LAZY = {
     "Resource": "._core.surface",
     "ResourceResult": "._core.surface",
     "ResourceTemplate": "._core.surface",
+    "StdioTransport": "._transports.stdio",
+    "Subscription": "._client.subscriptions",
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",
     "EnterpriseManaged": "._core.credentials",

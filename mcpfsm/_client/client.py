@@ -45,19 +45,16 @@ from .._drivers.input import (
     WAITING_TOOL,
     InputHandler,
     InputHandlers,
-    request_with_input,
 )
 from .._drivers.tool_call import ToolCall
 from .._log import logger
 from .._transports.base import Transport
 from .._transports.http import HttpTransport, carries_credentials
-from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
-from . import negotiation, subscriptions, telemetry
+from . import negotiation, telemetry
 from .catalog import Catalog
 from .lifecycle import Lifecycle, Stage
 from .session import NotificationCallback, Session
-from .subscriptions import Subscription
 from .tools import Tool, ToolList
 
 if TYPE_CHECKING:
@@ -66,9 +63,11 @@ if TYPE_CHECKING:
     # The authorization side (the OAuth core, PyJWT, the second machine) is imported with the first auth=.
     from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
 
-    # The results of resources, prompts and completion: imported with the first such request.
+    # The results of resources, prompts and completion: imported with the first such request; the stdio
+    # transport with the first Client.stdio(), subscriptions with the first listen().
     from .._core.surface import Completion, Prompt, PromptResult, Resource, ResourceResult, ResourceTemplate
     from .authorization import AuthorizationLayer, StaticToken
+    from .subscriptions import Subscription
 
     Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
     """What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
@@ -379,6 +378,8 @@ class Client:
         ``max_response_bytes`` bounds one line from the server. The input handlers and their options
         are those of :class:`Client`.
         """
+        from .._transports.stdio import StdioTransport
+
         transport = StdioTransport(command, env=env, cwd=cwd, max_response_bytes=max_response_bytes)
         return cls(
             transport,
@@ -686,6 +687,8 @@ class Client:
         """
         if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
             raise TypeError("resource_uris must be a sequence of URI strings")
+        from . import subscriptions
+
         wanted = subscriptions.requested(
             tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris
         )
@@ -730,9 +733,11 @@ class Client:
 
     async def _input_request(self, method: str, params: Mapping[str, Any], *, fresh: bool = False) -> dict[str, Any]:
         # The input loop for a request that is not a run of the tool-call machine (prompts/get,
-        # resources/read): mcpfsm._drivers.input.request_with_input with this client's handlers. Its
+        # resources/read): mcpfsm._drivers.input_machine.request_with_input with this client's handlers. Its
         # first round may come from the response cache; a round carrying inputResponses or requestState
         # never does (SEP-2549), and an input_required answer is never stored.
+        from .._drivers.input_machine import request_with_input  # the input machine, with its first use
+
         await self.connect()
         send = partial(self._session.request, fresh=fresh)
         return await request_with_input(send, self._session.inputs, method, params, audit=self._audit)
