@@ -95,8 +95,9 @@ async def drive(
     """
     definition = compiled.definition
     terminal = definition.terminal
-    # `advance` inlined, with its two bound methods looked up once: this loop is every tool call's hot path.
-    follow, entered = compiled.advance, run.entered
+    # `advance` inlined, what it needs looked up once: this loop is every tool call's hot path. The compiled
+    # table is read directly; compiled.advance only for a pair it lacks, to raise InvalidTransition.
+    table, follow, entered = compiled.table, compiled.advance, run.entered
     state = definition.initial
     entered(state, None, None)
     while state not in terminal:
@@ -115,7 +116,11 @@ async def drive(
             if definition.cancel_trigger is not None:
                 advance(compiled, run, state, definition.cancel_trigger)
             raise
-        previous, state = state, follow(state, trigger)
+        previous = state
+        try:
+            state = table[(previous, trigger)]
+        except KeyError:
+            state = follow(previous, trigger)
         entered(state, previous, trigger)
     return state
 
