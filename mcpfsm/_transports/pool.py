@@ -410,6 +410,11 @@ class WireReply:
             raise deferred
         return await self._pool._receive(connection, self._read_timeout)
 
+    @property
+    def released(self) -> bool:
+        """True once the connection is back in the pool or closed: :meth:`aclose` has nothing left to do."""
+        return self._connection is None
+
     async def aclose(self) -> None:
         """Release the connection: back to the pool if the body ended cleanly, else closed.
 
