@@ -56,6 +56,7 @@ from typing import Final, Protocol
 import trio
 
 from .._core.h1 import H1Error, ResponseReader, encode_request, request_prefix
+from .deadlines import Deadline
 
 __all__ = [
     "ConnectionPool",
@@ -204,11 +205,13 @@ class _PlainStream:
     # pool makes, with its errors and its cancellation points, in fewer steps. A send that fits in the socket
     # buffer (every request but a huge one) does not wait and is not a schedule point of its own: the wait for
     # the answer that always follows is one. A receive is a schedule point, waiting or not, as trio's is.
-    # One request's exchange is then one pass of trio's scheduler instead of two.
-    __slots__ = ("_socket",)
+    # One request's exchange is then one pass of trio's scheduler instead of two. Its waits are bounded by
+    # `deadline` (mcpfsm._transports.deadlines), not by a cancel scope: once it has passed, no wait starts.
+    __slots__ = ("_socket", "deadline")
 
     def __init__(self, socket: stdlib_socket.socket) -> None:
         self._socket = socket
+        self.deadline = Deadline(socket)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -220,6 +223,7 @@ class _PlainStream:
                 try:
                     sent += socket.send(view[sent:] if sent else view)
                 except BlockingIOError:
+                    self.deadline.check()
                     await trio.lowlevel.wait_writable(socket)
                     continue
                 if sent >= len(view):
@@ -242,6 +246,7 @@ class _PlainStream:
         socket = self._socket
         try:
             while True:
+                self.deadline.check()
                 await trio.lowlevel.wait_readable(socket)
                 try:
                     return socket.recv(max_bytes)
@@ -263,7 +268,7 @@ class _PlainStream:
 
 
 class _Connection:
-    __slots__ = ("_poller", "busy_since", "idle_since", "socket", "stream", "writable")
+    __slots__ = ("_poller", "busy_since", "deadline", "idle_since", "socket", "stream", "writable")
 
     def __init__(
         self, stream: trio.abc.Stream | _PlainStream, socket: trio.socket.SocketType | stdlib_socket.socket
@@ -273,6 +278,9 @@ class _Connection:
         self.idle_since = 0.0
         self.busy_since = 0.0
         self.writable = True
+        # A plain connection's waits are bounded by its Deadline (mcpfsm._transports.deadlines: a cancel scope per
+        # request would cost more than the rest of the exchange); any other stream's by a cancel scope.
+        self.deadline = stream.deadline if type(stream) is _PlainStream else None
         # One poll object per connection, registered once: the idle check before each reuse is one system call.
         self._poller: select.poll | None = None
         if hasattr(select, "poll"):
@@ -732,7 +740,9 @@ class ConnectionPool:
                 sent = len(data)
         writing = sent < len(data)
         waiting = "WriteTimeout" if writing else "ReadTimeout"
-        with trio.CancelScope(deadline=trio.current_time() + (timeouts.write if writing else timeouts.read)) as scope:
+        deadline = trio.current_time() + (timeouts.write if writing else timeouts.read)
+        timer = connection.deadline
+        with trio.CancelScope(deadline=deadline) if timer is None else timer.arm(deadline) as scope:
             if writing:
                 try:
                     await stream.send_all(memoryview(data)[sent:] if sent else data)
@@ -770,7 +780,7 @@ class ConnectionPool:
             except (OSError, trio.BrokenResourceError) as exc:
                 return reader, exc
             return reader, None
-        # Only the deadline can end the scope without a return or an exception: an outer cancellation propagates.
+        # Only the deadline can end the block without a return or an exception: an outer cancellation propagates.
         if waiting == "body":
             return reader, WireTimeout("ReadTimeout", timeouts.read)
         raise WireTimeout(waiting, timeouts.write if waiting == "WriteTimeout" else timeouts.read)
@@ -790,7 +800,9 @@ class ConnectionPool:
             timeout = self._timeouts.read
         if timeout == math.inf:
             return await connection.stream.receive_some(_RECEIVE_BYTES)
-        with trio.CancelScope(deadline=trio.current_time() + timeout):
+        deadline = trio.current_time() + timeout
+        timer = connection.deadline
+        with trio.CancelScope(deadline=deadline) if timer is None else timer.arm(deadline):
             return await connection.stream.receive_some(_RECEIVE_BYTES)
-        # Only the deadline can end the scope without a return: an outer cancellation propagates.
+        # Only the deadline can end the block without a return: an outer cancellation propagates.
         raise WireTimeout("ReadTimeout", timeout)
