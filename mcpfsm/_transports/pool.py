@@ -19,7 +19,7 @@ constant work per request whatever the number of connections:
 - each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`. A plain TCP
   connection (no TLS to the server or the proxy) is driven through its socket directly, with
   ``trio.SocketStream``'s errors and cancellation points: a request that fits in the socket buffer is written
-  before the exchange's cancel scope is entered, and the wait for the answer is the exchange's one pass
+  before the exchange's timeout is armed, and the wait for the answer is the exchange's one pass
   through trio's scheduler (a ``SocketStream`` write is a pass of its own);
 - how many connections (the policy, measured with ``bench/call.py --pool-sizes``, README "Benchmarks"):
   up to ``soft_connections`` (8) a request that finds no idle connection opens one; beyond that it waits
@@ -29,7 +29,10 @@ constant work per request whatever the number of connections:
   work on both sides (a burst of 1,000 calls through 100 connections took 1.6x the SDK client's wall time
   per call; through 8, 0.7x); slow calls still run side by side up to the hard limit;
 - at most ``max_connections`` connections exist at once; further requests wait for one;
-- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`. The body of
+- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`. On a plain
+  connection the timeout is a :class:`~mcpfsm._transports.deadlines.Deadline` on the connection, enforced by
+  one watchdog task per trio run, not a cancel scope per request (which cost more than the rest of the
+  exchange); TLS connections use cancel scopes. The body of
   a *long-lived* request (a stream meant to stay open and quiet: a subscription, the standalone event
   stream) is the exception: the read timeout bounds the wait for its head, not the silences of its body.
 
@@ -72,7 +75,7 @@ __all__ = [
 
 _RECEIVE_BYTES: Final = 65536
 # A Content-Length body this small that did not come with its head (servers often write the head and the
-# body separately) is waited for in the exchange's own cancel scope, not in one of its own.
+# body separately) is waited for in the exchange's own timeout block, not in one of its own.
 _PREFETCH_BYTES: Final = 16384
 # Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
 _DRAIN_SECONDS: Final = 0.001
@@ -719,13 +722,15 @@ class ConnectionPool:
     async def _exchange(
         self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool, prefetch: bool
     ) -> tuple[ResponseReader, BaseException | None]:
-        # One cancel scope for the write and the wait for the head: its deadline is the write timeout
-        # while writing, then the read timeout from the start of each wait for more bytes. (Moving a
-        # deadline costs a third of entering a scope; a request is one write and usually one wait.) On a
-        # plain connection the request usually fits in the socket buffer and goes out before the scope is
-        # entered, without a wait: the scope then starts with the read deadline and it never moves.
-        # The rest of a small Content-Length body is waited for in the same scope; what that wait raises
-        # is handed to the reply, which raises it where the body is read (see WireReply).
+        # One timeout block for the write and the wait for the head: its deadline is the write timeout
+        # while writing, then the read timeout from the start of each wait for more bytes. The block is the
+        # connection's Deadline on a plain connection (mcpfsm._transports.deadlines: a few attribute stores,
+        # where a cancel scope cost more than the rest of the exchange), a cancel scope on any other; both end
+        # the block when the deadline passes, and the code after it says which timeout it was. On a plain
+        # connection the request usually fits in the socket buffer and goes out before the block, without a
+        # wait: the block then starts with the read deadline. The rest of a small Content-Length body is
+        # waited for in the same block; what that wait raises is handed to the reply, which raises it where
+        # the body is read (see WireReply).
         reader = ResponseReader(method)
         stream = connection.stream
         timeouts = self._timeouts
