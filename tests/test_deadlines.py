@@ -140,6 +140,33 @@ async def test_the_watchdog_heap_stays_bounded_as_connections_come_and_go(
     assert (held.expired, trio.current_time()) == (True, start + 60.0)
 
 
+async def test_a_nan_deadline_is_refused_as_a_cancel_scope_refuses_it(pair: tuple[socket.socket, socket.socket]) -> None:
+    deadline = Deadline(pair[0])
+    with pytest.raises(ValueError, match=r"^deadline must not be NaN$"):
+        deadline.arm(math.nan)
+    with deadline.arm(math.inf), pytest.raises(ValueError, match=r"^deadline must not be NaN$"):
+        deadline.deadline = math.nan
+
+
+def test_a_connection_kept_for_a_second_trio_run_is_timed_by_that_run(pair: tuple[socket.socket, socket.socket]) -> None:
+    # Each run has its own watchdog; the first one's heap ends with its run. (Both runs' clocks start at 0.)
+    deadline = Deadline(pair[0])
+    outcomes = []
+
+    async def wait(answer: bytes) -> None:
+        if answer:
+            pair[1].send(answer)
+        with trio.fail_after(100.0):  # were the deadline not queued in this run, nothing but this would end it
+            with deadline.arm(trio.current_time() + 5.0):
+                await trio.lowlevel.wait_readable(pair[0])
+                pair[0].recv(10)
+        outcomes.append((deadline.expired, trio.current_time()))
+
+    trio.run(wait, b"first", clock=trio.testing.MockClock(autojump_threshold=0))
+    trio.run(wait, b"", clock=trio.testing.MockClock(autojump_threshold=0))
+    assert outcomes == [(False, 0.0), (True, 5.0)]
+
+
 def pool_for(server: Server, **options: object) -> ConnectionPool:
     return ConnectionPool(scheme="http", host=HOST, port=server.port, **options)  # type: ignore[arg-type]
 

@@ -54,7 +54,7 @@ class Deadline:
     One object per connection, entered by one exchange at a time.
     """
 
-    __slots__ = ("_deadline", "_queued", "_socket", "_watchdog", "expired", "fired")
+    __slots__ = ("_deadline", "_queued", "_socket", "expired", "fired")
 
     def __init__(self, socket: _Socket) -> None:
         """Prepare the timeouts of the waits on ``socket``; nothing is armed."""
@@ -62,16 +62,23 @@ class Deadline:
         self._deadline = math.inf
         # The deadline of this connection's entry in the watchdog's heap (math.inf: none queued).
         self._queued = math.inf
-        self._watchdog: _Watchdog | None = None
         self.fired = False
         """The watchdog found the deadline passed and woke the socket's waiters (until the block ends)."""
         self.expired = False
         """The block ended because the deadline passed."""
 
     def arm(self, deadline: float) -> Deadline:
-        """Bound the waits of the block that follows by ``deadline``; returns ``self`` to enter."""
+        """Bound the waits of the block that follows by ``deadline``; returns ``self`` to enter.
+
+        Raises:
+            ValueError: ``deadline`` is NaN (as for a cancel scope).
+        """
+        if deadline != deadline:
+            raise ValueError("deadline must not be NaN")
         self.fired = self.expired = False
-        self.deadline = deadline
+        self._deadline = deadline
+        if deadline < self._queued:
+            self._queue(deadline)
         return self
 
     @property
@@ -81,15 +88,17 @@ class Deadline:
 
     @deadline.setter
     def deadline(self, deadline: float) -> None:
+        if deadline != deadline:
+            raise ValueError("deadline must not be NaN")
         self._deadline = deadline
         if deadline < self._queued:
-            # Earlier than this connection's queued entry (or none is queued): queue one. A later deadline is
-            # found when the queued entry comes due (see _Watchdog.run).
-            watchdog = self._watchdog
-            if watchdog is None:
-                watchdog = self._watchdog = _Watchdog.current()
-            self._queued = deadline
-            watchdog.queue(deadline, self)
+            self._queue(deadline)
+
+    def _queue(self, deadline: float) -> None:
+        # Earlier than this connection's queued entry, or none is queued: queue one. A later deadline is found
+        # when the queued entry comes due (see _Watchdog.run), so moving a deadline later queues nothing.
+        self._queued = deadline
+        _Watchdog.current().queue(deadline, self)
 
     def check(self) -> None:
         """Before a wait on the socket: raise ``trio.ClosedResourceError`` if the deadline has passed.
@@ -178,6 +187,16 @@ class _Watchdog:
 
     async def run(self) -> None:
         # A system task: nothing may escape it but the cancellation that ends the run.
+        try:
+            await self._serve()
+        finally:
+            # The run is ending: a connection kept for another trio run (each has its own watchdog) must not
+            # count on an entry in this heap.
+            for _, _, owner in self._heap:
+                owner._queued = math.inf
+            self._heap = []
+
+    async def _serve(self) -> None:
         while True:
             now = trio.current_time()
             heap = self._heap
