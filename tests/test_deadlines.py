@@ -140,7 +140,7 @@ async def test_the_watchdog_heap_stays_bounded_as_connections_come_and_go(
     assert (held.expired, trio.current_time()) == (True, start + 60.0)
 
 
-async def test_a_nan_deadline_is_refused_as_a_cancel_scope_refuses_it(pair: tuple[socket.socket, socket.socket]) -> None:
+async def test_a_nan_deadline_is_refused_as_by_a_cancel_scope(pair: tuple[socket.socket, socket.socket]) -> None:
     deadline = Deadline(pair[0])
     with pytest.raises(ValueError, match=r"^deadline must not be NaN$"):
         deadline.arm(math.nan)
@@ -148,7 +148,7 @@ async def test_a_nan_deadline_is_refused_as_a_cancel_scope_refuses_it(pair: tupl
         deadline.deadline = math.nan
 
 
-def test_a_connection_kept_for_a_second_trio_run_is_timed_by_that_run(pair: tuple[socket.socket, socket.socket]) -> None:
+def test_a_connection_kept_for_another_trio_run_is_timed_by_it(pair: tuple[socket.socket, socket.socket]) -> None:
     # Each run has its own watchdog; the first one's heap ends with its run. (Both runs' clocks start at 0.)
     deadline = Deadline(pair[0])
     outcomes = []
