@@ -1,6 +1,6 @@
 """Start-up cost: ``import mcpfsm`` against ``import trio``, and ``mcpfsm --help``, in fresh interpreters.
 
-Run from the repository root:  python bench/startup.py [--runs N]
+Run from the repository root:  python bench/startup.py [--runs N] [--instructions]
 
 Each run starts fresh interpreters, alternating: ``python -X importtime -c "import trio"``, the same for
 ``import mcpfsm`` (whose figure includes trio, which it imports), and ``python -m mcpfsm --help`` (the
@@ -11,6 +11,11 @@ says. The import figures are the cumulative microseconds
 mcpfsm`` at most 1.3x ``import trio``, ``mcpfsm --help`` under half a second. Also printed: the modules a
 fresh ``import mcpfsm`` loads that it should not need (httpx, PyJWT, cryptography, jsonschema-rs, loguru,
 OpenTelemetry), and the ten slowest imports of the median mcpfsm run.
+
+Times move with the machine's load; ``--instructions`` (needs valgrind) counts instead the instructions
+``python -c "import trio"``, ``python -c "import mcpfsm"`` and ``python -c pass`` execute under callgrind,
+with ``PYTHONHASHSEED=0``: the same count on every run, busy machine or not. The ratio is of the imports
+alone (the interpreter's start, ``pass``, subtracted from both).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -54,10 +60,42 @@ def help_seconds() -> float:
     return time.perf_counter() - start
 
 
+def instructions(code: str) -> int:
+    # Instructions `python -c CODE` executes under callgrind (bytecode caches written by a first run).
+    env = {**ENV, "PYTHONHASHSEED": "0"}
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
+    with tempfile.TemporaryDirectory() as directory:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/out.%p", sys.executable, "-c", code],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    found = re.findall(r"Collected : (\d+)", done.stderr)
+    if len(found) != 1:
+        raise SystemExit(f"no single callgrind total for {code!r}:\n{done.stderr[-2000:]}")
+    return int(found[0])
+
+
+def count_instructions() -> None:
+    base = instructions("pass")
+    trio = instructions("import trio") - base
+    mcpfsm = instructions("import mcpfsm") - base
+    print("instructions under callgrind (PYTHONHASHSEED=0), the interpreter's start subtracted:")
+    print(f"  import trio     {trio / 1e6:8.1f} M")
+    print(f"  import mcpfsm   {mcpfsm / 1e6:8.1f} M   = {mcpfsm / trio:.2f} x import trio")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead")
     options = parser.parse_args()
+    if options.instructions:
+        count_instructions()
+        return
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     trio_us: list[int] = []
     mcpfsm_runs: list[tuple[int, list[tuple[int, str]]]] = []

@@ -15,7 +15,6 @@ applications that want its logs call ``logger.enable("mcpfsm")``.
 from typing import TYPE_CHECKING
 
 from ._client.client import Client
-from ._client.subscriptions import Subscription
 from ._client.tools import Tool, ToolList
 from ._core.cache import CacheStats, ResponseCache
 from ._core.catalog import Exclusion, ToolAnnotations, ToolDefinition
@@ -36,17 +35,7 @@ from ._core.errors import (
 from ._core.events import AuthEvent, CallEvent, InputEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
-from ._core.results import (
-    Completion,
-    Prompt,
-    PromptArgument,
-    PromptResult,
-    Resource,
-    ResourceResult,
-    ResourceTemplate,
-    ServerInfo,
-    ToolResult,
-)
+from ._core.results import ServerInfo, ToolResult
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
 from ._drivers.audit_log import AuditLog
 from ._log import disable_library_logs
@@ -54,19 +43,40 @@ from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
 from ._transports.http import HttpTransport
-from ._transports.stdio import StdioTransport
 
 if TYPE_CHECKING:
     from ._client.loopback import LoopbackAuthorizer
     from ._client.stores import FileTokenStore, MemoryTokenStore
+    from ._client.subscriptions import Subscription
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
+    from ._core.surface import (
+        Completion,
+        Prompt,
+        PromptArgument,
+        PromptResult,
+        Resource,
+        ResourceResult,
+        ResourceTemplate,
+    )
     from ._machines.authorization import AUTHORIZATION
+    from ._transports.stdio import StdioTransport
 
 __version__ = MCPFSM_VERSION
 
-# The authorization side (the OAuth core and its many value types, the second machine) is imported on
-# first use of one of its names, so that `import mcpfsm` stays quick (bench/startup.py); PEP 562.
+# What a client that only calls tools never uses is imported on first use of one of its names, so that
+# `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
+# many value types, the second machine); the results of resources, prompts and completion; the stdio
+# transport; subscriptions.
 _LAZY = {
+    "Completion": "._core.surface",
+    "Prompt": "._core.surface",
+    "PromptArgument": "._core.surface",
+    "PromptResult": "._core.surface",
+    "Resource": "._core.surface",
+    "ResourceResult": "._core.surface",
+    "ResourceTemplate": "._core.surface",
+    "StdioTransport": "._transports.stdio",
+    "Subscription": "._client.subscriptions",
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",
     "EnterpriseManaged": "._core.credentials",

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from mcpfsm import ProtocolError
-from mcpfsm._core.results import (
+from mcpfsm._core.results import ToolResult
+from mcpfsm._core.surface import (
     Completion,
     Prompt,
     PromptArgument,
@@ -16,7 +17,6 @@ from mcpfsm._core.results import (
     Resource,
     ResourceResult,
     ResourceTemplate,
-    ToolResult,
 )
 
 

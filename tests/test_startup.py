@@ -131,7 +131,11 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
-        ("import mcpfsm", ["mcpfsm._machines.definition", "mcpfsm._machines.input", "mcpfsm._machines.tool_call"]),
+        ("import mcpfsm", ["mcpfsm._machines.definition", "mcpfsm._machines.tool_call"]),
+        (
+            "import mcpfsm\nfrom mcpfsm._drivers import input_machine",
+            ["mcpfsm._machines.definition", "mcpfsm._machines.input", "mcpfsm._machines.tool_call"],
+        ),
         (
             "from mcpfsm._machines import MACHINES\nassert list(MACHINES) == ['tool-call', 'authorization', 'input']",
             [
@@ -142,9 +146,9 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
             ],
         ),
     ],
-    ids=["import-mcpfsm", "MACHINES"],
+    ids=["import-mcpfsm", "input-runs", "MACHINES"],
 )
-def test_the_authorization_machine_is_compiled_on_first_use(code: str, expected: list[str]) -> None:
+def test_the_authorization_and_input_machines_are_compiled_on_first_use(code: str, expected: list[str]) -> None:
     done = subprocess.run(
         [sys.executable, "-c", MACHINE_MODULES.format(code=code)],
         capture_output=True,

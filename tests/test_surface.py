@@ -17,7 +17,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._core.jsonrpc import Notification
-from mcpfsm._core.results import Prompt, PromptArgument, Resource, ResourceTemplate
+from mcpfsm._core.surface import Prompt, PromptArgument, Resource, ResourceTemplate
 from tests.peer.fixtures import HttpPeer, start_http_peer
 
 MODERN: Final = "2026-07-28"

@@ -17,7 +17,7 @@
 
 The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 "Resources",
 "Prompts", "Completion") is a request each, its result checked by a typed value from
-``mcpfsm._core.results``.
+``mcpfsm._core.surface`` (imported with the first such request).
 """
 
 from __future__ import annotations
@@ -38,35 +38,23 @@ from .._core.events import CallEvent
 from .._core.input import MRTR_METHODS
 from .._core.output import OutputCheck, ValidateOutput
 from .._core.plan import HeaderPlan
-from .._core.results import (
-    Completion,
-    Prompt,
-    PromptResult,
-    Resource,
-    ResourceResult,
-    ResourceTemplate,
-    ServerInfo,
-    ToolResult,
-)
+from .._core.results import ServerInfo, ToolResult
 from .._drivers.audit import AuditBus
 from .._drivers.input import (
     DEFAULT_MAX_INPUT_ROUNDS,
     WAITING_TOOL,
     InputHandler,
     InputHandlers,
-    request_with_input,
 )
 from .._drivers.tool_call import ToolCall
 from .._log import logger
 from .._transports.base import Transport
 from .._transports.http import HttpTransport, carries_credentials
-from .._transports.stdio import StdioTransport
 from .._transports.tls import CertTypes, VerifyTypes
-from . import negotiation, subscriptions, telemetry
+from . import negotiation, telemetry
 from .catalog import Catalog
 from .lifecycle import Lifecycle, Stage
 from .session import NotificationCallback, Session
-from .subscriptions import Subscription
 from .tools import Tool, ToolList
 
 if TYPE_CHECKING:
@@ -74,7 +62,12 @@ if TYPE_CHECKING:
 
     # The authorization side (the OAuth core, PyJWT, the second machine) is imported with the first auth=.
     from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
+
+    # The results of resources, prompts and completion: imported with the first such request; the stdio
+    # transport with the first Client.stdio(), subscriptions with the first listen().
+    from .._core.surface import Completion, Prompt, PromptResult, Resource, ResourceResult, ResourceTemplate
     from .authorization import AuthorizationLayer, StaticToken
+    from .subscriptions import Subscription
 
     Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
     """What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
@@ -385,6 +378,8 @@ class Client:
         ``max_response_bytes`` bounds one line from the server. The input handlers and their options
         are those of :class:`Client`.
         """
+        from .._transports.stdio import StdioTransport
+
         transport = StdioTransport(command, env=env, cwd=cwd, max_response_bytes=max_response_bytes)
         return cls(
             transport,
@@ -569,6 +564,8 @@ class Client:
             ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
             McpError: the request failed.
         """
+        from .._core.surface import Resource
+
         entries = await self._list("resources/list", "resources", fresh)
         return [Resource.from_entry(entry, index) for index, entry in enumerate(entries)]
 
@@ -579,6 +576,8 @@ class Client:
             ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
             McpError: the request failed.
         """
+        from .._core.surface import ResourceTemplate
+
         entries = await self._list("resources/templates/list", "resourceTemplates", fresh)
         return [ResourceTemplate.from_entry(entry, index) for index, entry in enumerate(entries)]
 
@@ -589,6 +588,8 @@ class Client:
             ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
             McpError: the request failed.
         """
+        from .._core.surface import Prompt
+
         entries = await self._list("prompts/list", "prompts", fresh)
         return [Prompt.from_entry(entry, index) for index, entry in enumerate(entries)]
 
@@ -604,6 +605,8 @@ class Client:
             ProtocolError: the result is malformed.
             McpError: the request failed.
         """
+        from .._core.surface import Resource, ResourceResult
+
         if isinstance(uri, Resource):
             uri = uri.uri
         if not isinstance(uri, str):
@@ -619,6 +622,8 @@ class Client:
             ProtocolError: the result is malformed.
             McpError: the request failed (a missing required argument is the server's error).
         """
+        from .._core.surface import Prompt, PromptResult
+
         if isinstance(name, Prompt):
             name = name.name
         if not isinstance(name, str):
@@ -646,6 +651,8 @@ class Client:
             ProtocolError: the result is malformed.
             McpError: the request failed.
         """
+        from .._core.surface import Completion
+
         params: dict[str, Any] = {"ref": _completion_ref(ref), "argument": _completion_argument(argument)}
         if context is not None:
             params["context"] = {"arguments": _strings("context", context)}
@@ -680,6 +687,8 @@ class Client:
         """
         if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
             raise TypeError("resource_uris must be a sequence of URI strings")
+        from . import subscriptions
+
         wanted = subscriptions.requested(
             tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris
         )
@@ -724,9 +733,11 @@ class Client:
 
     async def _input_request(self, method: str, params: Mapping[str, Any], *, fresh: bool = False) -> dict[str, Any]:
         # The input loop for a request that is not a run of the tool-call machine (prompts/get,
-        # resources/read): mcpfsm._drivers.input.request_with_input with this client's handlers. Its
+        # resources/read): mcpfsm._drivers.input_machine.request_with_input with this client's handlers. Its
         # first round may come from the response cache; a round carrying inputResponses or requestState
         # never does (SEP-2549), and an input_required answer is never stored.
+        from .._drivers.input_machine import request_with_input  # the input machine, with its first use
+
         await self.connect()
         send = partial(self._session.request, fresh=fresh)
         return await request_with_input(send, self._session.inputs, method, params, audit=self._audit)
@@ -741,6 +752,8 @@ def _strings(what: str, values: Mapping[str, str]) -> dict[str, str]:
 
 
 def _completion_ref(ref: Prompt | ResourceTemplate | Mapping[str, Any]) -> dict[str, Any]:
+    from .._core.surface import Prompt, ResourceTemplate
+
     if isinstance(ref, Prompt):
         return {"type": "ref/prompt", "name": ref.name}
     if isinstance(ref, ResourceTemplate):

@@ -65,7 +65,7 @@ from .._core.jsonrpc import (
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ServerInfo
 from .._drivers.audit import AuditBus
-from .._drivers.input import WAITING_TOOL, InputHandlers, answer_server_request
+from .._drivers.input import WAITING_TOOL, InputHandlers
 from .._log import logger
 from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, Reply, Transport
@@ -484,6 +484,8 @@ class Session:
     async def _answer(self, request: Request) -> None:
         # MCP 2025-11-25: answered with the handlers by POST, with the session's headers, and audited. This
         # task runs in a copy of the reading task's context: on a call's own stream, WAITING_TOOL names it.
+        from .._drivers.input_machine import answer_server_request  # the input machine, with its first use
+
         async def deliver(answer: str) -> None:
             await self.send(answer, self._session_headers())
 

@@ -527,7 +527,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "and the round count goes on across both. A result without `resultType` is complete; an unknown "
         "`resultType`, or `input_required` on a method other than `tools/call`, `prompts/get` and "
         "`resources/read`, is a `ProtocolError`. `prompts/get` and `resources/read` run the same rounds "
-        "(`mcpfsm._drivers.input.request_with_input`) as runs of the input machine, which also records the "
+        "(`mcpfsm._drivers.input_machine.request_with_input`) as runs of the input machine, which also records the "
         "server requests of the legacy era ([specs/input.md](input.md)).",
         "",
         "The examples below use these handlers (`Client.http(url, on_elicitation=..., on_sampling=..., "

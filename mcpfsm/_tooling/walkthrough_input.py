@@ -30,7 +30,7 @@ def render() -> str:
         "a server asks the user something outside a tool call. A tool call's own input rounds are states of "
         "the tool-call machine ([specs/tool-call.md](tool-call.md)); everything else the server asks for is a "
         "run of this machine, defined once in `mcpfsm/_machines/input.py`. Its tracker "
-        "(`mcpfsm._drivers.input.InputRun`) advances through the compiled machine and publishes one "
+        "(`mcpfsm._drivers.input_machine.InputRun`) advances through the compiled machine and publishes one "
         "`InputEvent` per state entered, on the same channels as the `CallEvent`s and `AuthEvent`s "
         "(`on_event`, `Client.events()`, `mcpfsm.AuditLog`); `mcpfsm trace --call RUN_ID` draws one run.",
         "",

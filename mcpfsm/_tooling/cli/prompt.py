@@ -9,7 +9,7 @@ from typing import Final
 
 import trio
 
-from ..._core.results import PromptResult
+from ..._core.surface import PromptResult
 from .common import (
     CliError,
     Exit,

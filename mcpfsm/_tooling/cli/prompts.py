@@ -8,7 +8,7 @@ from typing import Final
 
 import trio
 
-from ..._core.results import Prompt
+from ..._core.surface import Prompt
 from .common import Exit, add_server_options, columns, connection_errors, make_client, print_line, target
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]

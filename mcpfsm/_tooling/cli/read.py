@@ -9,7 +9,7 @@ from typing import Final
 
 import trio
 
-from ..._core.results import ResourceResult
+from ..._core.surface import ResourceResult
 from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
 from .elicit import TerminalElicitation
 

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 import trio
 
-from ..._core.results import Resource, ResourceTemplate
+from ..._core.surface import Resource, ResourceTemplate
 from .common import Exit, add_server_options, columns, connection_errors, make_client, print_line, target
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
