@@ -19,7 +19,7 @@ constant work per request whatever the number of connections:
 - each request is one write (head and body together); framing is :mod:`mcpfsm._core.h1`. A plain TCP
   connection (no TLS to the server or the proxy) is driven through its socket directly, with
   ``trio.SocketStream``'s errors and cancellation points: a request that fits in the socket buffer is written
-  before the exchange's cancel scope is entered, and the wait for the answer is the exchange's one pass
+  before the exchange's timeout is armed, and the wait for the answer is the exchange's one pass
   through trio's scheduler (a ``SocketStream`` write is a pass of its own);
 - how many connections (the policy, measured with ``bench/call.py --pool-sizes``, README "Benchmarks"):
   up to ``soft_connections`` (8) a request that finds no idle connection opens one; beyond that it waits
@@ -29,7 +29,10 @@ constant work per request whatever the number of connections:
   work on both sides (a burst of 1,000 calls through 100 connections took 1.6x the SDK client's wall time
   per call; through 8, 0.7x); slow calls still run side by side up to the hard limit;
 - at most ``max_connections`` connections exist at once; further requests wait for one;
-- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`. The body of
+- every wait has its timeout (:class:`Timeouts`); an expired one raises :class:`WireTimeout`. On a plain
+  connection the timeout is a :class:`~mcpfsm._transports.deadlines.Deadline` on the connection, enforced by
+  one watchdog task per trio run, not a cancel scope per request (which cost more than the rest of the
+  exchange); TLS connections use cancel scopes. The body of
   a *long-lived* request (a stream meant to stay open and quiet: a subscription, the standalone event
   stream) is the exception: the read timeout bounds the wait for its head, not the silences of its body.
 
@@ -56,6 +59,7 @@ from typing import Final, Protocol
 import trio
 
 from .._core.h1 import H1Error, ResponseReader, encode_request, request_prefix
+from .deadlines import Deadline
 
 __all__ = [
     "ConnectionPool",
@@ -71,7 +75,7 @@ __all__ = [
 
 _RECEIVE_BYTES: Final = 65536
 # A Content-Length body this small that did not come with its head (servers often write the head and the
-# body separately) is waited for in the exchange's own cancel scope, not in one of its own.
+# body separately) is waited for in the exchange's own timeout block, not in one of its own.
 _PREFETCH_BYTES: Final = 16384
 # Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
 _DRAIN_SECONDS: Final = 0.001
@@ -204,11 +208,13 @@ class _PlainStream:
     # pool makes, with its errors and its cancellation points, in fewer steps. A send that fits in the socket
     # buffer (every request but a huge one) does not wait and is not a schedule point of its own: the wait for
     # the answer that always follows is one. A receive is a schedule point, waiting or not, as trio's is.
-    # One request's exchange is then one pass of trio's scheduler instead of two.
-    __slots__ = ("_socket",)
+    # One request's exchange is then one pass of trio's scheduler instead of two. Its waits are bounded by
+    # `deadline` (mcpfsm._transports.deadlines), not by a cancel scope: once it has passed, no wait starts.
+    __slots__ = ("_socket", "deadline")
 
     def __init__(self, socket: stdlib_socket.socket) -> None:
         self._socket = socket
+        self.deadline = Deadline(socket)
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await trio.lowlevel.checkpoint_if_cancelled()
@@ -220,6 +226,7 @@ class _PlainStream:
                 try:
                     sent += socket.send(view[sent:] if sent else view)
                 except BlockingIOError:
+                    self.deadline.check()
                     await trio.lowlevel.wait_writable(socket)
                     continue
                 if sent >= len(view):
@@ -242,6 +249,7 @@ class _PlainStream:
         socket = self._socket
         try:
             while True:
+                self.deadline.check()
                 await trio.lowlevel.wait_readable(socket)
                 try:
                     return socket.recv(max_bytes)
@@ -263,7 +271,7 @@ class _PlainStream:
 
 
 class _Connection:
-    __slots__ = ("_poller", "busy_since", "idle_since", "socket", "stream", "writable")
+    __slots__ = ("_poller", "busy_since", "deadline", "idle_since", "socket", "stream", "writable")
 
     def __init__(
         self, stream: trio.abc.Stream | _PlainStream, socket: trio.socket.SocketType | stdlib_socket.socket
@@ -273,6 +281,9 @@ class _Connection:
         self.idle_since = 0.0
         self.busy_since = 0.0
         self.writable = True
+        # A plain connection's waits are bounded by its Deadline (mcpfsm._transports.deadlines: a cancel scope per
+        # request would cost more than the rest of the exchange); any other stream's by a cancel scope.
+        self.deadline = stream.deadline if type(stream) is _PlainStream else None
         # One poll object per connection, registered once: the idle check before each reuse is one system call.
         self._poller: select.poll | None = None
         if hasattr(select, "poll"):
@@ -409,6 +420,11 @@ class WireReply:
         if deferred is not None:
             raise deferred
         return await self._pool._receive(connection, self._read_timeout)
+
+    @property
+    def released(self) -> bool:
+        """True once the connection is back in the pool or closed: :meth:`aclose` has nothing left to do."""
+        return self._connection is None
 
     async def aclose(self) -> None:
         """Release the connection: back to the pool if the body ended cleanly, else closed.
@@ -706,13 +722,15 @@ class ConnectionPool:
     async def _exchange(
         self, connection: _Connection, data: bytes, method: str, *, reused: bool, resendable: bool, prefetch: bool
     ) -> tuple[ResponseReader, BaseException | None]:
-        # One cancel scope for the write and the wait for the head: its deadline is the write timeout
-        # while writing, then the read timeout from the start of each wait for more bytes. (Moving a
-        # deadline costs a third of entering a scope; a request is one write and usually one wait.) On a
-        # plain connection the request usually fits in the socket buffer and goes out before the scope is
-        # entered, without a wait: the scope then starts with the read deadline and it never moves.
-        # The rest of a small Content-Length body is waited for in the same scope; what that wait raises
-        # is handed to the reply, which raises it where the body is read (see WireReply).
+        # One timeout block for the write and the wait for the head: its deadline is the write timeout
+        # while writing, then the read timeout from the start of each wait for more bytes. The block is the
+        # connection's Deadline on a plain connection (mcpfsm._transports.deadlines: a few attribute stores,
+        # where a cancel scope cost more than the rest of the exchange), a cancel scope on any other; both end
+        # the block when the deadline passes, and the code after it says which timeout it was. On a plain
+        # connection the request usually fits in the socket buffer and goes out before the block, without a
+        # wait: the block then starts with the read deadline. The rest of a small Content-Length body is
+        # waited for in the same block; what that wait raises is handed to the reply, which raises it where
+        # the body is read (see WireReply).
         reader = ResponseReader(method)
         stream = connection.stream
         timeouts = self._timeouts
@@ -727,7 +745,9 @@ class ConnectionPool:
                 sent = len(data)
         writing = sent < len(data)
         waiting = "WriteTimeout" if writing else "ReadTimeout"
-        with trio.CancelScope(deadline=trio.current_time() + (timeouts.write if writing else timeouts.read)) as scope:
+        deadline = trio.current_time() + (timeouts.write if writing else timeouts.read)
+        timer = connection.deadline
+        with trio.CancelScope(deadline=deadline) if timer is None else timer.arm(deadline) as scope:
             if writing:
                 try:
                     await stream.send_all(memoryview(data)[sent:] if sent else data)
@@ -765,7 +785,7 @@ class ConnectionPool:
             except (OSError, trio.BrokenResourceError) as exc:
                 return reader, exc
             return reader, None
-        # Only the deadline can end the scope without a return or an exception: an outer cancellation propagates.
+        # Only the deadline can end the block without a return or an exception: an outer cancellation propagates.
         if waiting == "body":
             return reader, WireTimeout("ReadTimeout", timeouts.read)
         raise WireTimeout(waiting, timeouts.write if waiting == "WriteTimeout" else timeouts.read)
@@ -785,7 +805,9 @@ class ConnectionPool:
             timeout = self._timeouts.read
         if timeout == math.inf:
             return await connection.stream.receive_some(_RECEIVE_BYTES)
-        with trio.CancelScope(deadline=trio.current_time() + timeout):
+        deadline = trio.current_time() + timeout
+        timer = connection.deadline
+        with trio.CancelScope(deadline=deadline) if timer is None else timer.arm(deadline):
             return await connection.stream.receive_some(_RECEIVE_BYTES)
-        # Only the deadline can end the scope without a return: an outer cancellation propagates.
+        # Only the deadline can end the block without a return: an outer cancellation propagates.
         raise WireTimeout("ReadTimeout", timeout)
