@@ -135,6 +135,17 @@ async def test_a_successful_call_publishes_one_event_per_state(fake: FakeServer)
     check_timing(events)
 
 
+async def test_the_headers_of_an_event_cannot_be_changed_through_another(fake: FakeServer) -> None:
+    # The events of one call share their plan's headers: read-only, so no subscriber changes what another sees.
+    events = await recovered_call(fake)
+    planned = [event for event in events if event.headers is not None]
+    assert len(planned) >= 3
+    with pytest.raises(TypeError):
+        planned[0].headers["Mcp-Param-Database"] = "changed"  # type: ignore[index]
+    assert {event.headers["Mcp-Method"] for event in planned} == {"tools/call"}  # type: ignore[index]
+    assert all(dict(event.headers) == event.to_dict()["headers"] for event in planned)  # type: ignore[arg-type]
+
+
 async def test_a_recovered_call_publishes_the_recovery_path(fake: FakeServer) -> None:
     events = await recovered_call(fake)
     assert facts(events) == RECOVERY

@@ -54,7 +54,7 @@ class CallEvent:
         attempt: 1, then 2 once the call is ``retrying``.
         at: UTC wall-clock time, ISO-8601.
         elapsed: seconds since the call began.
-        headers: the header plan in effect, where one exists.
+        headers: the header plan in effect, where one exists (read-only: the events of one call share it).
         error: ``{"type", "code", "message"}`` of the error involved, where one exists; when an input
             handler raised, the message names only the exception's type (its text may quote the user).
         round: how many ``input_required`` results the call has received so far (SEP-2322): 0 until the

@@ -18,6 +18,7 @@ import itertools
 import secrets
 from collections.abc import Callable, Mapping
 from time import time_ns
+from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 import trio
@@ -172,7 +173,8 @@ class ToolCall:
         except MirroringError as exc:
             self.error = exc
             return Trigger.unmirrorable
-        self.headers = self.plan.as_dict()
+        # One read-only copy of the plan, shared by the events of the call that carry it.
+        self.headers = MappingProxyType(self.plan.as_dict())
         return _PLANNED
 
     async def _sending(self) -> Trigger:
@@ -250,7 +252,7 @@ class ToolCall:
             self.error = self.mismatch
             return Trigger.unchanged
         self.plan = fresh
-        self.headers = fresh.as_dict()
+        self.headers = MappingProxyType(fresh.as_dict())
         return Trigger.changed
 
     # --- the driver ---------------------------------------------------------------------------
