@@ -409,3 +409,33 @@ async def test_events_are_logged_at_debug_with_the_call_id(fake: FakeServer, log
         ("DEBUG", "tool call execute-sql planning -> sending (planned)", {"call_id": call_id}),
         ("DEBUG", "tool call execute-sql sending -> succeeded (answered)", {"call_id": call_id}),
     ]
+
+
+def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None:
+    # events.tool_call_event repeats CallEvent.__init__ positionally for the hot path: every field, same values.
+    import dataclasses
+
+    from mcpfsm._core.events import tool_call_event
+
+    values: dict[str, Any] = {
+        "call_id": "c-1",
+        "seq": 3,
+        "tool": "execute-sql",
+        "state": "failed",
+        "previous": "sending",
+        "trigger": "errored",
+        "attempt": 2,
+        "at": "2026-12-01T00:00:00.000001+00:00",
+        "elapsed": 0.5,
+        "headers": {"Mcp-Method": "tools/call"},
+        "error": {"type": "RpcError", "code": -1, "message": "no"},
+        "round": 1,
+        "input_requests": {"k": "roots/list"},
+        "input_responses": {"k": {"roots": []}},
+    }
+    built = tool_call_event(*values.values())
+    expected = mcpfsm.CallEvent(**values)
+    fields = [field.name for field in dataclasses.fields(mcpfsm.CallEvent)]
+    assert fields == [*values, "machine"]  # a new field must be added to the factory too
+    assert [getattr(built, name) for name in fields] == [getattr(expected, name) for name in fields]
+    assert (built, type(built), repr(built)) == (expected, mcpfsm.CallEvent, repr(expected))
