@@ -131,10 +131,15 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
-        ("import mcpfsm", ["mcpfsm._machines.definition", "mcpfsm._machines.tool_call"]),
+        ("import mcpfsm", ["mcpfsm._machines.definition", "mcpfsm._machines.input_loop", "mcpfsm._machines.tool_call"]),
         (
             "import mcpfsm\nfrom mcpfsm._drivers import input_machine",
-            ["mcpfsm._machines.definition", "mcpfsm._machines.input", "mcpfsm._machines.tool_call"],
+            [
+                "mcpfsm._machines.definition",
+                "mcpfsm._machines.input",
+                "mcpfsm._machines.input_loop",
+                "mcpfsm._machines.tool_call",
+            ],
         ),
         (
             "from mcpfsm._machines import MACHINES\nassert list(MACHINES) == ['tool-call', 'authorization', 'input']",
@@ -142,6 +147,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
                 "mcpfsm._machines.authorization",
                 "mcpfsm._machines.definition",
                 "mcpfsm._machines.input",
+                "mcpfsm._machines.input_loop",
                 "mcpfsm._machines.tool_call",
             ],
         ),

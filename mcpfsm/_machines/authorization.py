@@ -28,7 +28,7 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
-from .definition import CompiledMachine, Edge, MachineDefinition
+from .definition import CompiledMachine, Edge, MachineDefinition, edge
 
 __all__ = [
     "AUTHORIZATION",
@@ -94,44 +94,41 @@ TERMINAL: Final[frozenset[State]] = frozenset({State.authorized, State.failed, S
 """States that accept no trigger: the flow has ended."""
 
 
-def _edge(trigger: Trigger, source: State, dest: State, guard: str) -> Edge[State, Trigger]:
-    return Edge(trigger=trigger, source=source, dest=dest, guard=guard)
-
 
 EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
-    _edge(Trigger.unauthorized, State.starting, State.discovering_resource, "HTTP 401"),
-    _edge(Trigger.scope_challenged, State.starting, State.discovering_resource, "HTTP 403 insufficient_scope, unbound"),
-    _edge(Trigger.insufficient_scope, State.starting, State.authorizing, "HTTP 403 insufficient_scope, AS bound"),
-    _edge(Trigger.expiring, State.starting, State.refreshing, "token expires in 60 s, refresh token held"),
-    _edge(Trigger.challenged_again, State.starting, State.failed, "401/403 on the resent request"),
-    _edge(Trigger.already_stepped_up, State.starting, State.failed, "scope set already stepped up"),
-    _edge(Trigger.resource_found, State.discovering_resource, State.discovering_issuer, "PRM names this server"),
-    _edge(
+    edge(Trigger.unauthorized, State.starting, State.discovering_resource, "HTTP 401"),
+    edge(Trigger.scope_challenged, State.starting, State.discovering_resource, "HTTP 403 insufficient_scope, unbound"),
+    edge(Trigger.insufficient_scope, State.starting, State.authorizing, "HTTP 403 insufficient_scope, AS bound"),
+    edge(Trigger.expiring, State.starting, State.refreshing, "token expires in 60 s, refresh token held"),
+    edge(Trigger.challenged_again, State.starting, State.failed, "401/403 on the resent request"),
+    edge(Trigger.already_stepped_up, State.starting, State.failed, "scope set already stepped up"),
+    edge(Trigger.resource_found, State.discovering_resource, State.discovering_issuer, "PRM names this server"),
+    edge(
         Trigger.resource_metadata_absent,
         State.discovering_resource,
         State.discovering_issuer,
         "no PRM: 2025-03-26 path",
     ),
-    _edge(Trigger.refused, State.discovering_resource, State.failed, "resource mismatch, 5xx, pinned 2026"),
-    _edge(Trigger.issuer_kept, State.discovering_issuer, State.refreshing, "same issuer, refresh token held"),
-    _edge(Trigger.issuer_found, State.discovering_issuer, State.registering, "metadata valid"),
-    _edge(Trigger.issuer_changed, State.discovering_issuer, State.registering, "another issuer: tokens dropped"),
-    _edge(Trigger.refused, State.discovering_issuer, State.failed, "issuer mismatch, no PKCE S256, no metadata"),
-    _edge(Trigger.refreshed, State.refreshing, State.authorized, "new access token"),
-    _edge(Trigger.refresh_refused, State.refreshing, State.registering, "HTTP 400/401: tokens dropped"),
-    _edge(Trigger.refused, State.refreshing, State.failed, "5xx, network"),
-    _edge(Trigger.identified, State.registering, State.authorizing, "pre-registered, CIMD or DCR"),
-    _edge(Trigger.identified_headless, State.registering, State.exchanging, "client credentials, JWT bearer"),
-    _edge(Trigger.identified_enterprise, State.registering, State.asserting, "enterprise-managed"),
-    _edge(Trigger.refused, State.registering, State.failed, "credentials of another issuer, no registration"),
-    _edge(Trigger.asserted, State.asserting, State.exchanging, "ID-JAG from the IdP"),
-    _edge(Trigger.refused, State.asserting, State.failed, "the IdP refused"),
-    _edge(Trigger.redirected, State.authorizing, State.exchanging, "state and iss valid, code"),
-    _edge(Trigger.refused, State.authorizing, State.failed, "state, iss, error, no code"),
-    _edge(Trigger.granted, State.exchanging, State.authorized, "token response valid"),
-    _edge(Trigger.refused, State.exchanging, State.failed, "token endpoint refused"),
+    edge(Trigger.refused, State.discovering_resource, State.failed, "resource mismatch, 5xx, pinned 2026"),
+    edge(Trigger.issuer_kept, State.discovering_issuer, State.refreshing, "same issuer, refresh token held"),
+    edge(Trigger.issuer_found, State.discovering_issuer, State.registering, "metadata valid"),
+    edge(Trigger.issuer_changed, State.discovering_issuer, State.registering, "another issuer: tokens dropped"),
+    edge(Trigger.refused, State.discovering_issuer, State.failed, "issuer mismatch, no PKCE S256, no metadata"),
+    edge(Trigger.refreshed, State.refreshing, State.authorized, "new access token"),
+    edge(Trigger.refresh_refused, State.refreshing, State.registering, "HTTP 400/401: tokens dropped"),
+    edge(Trigger.refused, State.refreshing, State.failed, "5xx, network"),
+    edge(Trigger.identified, State.registering, State.authorizing, "pre-registered, CIMD or DCR"),
+    edge(Trigger.identified_headless, State.registering, State.exchanging, "client credentials, JWT bearer"),
+    edge(Trigger.identified_enterprise, State.registering, State.asserting, "enterprise-managed"),
+    edge(Trigger.refused, State.registering, State.failed, "credentials of another issuer, no registration"),
+    edge(Trigger.asserted, State.asserting, State.exchanging, "ID-JAG from the IdP"),
+    edge(Trigger.refused, State.asserting, State.failed, "the IdP refused"),
+    edge(Trigger.redirected, State.authorizing, State.exchanging, "state and iss valid, code"),
+    edge(Trigger.refused, State.authorizing, State.failed, "state, iss, error, no code"),
+    edge(Trigger.granted, State.exchanging, State.authorized, "token response valid"),
+    edge(Trigger.refused, State.exchanging, State.failed, "token endpoint refused"),
     *(
-        _edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
+        edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
         for state in STATES
         if state not in TERMINAL
     ),

@@ -43,6 +43,7 @@ __all__ = [
     "MachineDefinition",
     "build_machine",
     "compile_table",
+    "edge",
 ]
 
 S = TypeVar("S", bound=StrEnum)
@@ -68,6 +69,11 @@ class Edge(Generic[S, T]):
     dest: S
     guard: str
     bound: str | None = None
+
+
+def edge(trigger: T, source: S, dest: S, guard: str, bound: str | None = None) -> Edge[S, T]:
+    """An :class:`Edge`, positionally: how the machine modules write their edge tables."""
+    return Edge(trigger=trigger, source=source, dest=dest, guard=guard, bound=bound)
 
 
 class InvalidTransition(ValueError):

@@ -30,7 +30,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
-from .definition import CompiledMachine, Edge, MachineDefinition
+from .definition import CompiledMachine, Edge, MachineDefinition, edge
+from .input_loop import EXHAUSTED, GATHERED, INPUT_FAILED, INPUT_REQUIRED, ROUND_BOUND
 
 __all__ = [
     "COMPILED",
@@ -77,34 +78,30 @@ TERMINAL: Final[frozenset[State]] = frozenset({State.succeeded, State.failed, St
 """States that accept no trigger: the run has ended."""
 
 
-def _edge(trigger: Trigger, source: State, dest: State, guard: str, bound: str | None = None) -> Edge[State, Trigger]:
-    return Edge(trigger=trigger, source=source, dest=dest, guard=guard, bound=bound)
 
-
-_GATHERED: Final = "inputs answered, or backoff after a state-only round"
 _REFUSED: Final = "server request: no handler, undeclared mode, bad params"
 
 EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     # Input rounds (SEP-2322): the round's answers are ready; the request goes out again.
-    _edge(Trigger.gathered, State.awaiting_input, State.resending, _GATHERED),
+    edge(Trigger.gathered, State.awaiting_input, State.resending, GATHERED),
     # A legacy server request (MCP 2025-11-25): the answer was sent.
-    _edge(Trigger.answered, State.awaiting_input, State.succeeded, "server request: result sent"),
-    _edge(Trigger.refused, State.awaiting_input, State.failed, _REFUSED),
-    _edge(Trigger.input_failed, State.awaiting_input, State.failed, "a handler raised, or input not offered"),
-    _edge(Trigger.errored, State.awaiting_input, State.failed, "server request: the answer could not be sent"),
-    _edge(Trigger.answered, State.resending, State.succeeded, "complete result"),
+    edge(Trigger.answered, State.awaiting_input, State.succeeded, "server request: result sent"),
+    edge(Trigger.refused, State.awaiting_input, State.failed, _REFUSED),
+    edge(Trigger.input_failed, State.awaiting_input, State.failed, INPUT_FAILED),
+    edge(Trigger.errored, State.awaiting_input, State.failed, "server request: the answer could not be sent"),
+    edge(Trigger.answered, State.resending, State.succeeded, "complete result"),
     # The input loop: the only cycle, bounded by the per-request round count.
-    _edge(
+    edge(
         Trigger.input_required,
         State.resending,
         State.awaiting_input,
-        "input_required result",
-        "round < max_input_rounds",
+        INPUT_REQUIRED,
+        ROUND_BOUND,
     ),
-    _edge(Trigger.rounds_exhausted, State.resending, State.failed, "input_required after max_input_rounds rounds"),
-    _edge(Trigger.errored, State.resending, State.failed, "any other error"),
+    edge(Trigger.rounds_exhausted, State.resending, State.failed, EXHAUSTED),
+    edge(Trigger.errored, State.resending, State.failed, "any other error"),
     *(
-        _edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
+        edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
         for state in STATES
         if state not in TERMINAL
     ),

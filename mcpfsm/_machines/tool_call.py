@@ -31,7 +31,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Final
 
-from .definition import CompiledMachine, Edge, MachineDefinition
+from .definition import CompiledMachine, Edge, MachineDefinition, edge
+from .input_loop import EXHAUSTED, GATHERED, INPUT_FAILED, INPUT_REQUIRED, ROUND_BOUND
 
 __all__ = [
     "COMPILED",
@@ -95,59 +96,52 @@ TERMINAL: Final[frozenset[State]] = frozenset({State.succeeded, State.failed, St
 """States that accept no trigger: the call has ended."""
 
 
-def _edge(trigger: Trigger, source: State, dest: State, guard: str, bound: str | None = None) -> Edge[State, Trigger]:
-    return Edge(trigger=trigger, source=source, dest=dest, guard=guard, bound=bound)
 
-
-_ROUND_BOUND: Final = "round < max_input_rounds"
-_GATHERED: Final = "inputs answered, or backoff after a state-only round"
-_INPUT_FAILED: Final = "a handler raised, or input not offered"
-_EXHAUSTED: Final = "input_required after max_input_rounds rounds"
 
 
 EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
-    _edge(Trigger.resolved, State.resolving, State.planning, "definition chosen"),
-    _edge(Trigger.planned, State.planning, State.sending, "headers planned"),
-    _edge(Trigger.unmirrorable, State.planning, State.failed, "MirroringError"),
-    _edge(Trigger.answered, State.sending, State.succeeded, "result"),
-    _edge(Trigger.input_required, State.sending, State.awaiting_input, "input_required result"),
-    _edge(Trigger.mismatched, State.sending, State.relisting, "-32020 HeaderMismatch"),
-    _edge(Trigger.errored, State.sending, State.failed, "any other error"),
-    _edge(Trigger.gathered, State.awaiting_input, State.resending, _GATHERED),
-    _edge(Trigger.input_failed, State.awaiting_input, State.failed, _INPUT_FAILED),
-    _edge(Trigger.answered, State.resending, State.succeeded, "result"),
+    edge(Trigger.resolved, State.resolving, State.planning, "definition chosen"),
+    edge(Trigger.planned, State.planning, State.sending, "headers planned"),
+    edge(Trigger.unmirrorable, State.planning, State.failed, "MirroringError"),
+    edge(Trigger.answered, State.sending, State.succeeded, "result"),
+    edge(Trigger.input_required, State.sending, State.awaiting_input, INPUT_REQUIRED),
+    edge(Trigger.mismatched, State.sending, State.relisting, "-32020 HeaderMismatch"),
+    edge(Trigger.errored, State.sending, State.failed, "any other error"),
+    edge(Trigger.gathered, State.awaiting_input, State.resending, GATHERED),
+    edge(Trigger.input_failed, State.awaiting_input, State.failed, INPUT_FAILED),
+    edge(Trigger.answered, State.resending, State.succeeded, "result"),
     # The input loop: the only cycle, bounded by the per-call round count.
-    _edge(Trigger.input_required, State.resending, State.awaiting_input, "input_required result", _ROUND_BOUND),
-    _edge(Trigger.rounds_exhausted, State.resending, State.failed, _EXHAUSTED),
+    edge(Trigger.input_required, State.resending, State.awaiting_input, INPUT_REQUIRED, ROUND_BOUND),
+    edge(Trigger.rounds_exhausted, State.resending, State.failed, EXHAUSTED),
     # A -32020 on a resend is recovered from like one on the first send; the retry resends that round.
-    _edge(Trigger.mismatched, State.resending, State.relisting, "-32020 HeaderMismatch"),
-    _edge(Trigger.errored, State.resending, State.failed, "any other error"),
-    _edge(Trigger.relisted, State.relisting, State.comparing, "tool found"),
+    edge(Trigger.mismatched, State.resending, State.relisting, "-32020 HeaderMismatch"),
+    edge(Trigger.errored, State.resending, State.failed, "any other error"),
+    edge(Trigger.relisted, State.relisting, State.comparing, "tool found"),
     # Single flight: concurrent -32020s share one relist; the calls that did not start it say so.
-    _edge(Trigger.joined, State.relisting, State.comparing, "tool found in another call's relist"),
-    _edge(Trigger.vanished, State.relisting, State.failed, "tool gone from listing"),
-    _edge(Trigger.relist_failed, State.relisting, State.failed, "tools/list failed"),
-    _edge(Trigger.changed, State.comparing, State.retrying, "fresh plan differs"),
-    _edge(Trigger.unchanged, State.comparing, State.failed, "same plan"),
+    edge(Trigger.joined, State.relisting, State.comparing, "tool found in another call's relist"),
+    edge(Trigger.vanished, State.relisting, State.failed, "tool gone from listing"),
+    edge(Trigger.relist_failed, State.relisting, State.failed, "tools/list failed"),
+    edge(Trigger.changed, State.comparing, State.retrying, "fresh plan differs"),
+    edge(Trigger.unchanged, State.comparing, State.failed, "same plan"),
     # The fresh schema may make the same arguments unmirrorable: the -32020 is raised, with the cause.
-    _edge(Trigger.unmirrorable, State.comparing, State.failed, "fresh plan fails"),
-    _edge(Trigger.answered, State.retrying, State.succeeded, "result"),
-    _edge(Trigger.input_required, State.retrying, State.retry_awaiting_input, f"input_required result, {_ROUND_BOUND}"),
-    _edge(Trigger.rounds_exhausted, State.retrying, State.failed, _EXHAUSTED),
+    edge(Trigger.unmirrorable, State.comparing, State.failed, "fresh plan fails"),
+    edge(Trigger.answered, State.retrying, State.succeeded, "result"),
+    edge(Trigger.input_required, State.retrying, State.retry_awaiting_input, f"{INPUT_REQUIRED}, {ROUND_BOUND}"),
+    edge(Trigger.rounds_exhausted, State.retrying, State.failed, EXHAUSTED),
     # A second -32020 is not recovered from, so the recovery stays acyclic.
-    _edge(Trigger.mismatched, State.retrying, State.failed, "second -32020"),
-    _edge(Trigger.errored, State.retrying, State.failed, "any other error"),
-    _edge(Trigger.gathered, State.retry_awaiting_input, State.retry_resending, _GATHERED),
-    _edge(Trigger.input_failed, State.retry_awaiting_input, State.failed, _INPUT_FAILED),
-    _edge(Trigger.answered, State.retry_resending, State.succeeded, "result"),
-    _edge(
-        Trigger.input_required, State.retry_resending, State.retry_awaiting_input, "input_required result", _ROUND_BOUND
+    edge(Trigger.mismatched, State.retrying, State.failed, "second -32020"),
+    edge(Trigger.errored, State.retrying, State.failed, "any other error"),
+    edge(Trigger.gathered, State.retry_awaiting_input, State.retry_resending, GATHERED),
+    edge(Trigger.input_failed, State.retry_awaiting_input, State.failed, INPUT_FAILED),
+    edge(Trigger.answered, State.retry_resending, State.succeeded, "result"),
+    edge(
+        Trigger.input_required, State.retry_resending, State.retry_awaiting_input, INPUT_REQUIRED, ROUND_BOUND
     ),
-    _edge(Trigger.rounds_exhausted, State.retry_resending, State.failed, _EXHAUSTED),
-    _edge(Trigger.mismatched, State.retry_resending, State.failed, "-32020 after the retry"),
-    _edge(Trigger.errored, State.retry_resending, State.failed, "any other error"),
+    edge(Trigger.rounds_exhausted, State.retry_resending, State.failed, EXHAUSTED),
+    edge(Trigger.mismatched, State.retry_resending, State.failed, "-32020 after the retry"),
+    edge(Trigger.errored, State.retry_resending, State.failed, "any other error"),
     *(
-        _edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
+        edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
         for state in STATES
         if state not in TERMINAL
     ),
