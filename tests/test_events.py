@@ -412,7 +412,7 @@ async def test_events_are_logged_at_debug_with_the_call_id(fake: FakeServer, log
 
 
 def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None:
-    # events.tool_call_event repeats CallEvent.__init__ positionally for the hot path: every field, same values.
+    # events.tool_call_event (the hot path's positional factory) and CallEvent.__init__ both fill through _fill.
     import dataclasses
 
     from mcpfsm._core.events import tool_call_event
