@@ -7,33 +7,18 @@ A sticky-session load balancer pins a client to a replica with a cookie; the rep
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Final
 
-import httpx
 import pytest
 
-import mcpfsm
 from mcpfsm._core.h1 import ResponseHead, ResponseReader
+from tests.layers import LAYERS, connect
 from tests.rawserver import HOST, JSON_HEADERS, Server, no_stream, ok, rpc, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
-LAYERS: Final = ["pool", "httpx"]
 INITIALIZE: Final = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "raw", "version": "1"}}
 DISCOVER: Final = {"supportedVersions": [MODERN]}
-
-
-@asynccontextmanager
-async def connect(url: str, layer: str, *, protocol: str = MODERN, **options: Any) -> AsyncIterator[mcpfsm.Client]:
-    transport = httpx.AsyncHTTPTransport() if layer == "httpx" else None
-    try:
-        async with mcpfsm.Client.http(url, protocol=protocol, http_transport=transport, **options) as client:
-            yield client
-    finally:
-        if transport is not None:
-            await transport.aclose()
 
 
 def url_of(server: Server, host: str = HOST) -> str:

@@ -12,33 +12,19 @@ import gzip
 import json
 import ssl
 import zlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Final
 
-import httpx
 import pytest
 import trio
 
 import mcpfsm
+from tests.layers import LAYERS, connect
 from tests.rawserver import HOST, JSON_HEADERS, Answer, Seen, Server, no_stream, ok, raw, rpc, serving, tls_for
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
-LAYERS: Final = ["pool", "httpx"]
 MIB: Final = 1024 * 1024
 INITIALIZE: Final = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "raw", "version": "1"}}
-
-
-@asynccontextmanager
-async def connect(url: str, layer: str, *, protocol: str = MODERN, **options: Any) -> AsyncIterator[mcpfsm.Client]:
-    transport = httpx.AsyncHTTPTransport() if layer == "httpx" else None
-    try:
-        async with mcpfsm.Client.http(url, protocol=protocol, http_transport=transport, **options) as client:
-            yield client
-    finally:
-        if transport is not None:
-            await transport.aclose()
 
 
 def url_of(server: Server) -> str:

@@ -10,32 +10,17 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Final
 
-import httpx
 import pytest
 
 import mcpfsm
+from tests.layers import LAYERS, connect
 from tests.rawserver import HOST, Seen, Server, no_stream, ok, rpc, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
-LAYERS: Final = ["pool", "httpx"]
 INITIALIZE: Final = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "raw", "version": "1"}}
-"""mcpfsm's own connection pool, and httpx's AsyncHTTPTransport given as http_transport=."""
-
-
-@asynccontextmanager
-async def connect(url: str, layer: str, *, protocol: str = MODERN, **options: Any) -> AsyncIterator[mcpfsm.Client]:
-    transport = httpx.AsyncHTTPTransport() if layer == "httpx" else None
-    try:
-        async with mcpfsm.Client.http(url, protocol=protocol, http_transport=transport, **options) as client:
-            yield client
-    finally:
-        if transport is not None:
-            await transport.aclose()
 
 
 def redirect(status: int, location: str) -> Any:
