@@ -553,6 +553,18 @@ async def test_accepted_content_that_breaks_the_requested_schema_fails_the_call_
     assert [c.get("inputResponses") for c in calls(fake)] == [None, None]
     assert [e.state for e in events if e.state in mcpfsm.TERMINAL] == ["failed", "succeeded"]
     assert not any("SECRET" in event.to_json() for event in events)
+    # mcpfsm's own refusal names properties and rules, never a value: the event keeps its message, as an input
+    # run's event does (events.input_failure_summary serves both machines).
+    failed = next(e for e in events if e.state == "failed")
+    assert (failed.trigger, failed.error) == (
+        "input_failed",
+        {
+            "type": "FormContentError",
+            "code": None,
+            "message": 'on_elicitation accepted content that does not match the requestedSchema: /age: the value is'
+            ' not of type "integer"',
+        },
+    )
 
 
 async def test_a_handler_that_is_not_async_is_a_type_error(fake: FakeServer) -> None:

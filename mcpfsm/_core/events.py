@@ -18,7 +18,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-__all__ = ["AuthEvent", "CallEvent", "InputEvent", "error_summary", "tool_call_event", "utc_timestamp"]
+from .errors import McpError
+from .input import FormContentError
+
+__all__ = [
+    "AuthEvent",
+    "CallEvent",
+    "InputEvent",
+    "error_summary",
+    "input_failure_summary",
+    "tool_call_event",
+    "utc_timestamp",
+]
 
 _second: tuple[int, str] = (-1, "")
 
@@ -405,3 +416,16 @@ def error_summary(error: BaseException) -> dict[str, Any]:
         "code": code if isinstance(code, int) else None,
         "message": message if isinstance(message, str) else str(error),
     }
+
+
+def input_failure_summary(error: BaseException) -> dict[str, Any]:
+    """The ``error`` field of an ``input_failed`` event (either machine that runs the SEP-2322 input loop).
+
+    mcpfsm's own errors keep their message (a :class:`~mcpfsm.McpError`; a ``FormContentError`` names
+    properties and rules, never a value); a handler's own exception may quote what the user typed, so the
+    event names its type only.
+    """
+    summary = error_summary(error)
+    if not isinstance(error, McpError | FormContentError):
+        summary["message"] = f"an input handler raised {type(error).__name__}"
+    return summary

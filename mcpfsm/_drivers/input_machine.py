@@ -26,7 +26,7 @@ import trio
 
 from .._core.constants import INTERNAL_ERROR
 from .._core.errors import McpError, RpcError
-from .._core.events import InputEvent, error_summary, utc_timestamp
+from .._core.events import InputEvent, error_summary, input_failure_summary, utc_timestamp
 from .._core.input import FormContentError
 from .._core.jsonrpc import Request, encode_error, encode_result
 from .._log import logger
@@ -154,12 +154,7 @@ def _text(name: str | None) -> str | None:
 def _summary(error: BaseException, trigger: str | None) -> Mapping[str, Any]:
     if not isinstance(error, Exception):
         return cancellation_summary("input run")
-    summary = error_summary(error)
-    if trigger == Trigger.input_failed and not isinstance(error, McpError | FormContentError):
-        # A handler's own exception may quote what the user typed: the event names its type only
-        # (mcpfsm's own FormContentError names properties and rules, never a value).
-        summary["message"] = f"an input handler raised {type(error).__name__}"
-    return summary
+    return input_failure_summary(error) if trigger == Trigger.input_failed else error_summary(error)
 
 
 Send = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]

@@ -26,7 +26,7 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError
-from .._core.events import error_summary, tool_call_event, utc_timestamp
+from .._core.events import error_summary, input_failure_summary, tool_call_event, utc_timestamp
 from .._core.input import INPUT_REQUIRED
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
@@ -319,10 +319,8 @@ class ToolCall:
         if state == State.cancelled:
             error = cancellation_summary("call")
         elif state in (State.failed, State.relisting) and self.error is not None:
-            error = error_summary(self.error)
-            if trigger == Trigger.input_failed and not isinstance(self.error, McpError):
-                # A handler's own exception may quote what the user typed: the event names its type only.
-                error = {**error, "message": f"an input handler raised {type(self.error).__name__}"}
+            failed = input_failure_summary if trigger == Trigger.input_failed else error_summary
+            error = failed(self.error)
         rounds = self.rounds
         requests: Mapping[str, str] | None = None
         responses: Mapping[str, Any] | None = None
