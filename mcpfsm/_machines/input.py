@@ -1,6 +1,6 @@
 """The input machine: input the server asks for outside a tool call, as data.
 
-:data:`INPUT` is the single definition. The tracker in ``mcpfsm._drivers.input`` steps through :data:`COMPILED`
+:data:`INPUT` is the single definition. The tracker in ``mcpfsm._drivers.input_machine`` steps through :data:`COMPILED`
 and publishes one :class:`~mcpfsm.InputEvent` per state entered; the diagrams in ``specs/input.*`` and
 ``diagrams/input.svg`` and the page ``specs/input.md`` are generated from it.
 

@@ -140,14 +140,8 @@ def _input_wire(event: InputEvent, first: InputEvent) -> tuple[list[str], list[s
     before: list[str] = []
     if event.seq == first.seq:
         before = [f"    Client->>Server: {_lines(request)}", "    Server-->>Client: input_required"]
-    elif event.previous == "resending":
-        if event.trigger == "answered":
-            before = ["    Server-->>Client: result"]
-        elif event.trigger in ("input_required", "rounds_exhausted"):
-            before = ["    Server-->>Client: input_required"]
-        elif event.trigger == "errored":
-            answered = event.error is not None and isinstance(event.error.get("code"), int)
-            before = [f"    Server{'-->>' if answered else '--x'}Client: {_lines(_error_text(event.error))}"]
+    elif (reply := _reply(event)) is not None:
+        before = [reply]  # the answer to the resend, drawn as a tool call's is
     after: list[str] = []
     if event.state == "resending":
         after = [f"    Client->>Server: {_lines(f'{request} (round {event.round} answers)')}"]
