@@ -126,8 +126,8 @@ def handshake(session: str = SESSION, version: str = LEGACY) -> list[Answer]:
     return [result({**INITIALIZE_RESULT, "protocolVersion": version}, session=session), accepted()]
 
 
-def client(script: Script, protocol: str = "auto") -> mcpfsm.Client:
-    return mcpfsm.Client.http(URL, protocol=protocol, http_transport=httpx.MockTransport(script))
+def client(script: Script, protocol: str = "auto", **options: Any) -> mcpfsm.Client:
+    return mcpfsm.Client.http(URL, protocol=protocol, http_transport=httpx.MockTransport(script), **options)
 
 
 def legacy_version_only(version: str = LEGACY, session: str = SESSION) -> dict[str, str]:
@@ -580,10 +580,15 @@ async def test_a_second_session_expiry_is_raised_and_the_client_stays_usable() -
     gone = raw(404, b"Session not found", "text/plain")
     script = Script(*handshake("s-1"), gone, *handshake("s-2"), gone, *handshake("s-3"), result({"tools": []}))
 
-    async with client(script, LEGACY) as c:
-        with pytest.raises(mcpfsm.TransportError, match=r"^HTTP 404: MCP session 's-2' has expired$"):
+    events: list[mcpfsm.CallEvent] = []
+    async with client(script, LEGACY, on_event=events.append) as c:
+        with pytest.raises(mcpfsm.TransportError, match=r"^HTTP 404: the MCP session has expired$") as raised:
             await c.call_tool("echo", {"text": "hi"})
         assert len(await c.tools()) == 0
+    assert raised.value.session_id == "s-2"  # type: ignore[attr-defined]
+    # A session id is a bearer of the session: on the error for code that handles it, never in the message
+    # (which events and log lines carry).
+    assert events[-1].state == "failed" and not any("s-2" in event.to_json() for event in events)
 
     assert [call[:2] for call in script.calls] == [
         ("POST", "initialize"),

@@ -122,11 +122,12 @@ class SessionExpired(TransportError):
     session expires too.
 
     Attributes:
-        session_id: the session id the request carried.
+        session_id: the session id the request carried (never in the message: the message reaches audit
+            events and log lines, and a session id is a bearer of the session).
     """
 
     def __init__(self, session_id: str) -> None:
-        super().__init__(f"HTTP 404: MCP session {session_id!r} has expired", status=404)
+        super().__init__("HTTP 404: the MCP session has expired", status=404)
         self.session_id = session_id
 
 
