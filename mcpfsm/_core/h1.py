@@ -53,12 +53,13 @@ _MAX_CHUNK_LINE: Final = 4096
 # which decides and says what is wrong.
 _STRICT_FIELDS: Final = re.compile(r"(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[^\r\n\x00]*\r\n)*")
 # Header lines already checked, by (name, value): a client sends the same few again and again; and
-# status lines already parsed. Both bounded. A credential (a token, a cookie, a DPoP proof) or a long value is
-# never remembered: this cache is the process's, and outlives the client that sent it.
+# status lines already parsed. Both bounded. A credential (a token, a cookie, a DPoP proof, a session id) or a
+# long value is never remembered, nor a caller's fixed headers (an API key among them: request_prefix checks
+# them once per pool, which keeps the prefix): this cache is the process's, and outlives the client.
 _CHECKED_LINES: dict[tuple[str, str], str] = {}
 _MAX_CHECKED_LINES: Final = 1024
 _MAX_CHECKED_LINE: Final = 256
-_NEVER_REMEMBERED: Final = frozenset({"authorization", "proxy-authorization", "cookie", "dpop"})
+_NEVER_REMEMBERED: Final = frozenset({"authorization", "proxy-authorization", "cookie", "dpop", "mcp-session-id"})
 _STATUS_LINES: dict[str, tuple[int, int, str]] = {}
 _MAX_STATUS_LINES: Final = 64
 # Heads already parsed, by their bytes (status line and fields; what they mean for framing is worked out
@@ -173,7 +174,7 @@ def request_prefix(method: str, target: str, host: str, headers: Sequence[tuple[
         raise H1Error(f"malformed request line {method!r} {target!r}")
     lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
     for name, value in headers:
-        line = _CHECKED_LINES.get((name, value)) or _checked_line((name, value))
+        line = _CHECKED_LINES.get((name, value)) or _checked_line((name, value), remember=False)
         if line is None:
             lines[1] = f"{name}: {value}\r\n"
             continue
@@ -181,8 +182,9 @@ def request_prefix(method: str, target: str, host: str, headers: Sequence[tuple[
     return "".join(lines)
 
 
-def _checked_line(pair: tuple[str, str]) -> str | None:
-    # The header line of `pair` once checked (remembered, bounded), or None for a Host header.
+def _checked_line(pair: tuple[str, str], *, remember: bool = True) -> str | None:
+    # The header line of `pair` once checked (remembered, bounded, unless `remember` is False), or None for a
+    # Host header.
     name, value = pair
     if not HEADER_NAME_TOKEN.fullmatch(name):
         raise H1Error(f"header name {name!r} is not an HTTP token")
@@ -194,7 +196,7 @@ def _checked_line(pair: tuple[str, str]) -> str | None:
     if lowered == "host":
         return None
     line = f"{name}: {value}\r\n"
-    if lowered in _NEVER_REMEMBERED or len(line) > _MAX_CHECKED_LINE:
+    if not remember or lowered in _NEVER_REMEMBERED or len(line) > _MAX_CHECKED_LINE:
         return line
     checked = _CHECKED_LINES
     if len(checked) >= _MAX_CHECKED_LINES:
