@@ -116,6 +116,22 @@ async def test_a_deadline_that_passed_while_the_task_was_not_waiting_stops_its_n
     assert (received, stream.deadline.expired) == (b"answer", False)
 
 
+async def test_a_deadline_that_fired_is_spent_even_when_its_block_never_noticed(
+    pair: tuple[socket.socket, socket.socket], autojump_clock: trio.testing.MockClock
+) -> None:
+    # The watchdog woke the socket (notify_closing) while the task was not waiting, and the block ended without
+    # another wait (as when the bytes and the deadline come in one scheduler round): no timeout is reported,
+    # but the socket was notified, so its connection must be closed, not reused.
+    deadline = Deadline(pair[0])
+    start = trio.current_time()
+    with deadline.arm(start + 1.0):
+        await trio.sleep(2.0)
+    assert (deadline.expired, deadline.fired, deadline.spent) == (False, False, True)
+    with deadline.arm(trio.current_time() + 1.0):
+        pass
+    assert deadline.spent  # never cleared
+
+
 async def test_the_watchdog_heap_stays_bounded_as_connections_come_and_go(
     pair: tuple[socket.socket, socket.socket], autojump_clock: trio.testing.MockClock
 ) -> None:
@@ -185,6 +201,25 @@ async def test_a_reused_connection_whose_server_goes_silent_times_out_and_is_not
         with pytest.raises(WireTimeout, match=r"^ReadTimeout after 0.05 s$"):
             await pool.request("POST", "/mcp", JSON_HEADERS, b"2")
         assert (server.bodies(), pool.connections) == ([(1, b"1"), (1, b"2")], 0)
+        await pool.aclose()
+
+
+async def test_a_connection_whose_deadline_fired_is_closed_when_released(mock_clock: trio.testing.MockClock) -> None:
+    mock_clock.autojump_threshold = 1.0
+    async with serving(Server()) as server:
+        server.queue(ok(b"first"), ok(b"second"))
+        pool = pool_for(server)
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"1")
+        (connection,) = pool._busy
+        assert connection.deadline is not None
+        connection.deadline.spent = True  # what the watchdog's _fire leaves behind in the race above
+        assert (reply.status, await reply.read()) == (200, b"first")
+        await reply.aclose()
+        assert (pool.connections, pool.idle) == (0, 0)
+        reply = await pool.request("POST", "/mcp", JSON_HEADERS, b"2")
+        assert (reply.status, await reply.read()) == (200, b"second")
+        await reply.aclose()
+        assert [connection for connection, _ in server.bodies()] == [1, 2]  # a new connection for the second
         await pool.aclose()
 
 

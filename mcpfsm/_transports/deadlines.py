@@ -54,7 +54,7 @@ class Deadline:
     One object per connection, entered by one exchange at a time.
     """
 
-    __slots__ = ("_deadline", "_queued", "_socket", "expired", "fired")
+    __slots__ = ("_deadline", "_queued", "_socket", "expired", "fired", "spent")
 
     def __init__(self, socket: _Socket) -> None:
         """Prepare the timeouts of the waits on ``socket``; nothing is armed."""
@@ -66,6 +66,10 @@ class Deadline:
         """The watchdog found the deadline passed and woke the socket's waiters (until the block ends)."""
         self.expired = False
         """The block ended because the deadline passed."""
+        self.spent = False
+        """The watchdog has woken this socket's waiters (``notify_closing``), even if the block then ended
+        without noticing (its bytes came in the same scheduler round): trio's rule is that such a socket is
+        closed, so its connection is never reused. Never cleared."""
 
     def arm(self, deadline: float) -> Deadline:
         """Bound the waits of the block that follows by ``deadline``; returns ``self`` to enter.
@@ -126,7 +130,7 @@ class Deadline:
     def _fire(self) -> None:
         # Called by the watchdog, in its own task, when the armed deadline has passed.
         self._deadline = math.inf
-        self.fired = True
+        self.fired = self.spent = True
         if self._socket.fileno() != -1:
             trio.lowlevel.notify_closing(self._socket)
 
@@ -156,8 +160,9 @@ class _Watchdog:
             return cls._current.get()
         except LookupError:
             watchdog = cls()
-            cls._current.set(watchdog)
+            # Served before it is registered: a run that cannot start the task (shutting down) keeps none.
             trio.lowlevel.spawn_system_task(watchdog.run, name="mcpfsm connection deadlines")
+            cls._current.set(watchdog)
             return watchdog
 
     def queue(self, deadline: float, owner: Deadline) -> None:

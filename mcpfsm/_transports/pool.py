@@ -708,7 +708,9 @@ class ConnectionPool:
 
     def _release(self, connection: _Connection, *, reusable: bool) -> None:
         self._busy.discard(connection)
-        if reusable and connection.writable and not self._closed:
+        # A connection whose deadline fired is closed even when its exchange ended well (deadlines.Deadline.spent).
+        spent = connection.deadline is not None and connection.deadline.spent
+        if reusable and connection.writable and not spent and not self._closed:
             connection.idle_since = trio.current_time()
             self._idle.append(connection)
         else:
