@@ -140,7 +140,7 @@ async def test_the_headers_of_an_event_cannot_be_changed_through_another(fake: F
     events = await recovered_call(fake)
     planned = [event for event in events if event.headers is not None]
     assert len(planned) >= 3
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"^'mappingproxy' object does not support item assignment$"):
         planned[0].headers["Mcp-Param-Database"] = "changed"  # type: ignore[index]
     assert {event.headers["Mcp-Method"] for event in planned} == {"tools/call"}  # type: ignore[index]
     assert all(dict(event.headers) == event.to_dict()["headers"] for event in planned)  # type: ignore[arg-type]

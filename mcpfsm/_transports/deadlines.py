@@ -3,8 +3,8 @@
 A trio ``CancelScope`` is the general way to bound a wait, and the pool still uses one for TLS connections
 and the rarer waits. On a plain connection (``http://``, the usual local or in-cluster MCP server) the
 exchange of one request is a write and one or two waits for the socket to become readable, and entering
-and leaving a cancel scope for it cost more than everything else the pool does for the request
-(37,000 of the transport's 308,000 instructions per ``tools/call``, callgrind, ``bench/call.py``).
+and leaving a cancel scope for it cost more than everything else the pool does for the request (counted
+under callgrind as ``bench/instructions.py`` counts, before and after commit 055767f, which added this module).
 
 So a plain connection's exchange arms a :class:`Deadline` instead: the wait's deadline is written on the
 connection, and one trio *system* task per run (the :class:`_Watchdog`) sleeps until the earliest armed
