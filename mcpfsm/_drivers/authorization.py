@@ -47,7 +47,7 @@ from .._core.events import AuthEvent, error_summary, utc_timestamp
 from .._core.oauth import Answer
 from .._machines.authorization import COMPILED, State, Trigger
 from .audit import AuditBus
-from .driver import Effect, cancellation_summary, drive
+from .driver import Effect, cancellation_summary, drive, plain
 
 __all__ = ["AuthorizationFlow", "AuthorizationPort", "Binding", "Entry", "Identity"]
 
@@ -772,7 +772,7 @@ class AuthorizationFlow:
 
     def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
         """Publish the :class:`~mcpfsm._core.events.AuthEvent` of the state entered (the driver's ``Run``)."""
-        state, previous_text, trigger_text = str(state), _text(previous), _text(trigger)
+        state, previous_text, trigger_text = str(state), plain(previous), plain(trigger)
         seq, self.seq = self.seq, self.seq + 1
         audit = self.port.audit
         if not audit.observed:
@@ -801,9 +801,6 @@ class AuthorizationFlow:
             )
         )
 
-
-def _text(name: str | None) -> str | None:
-    return None if name is None else str(name)
 
 
 _EFFECTS: Final[Mapping[str, Effect[AuthorizationFlow, Trigger]]] = {

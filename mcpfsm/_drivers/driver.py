@@ -28,7 +28,7 @@ import trio
 
 from .._machines.definition import CompiledMachine
 
-__all__ = ["Effect", "Run", "Step", "advance", "cancellation_summary", "drive", "start"]
+__all__ = ["Effect", "Run", "Step", "advance", "cancellation_summary", "drive", "plain", "start"]
 
 S = TypeVar("S", bound=StrEnum)
 T = TypeVar("T", bound=StrEnum)
@@ -123,6 +123,11 @@ async def drive(
             state = follow(previous, trigger)
         entered(state, previous, trigger)
     return state
+
+
+def plain(name: str | None) -> str | None:
+    """A state or trigger as an event records it: a plain string (not the machine's enum member), or ``None``."""
+    return None if name is None else str(name)
 
 
 def cancellation_summary(run: str) -> Mapping[str, Any]:

@@ -33,7 +33,7 @@ from .._log import logger
 from .._machines.input import COMPILED, State, Trigger
 from .audit import AuditBus
 from .driver import advance as follow
-from .driver import cancellation_summary, start
+from .driver import cancellation_summary, plain, start
 from .input import InputHandlers, InputRounds
 
 __all__ = ["InputRun", "answer_server_request", "request_with_input"]
@@ -110,7 +110,7 @@ class InputRun:
     def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
         """Publish the event of ``state`` with the details last reported (the driver's ``Run`` protocol)."""
         seq, self._seq = self._seq, self._seq + 1
-        state, previous, trigger = str(state), _text(previous), _text(trigger)
+        state, previous, trigger = str(state), plain(previous), plain(trigger)
         audit = self._audit
         if not audit.observed:
             audit.log(self.run_id, self.tool, previous, state, trigger, machine=InputEvent.MACHINE)
@@ -145,10 +145,6 @@ class _Details:
     responses: Mapping[str, Any] | None = None
     error: BaseException | None = None
 
-
-def _text(name: str | None) -> str | None:
-    # Events carry plain strings, not the machine's enum members.
-    return None if name is None else str(name)
 
 
 def _summary(error: BaseException, trigger: str | None) -> Mapping[str, Any]:
