@@ -376,7 +376,11 @@ def test_machine_accepts_members_and_plain_names_alike(state: State) -> None:
 @pytest.mark.parametrize(
     ("module", "expected"),
     [
-        pytest.param(_machine, {"__future__", "collections", "definition", "enum", "types", "typing"}, id="tool_call"),
+        pytest.param(
+            _machine,
+            {"__future__", "collections", "definition", "enum", "input_loop", "types", "typing"},
+            id="tool_call",
+        ),
         pytest.param(
             _definition,
             {"__future__", "collections", "dataclasses", "enum", "types", "typing", "transitions"},
