@@ -98,12 +98,7 @@ class ToolResult:
         raw: dict[str, Any],
     ) -> None:
         """Make the result: what the dataclass would generate, at half its cost (one result per call)."""
-        # The slots' own setters, past the frozen __setattr__ (as the generated __init__ goes past it).
-        _SET_CONTENT(self, content)
-        _SET_STRUCTURED_CONTENT(self, structured_content)
-        _SET_HAS_STRUCTURED_CONTENT(self, has_structured_content)
-        _SET_IS_ERROR(self, is_error)
-        _SET_RAW(self, raw)
+        _fill(self, content, structured_content, has_structured_content, is_error, raw)
 
     @classmethod
     def from_result(cls, result: dict[str, Any]) -> ToolResult:
@@ -130,14 +125,10 @@ class ToolResult:
         is_error = result.get("isError", False)
         if not isinstance(is_error, bool):
             raise ProtocolError('tools/call result "isError" is not a boolean')
-        # The slots set on a new instance, as __init__ does: calling the class with keywords would pack them
-        # into a dict first (one result per tool call).
+        # A new instance filled as __init__ fills it: calling the class with keywords would pack them into a
+        # dict first (one result per tool call).
         made: ToolResult = _new(cls)
-        _SET_CONTENT(made, content)
-        _SET_STRUCTURED_CONTENT(made, result.get("structuredContent"))
-        _SET_HAS_STRUCTURED_CONTENT(made, "structuredContent" in result)
-        _SET_IS_ERROR(made, is_error)
-        _SET_RAW(made, result)
+        _fill(made, content, result.get("structuredContent"), "structuredContent" in result, is_error, result)
         return made
 
     @property
@@ -148,6 +139,23 @@ class ToolResult:
 
 
 _new = object.__new__
+
+
+def _fill(
+    result: ToolResult,
+    content: list[dict[str, Any]],
+    structured_content: Any,
+    has_structured_content: bool,
+    is_error: bool,
+    raw: dict[str, Any],
+) -> None:
+    # Every field of a new result through the slots' own setters, past the frozen __setattr__ (as the generated
+    # __init__ goes past it).
+    _SET_CONTENT(result, content)
+    _SET_STRUCTURED_CONTENT(result, structured_content)
+    _SET_HAS_STRUCTURED_CONTENT(result, has_structured_content)
+    _SET_IS_ERROR(result, is_error)
+    _SET_RAW(result, raw)
 _SET_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["content"].__set__
 _SET_STRUCTURED_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["structured_content"].__set__
 _SET_HAS_STRUCTURED_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["has_structured_content"].__set__
