@@ -412,7 +412,8 @@ async def test_events_are_logged_at_debug_with_the_call_id(fake: FakeServer, log
 
 
 def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None:
-    # events.tool_call_event (the hot path's positional factory) and CallEvent.__init__ both fill through _fill.
+    # events.tool_call_event (the hot path's positional factory: a _Draft given the class CallEvent) builds what
+    # CallEvent.__init__ builds.
     import dataclasses
 
     from mcpfsm._core.events import tool_call_event
@@ -439,3 +440,12 @@ def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None
     assert fields == [*values, "machine"]  # a new field must be added to the factory too
     assert [getattr(built, name) for name in fields] == [getattr(expected, name) for name in fields]
     assert (built, type(built), repr(built)) == (expected, mcpfsm.CallEvent, repr(expected))
+    from mcpfsm._core.events import _Draft
+
+    assert _Draft.__slots__ == mcpfsm.CallEvent.__slots__ == tuple(fields)
+    assert not hasattr(built, "__dict__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.seq = 4  # type: ignore[misc]
+    assert dataclasses.replace(built, seq=4) == dataclasses.replace(expected, seq=4)
+    assert dataclasses.asdict(built) == dataclasses.asdict(expected)
+    assert mcpfsm.CallEvent.from_dict(built.to_dict()) == expected
