@@ -30,7 +30,7 @@ import copy
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 __all__ = [
     "CACHEABLE_METHODS",
@@ -68,8 +68,7 @@ CacheKey = tuple[str, str, str | None]
 """(protocol version, method, the one param that matters: ``cursor`` or ``uri``, else None)."""
 
 
-@dataclass(frozen=True, slots=True)
-class CacheHint:
+class CacheHint(NamedTuple):
     """How long a result may be reused and by whom (SEP-2549)."""
 
     ttl_ms: int
@@ -84,8 +83,7 @@ class CacheStats:
     misses: int = 0
 
 
-@dataclass(slots=True)
-class _Entry:
+class _Entry(NamedTuple):
     result: dict[str, Any]
     expires: float
     scope: Scope

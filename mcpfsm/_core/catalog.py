@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .constants import MAX_PAGES
 from .errors import ProtocolError
@@ -92,8 +92,7 @@ class Exclusion:
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolCatalog:
+class ToolCatalog(NamedTuple):
     """The usable tools of one complete listing, in server order.
 
     Attributes:

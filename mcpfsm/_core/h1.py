@@ -16,9 +16,8 @@ not reusable (:attr:`ResponseReader.reusable`).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final, NamedTuple
 
 from .codec import HEADER_NAME_TOKEN
 
@@ -77,8 +76,7 @@ class H1Error(Exception):
     """A request that cannot be written, or a response that breaks HTTP/1.1 framing."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
-class ResponseHead:
+class ResponseHead(NamedTuple):
     """The status line and header fields of one final (non-1xx) response.
 
     Attributes:
@@ -93,33 +91,13 @@ class ResponseHead:
 
     status: int
     reason: str
-    headers: dict[str, str] = field(repr=False)
+    headers: dict[str, str]
     keep_alive: bool
-    set_cookie: tuple[str, ...] = field(default=(), repr=False)
+    set_cookie: tuple[str, ...] = ()
 
-    def __init__(
-        self,
-        *,
-        status: int,
-        reason: str,
-        headers: dict[str, str],
-        keep_alive: bool,
-        set_cookie: tuple[str, ...] = (),
-    ) -> None:
-        """Make the head: what the dataclass would generate, at half its cost (one head per response)."""
-        # The slots' own setters, past the frozen __setattr__ (as the generated __init__ goes past it).
-        _SET_STATUS(self, status)
-        _SET_REASON(self, reason)
-        _SET_HEADERS(self, headers)
-        _SET_KEEP_ALIVE(self, keep_alive)
-        _SET_SET_COOKIE(self, set_cookie)
-
-
-_SET_STATUS: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["status"].__set__
-_SET_REASON: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["reason"].__set__
-_SET_HEADERS: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["headers"].__set__
-_SET_KEEP_ALIVE: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["keep_alive"].__set__
-_SET_SET_COOKIE: Callable[[ResponseHead, Any], None] = ResponseHead.__dict__["set_cookie"].__set__
+    def __repr__(self) -> str:
+        """The status and framing; never the header fields or cookies (they may carry credentials)."""
+        return f"ResponseHead(status={self.status!r}, reason={self.reason!r}, keep_alive={self.keep_alive!r})"
 
 
 def encode_request(
@@ -419,9 +397,7 @@ class ResponseReader:
         self._frame(status, headers)
         if self._remaining is None:
             keep_alive = False
-        return ResponseHead(
-            status=status, reason=reason, headers=headers, keep_alive=keep_alive, set_cookie=tuple(cookies)
-        )
+        return ResponseHead(status, reason, headers, keep_alive, tuple(cookies))
 
     def _frame(self, status: int, headers: dict[str, str]) -> None:
         # RFC 9112 §6.3, in its order.

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .constants import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 from .errors import ProtocolError, RpcError, rpc_error
@@ -81,8 +81,7 @@ _raw_decode = json.JSONDecoder().raw_decode
 _LONE = "peer sent a string holding a lone UTF-16 surrogate, which is no Unicode text (RFC 8259 §8.2)"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Response:
+class Response(NamedTuple):
     """A response to one of our requests: ``result`` or ``error``, never both."""
 
     id: int | str | None
@@ -98,8 +97,7 @@ class Notification:
     params: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Request:
+class Request(NamedTuple):
     """A server-to-client request (``ping``, sampling, elicitation, roots)."""
 
     id: int | str

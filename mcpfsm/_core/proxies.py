@@ -21,8 +21,7 @@ import functools
 import ipaddress
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 from urllib.parse import urlsplit
 
 __all__ = ["ProxyRule", "ProxyRules"]
@@ -30,8 +29,7 @@ __all__ = ["ProxyRule", "ProxyRules"]
 _ENV_SCHEMES: Final = ("http", "https", "all")
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProxyRule:
+class ProxyRule(NamedTuple):
     """One routing rule: requests matching it go through ``proxy`` (``None``: directly).
 
     Attributes:
@@ -70,8 +68,7 @@ def _host_pattern(host: str) -> re.Pattern[str]:
     return re.compile(re.escape(host))
 
 
-@dataclass(frozen=True, slots=True)
-class ProxyRules:
+class ProxyRules(NamedTuple):
     """An ordered set of :class:`ProxyRule`; the first match decides. Empty: always direct."""
 
     rules: tuple[ProxyRule, ...] = ()

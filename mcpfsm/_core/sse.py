@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
@@ -71,8 +71,7 @@ class SseTooLarge(SseError):
         self.limit = limit
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SseEvent:
+class SseEvent(NamedTuple):
     """One dispatched server-sent event.
 
     Attributes:

@@ -11,9 +11,8 @@ members (MCP 2026-07-28, "Transports": a client may use any transport that carri
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from .._core.jsonrpc import Notification, Request
 
@@ -40,8 +39,7 @@ the answer in a task of its own and returns at once (the answer goes out with :m
 so a transport may await it inline without blocking what it reads."""
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class Reply:
+class Reply(NamedTuple):
     """The peer's answer to one request.
 
     Attributes:
@@ -53,34 +51,18 @@ class Reply:
         dpop_nonce: the answer's ``DPoP-Nonce`` header (RFC 9449 §9), if it had one (HTTP only).
     """
 
-    body: str | bytes = field(repr=False)
+    body: str | bytes
     status: int | None = None
-    session_id: str | None = field(default=None, repr=False)
+    session_id: str | None = None
     www_authenticate: tuple[str, ...] = ()
     dpop_nonce: str | None = None
 
-    def __init__(
-        self,
-        body: str | bytes,
-        status: int | None = None,
-        session_id: str | None = None,
-        www_authenticate: tuple[str, ...] = (),
-        dpop_nonce: str | None = None,
-    ) -> None:
-        """Make the reply: what the dataclass would generate, at half its cost (one reply per request)."""
-        # The slots' own setters, past the frozen __setattr__ (as the generated __init__ goes past it).
-        _SET_BODY(self, body)
-        _SET_STATUS(self, status)
-        _SET_SESSION_ID(self, session_id)
-        _SET_WWW_AUTHENTICATE(self, www_authenticate)
-        _SET_DPOP_NONCE(self, dpop_nonce)
-
-
-_SET_BODY: Callable[[Reply, Any], None] = Reply.__dict__["body"].__set__
-_SET_STATUS: Callable[[Reply, Any], None] = Reply.__dict__["status"].__set__
-_SET_SESSION_ID: Callable[[Reply, Any], None] = Reply.__dict__["session_id"].__set__
-_SET_WWW_AUTHENTICATE: Callable[[Reply, Any], None] = Reply.__dict__["www_authenticate"].__set__
-_SET_DPOP_NONCE: Callable[[Reply, Any], None] = Reply.__dict__["dpop_nonce"].__set__
+    def __repr__(self) -> str:
+        """Status, challenges and nonce; never the body or the session id (they may carry secrets)."""
+        return (
+            f"Reply(status={self.status!r}, www_authenticate={self.www_authenticate!r}, "
+            f"dpop_nonce={self.dpop_nonce!r})"
+        )
 
 
 class RequestCredentials(Protocol):

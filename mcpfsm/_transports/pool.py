@@ -53,8 +53,7 @@ import select
 import socket as stdlib_socket
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 import trio
 
@@ -107,8 +106,7 @@ class WireTimeout(WireError):
         self.kind = kind
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Timeouts:
+class Timeouts(NamedTuple):
     """Seconds each wait of a request may take; ``math.inf`` waits forever.
 
     Attributes:
@@ -124,8 +122,10 @@ class Timeouts:
     pool: float = 30.0
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProxyRoute:
+_DEFAULT_TIMEOUTS: Final = Timeouts()
+
+
+class ProxyRoute(NamedTuple):
     """A forward proxy every connection of a pool goes through.
 
     Attributes:
@@ -139,8 +139,15 @@ class ProxyRoute:
     scheme: str
     host: str
     port: int
-    authorization: str | None = field(default=None, repr=False)
+    authorization: str | None = None
     ssl_context: ssl.SSLContext | None = None
+
+    def __repr__(self) -> str:
+        """The proxy's address; never its ``Proxy-Authorization`` (a credential)."""
+        return (
+            f"ProxyRoute(scheme={self.scheme!r}, host={self.host!r}, port={self.port!r}, "
+            f"ssl_context={self.ssl_context!r})"
+        )
 
 
 class HttpResponse(Protocol):
@@ -496,7 +503,7 @@ class ConnectionPool:
         scheme: str,
         host: str,
         port: int,
-        timeouts: Timeouts = Timeouts(),
+        timeouts: Timeouts = _DEFAULT_TIMEOUTS,
         max_connections: int = 100,
         soft_connections: int = 8,
         slow_seconds: float = 1.0,
