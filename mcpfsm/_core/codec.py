@@ -39,7 +39,8 @@ SENTINEL_SUFFIX = "?="
 HEADER_NAME_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 """RFC 9110 §5.6.2 token, the only characters a header name may hold; use with ``fullmatch``."""
 
-_CANONICAL_B64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
+# Compiled on first use (re keeps it): only decode_header_value reads it, which the client never calls.
+_CANONICAL_B64: Final = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
 
 
 def is_literal(value: str) -> bool:
@@ -85,7 +86,7 @@ def decode_header_value(header: str) -> str:
             # `=?base64?=`: prefix and suffix overlap, so there is no payload, not even an empty one.
             raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
         payload = header[len(SENTINEL_PREFIX) : len(header) - len(SENTINEL_SUFFIX)]
-        if not _CANONICAL_B64.match(payload):
+        if not re.match(_CANONICAL_B64, payload):
             raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
         try:
             raw = base64.b64decode(payload, validate=True)

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from .constants import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, PROTOCOL_VERSION_KEY
 from .errors import ProtocolError, RpcError, rpc_error
@@ -73,7 +73,9 @@ def _checked_one_shot() -> Callable[[Mapping[str, Any]], str]:
 
 
 _dumps = _checked_one_shot()
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Compiled on first use (re keeps it): a lone surrogate is rare, and this class costs more to compile than any
+# other pattern mcpfsm has.
+_SURROGATE: Final = "[\ud800-\udfff]"
 _ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 _BOM = b"\xef\xbb\xbf"
 # What json.loads ends in: the documented JSONDecoder.raw_decode, reading the document at the start of a text.
@@ -250,11 +252,12 @@ def holds_lone_surrogate(value: Any) -> bool:
 
     Iterative, so a deeply nested value cannot exhaust the stack.
     """
+    surrogate = re.compile(_SURROGATE).search
     pending = [value]
     while pending:
         item = pending.pop()
         if isinstance(item, str):
-            if _SURROGATE.search(item):
+            if surrogate(item):
                 return True
         elif isinstance(item, dict):
             pending.extend(item.keys())
