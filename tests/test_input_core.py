@@ -1,4 +1,5 @@
-"""The pure rules of input rounds (mcpfsm/_core/input.py): result types, shapes, resend params, defaults."""
+"""The pure rules of input rounds (mcpfsm/_core/input.py, mcpfsm/_core/input_rounds.py): result types, shapes,
+resend params, defaults."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ from typing import Any, Final
 
 import pytest
 
-from mcpfsm._core.input import (
-    FormContentError,
+from mcpfsm._core.input import FormContentError, declared_capabilities, result_type
+from mcpfsm._core.input_rounds import (
     InputRequest,
     InputRequired,
     Offered,
@@ -15,7 +16,6 @@ from mcpfsm._core.input import (
     fill_defaults,
     form_problems,
     parse_input_required,
-    result_type,
     state_only_backoff,
     with_input,
 )
@@ -105,6 +105,23 @@ def test_capabilities_and_refusals_follow_what_is_offered() -> None:
     assert everything.refusal("elicitation/create", {"mode": "sms"}) == Refusal(
         -32602, "elicitation mode 'sms' was not declared"
     )
+
+
+@pytest.mark.parametrize(
+    ("declared", "expected"),
+    [
+        (((), False, False), {}),
+        ((("form",), False, True), {"elicitation": {"form": {}}, "roots": {}}),
+        ((("url", "form"), True, True), {"elicitation": {"url": {}, "form": {}}, "sampling": {}, "roots": {}}),
+    ],
+)
+def test_the_declared_capabilities_are_what_offered_declares(
+    declared: tuple[tuple[str, ...], bool, bool], expected: dict[str, Any]
+) -> None:
+    # What every client declares, without the round records (mcpfsm._core.input), and Offered agree.
+    modes, sampling, roots = declared
+    assert declared_capabilities(*declared) == expected
+    assert Offered(elicitation_modes=modes, sampling=sampling, roots=roots).capabilities() == expected
 
 
 FORM: Final = {

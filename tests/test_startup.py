@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -164,3 +165,75 @@ def test_the_authorization_and_input_machines_are_compiled_on_first_use(code: st
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == expected
+
+
+INPUT_MODULES = ("mcpfsm._core.input_rounds", "mcpfsm._drivers.input_rounds", "mcpfsm._drivers.input_machine")
+
+INPUT_ROUND = """
+import json, sys
+import trio
+import mcpfsm
+from tests.fakeserver import FakeServer, result
+
+def loaded():
+    return sorted(name for name in json.loads(sys.argv[1]) if name in sys.modules)
+
+async def main():
+    seen = {"import mcpfsm": loaded()}
+    fake = FakeServer()
+    asked = []
+
+    async def on_elicitation(params):
+        asked.append(params["message"])
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async with fake.client(on_elicitation=on_elicitation) as client:
+        plain = await client.call_tool("echo", {})
+        seen["a plain call"] = loaded()
+        form = {"type": "object", "properties": {"name": {"type": "string"}}}
+        ask = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": form}}
+        fake.queue(
+            "tools/call",
+            result({"resultType": "input_required", "inputRequests": {"who": ask}, "requestState": "s1"}),
+            result({"content": [{"type": "text", "text": "hello Ada"}]}),
+        )
+        answered = await client.call_tool("echo", {})
+        seen["an input round"] = loaded()
+    sent = [{k: v for k, v in r.params.items() if k != "_meta"} for r in fake.requests if r.rpc_method == "tools/call"]
+    print(json.dumps({"seen": seen, "texts": [plain.text, answered.text], "asked": asked, "sent": sent}))
+
+trio.run(main)
+"""
+
+
+def test_the_input_round_records_are_loaded_with_the_first_input_required_result() -> None:
+    # SEP-2322: most tool calls never receive input_required; what only a round needs (the parsed result, the
+    # rules of answering, the rounds) is imported with the first, and then the round works as before.
+    done = subprocess.run(
+        [sys.executable, "-c", INPUT_ROUND, json.dumps(INPUT_MODULES)],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "seen": {
+            "import mcpfsm": [],
+            "a plain call": [],
+            "an input round": ["mcpfsm._core.input_rounds", "mcpfsm._drivers.input_rounds"],
+        },
+        "texts": ["ok", "hello Ada"],
+        "asked": ["Name?"],
+        "sent": [
+            {"name": "echo", "arguments": {}},
+            {"name": "echo", "arguments": {}},
+            {
+                "name": "echo",
+                "arguments": {},
+                "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}},
+                "requestState": "s1",
+            },
+        ],
+    }

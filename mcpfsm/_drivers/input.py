@@ -1,33 +1,28 @@
-"""Input the server asks for, under trio: the user's handlers and the input rounds of one request (SEP-2322).
+"""Input the server asks for, under trio: the user's handlers (SEP-2322 input rounds, legacy server requests).
 
-The internal API, used by the tool-call driver, by the session (legacy server requests) and by any
-request that may answer ``input_required`` (``tools/call``, ``prompts/get``, ``resources/read``):
+The internal API, used by the client (which declares the handlers' capabilities on every session), by the
+tool-call driver, by the session (legacy server requests) and by any request that may answer
+``input_required`` (``tools/call``, ``prompts/get``, ``resources/read``):
 
 - :class:`InputHandlers` — the handlers given to the client (``on_elicitation``, ``on_sampling``,
-  ``on_roots``), what they declare, and :meth:`InputHandlers.answer` (one input request) and
-  :meth:`InputHandlers.gather` (one round, concurrently);
-- :class:`InputRounds` — the rounds of one request: :meth:`InputRounds.params` (what to send next),
-  :meth:`InputRounds.receive` (classify a result), :meth:`InputRounds.gather` (answer the latest round).
-  The tool-call driver calls these from its ``awaiting_input`` and ``resending`` states, so every round
-  is a state of the machine and an audit event;
-The rest, in ``mcpfsm._drivers.input_machine`` (imported with the first ``prompts/get`` or
-``resources/read`` or the first legacy server request: a client that only calls tools never loads the
-input machine):
+  ``on_roots``), what they declare (:meth:`InputHandlers.capabilities`), and :meth:`InputHandlers.answer`
+  (one input request) and :meth:`InputHandlers.gather` (one round, concurrently);
+- :data:`WAITING_TOOL` — the tool whose call's stream a legacy server request came on.
 
-- :func:`request_with_input` — the same rounds as one bounded loop, for a request that is not a tool call::
+Every client makes an :class:`InputHandlers`, so this module is imported with ``mcpfsm`` and holds no more
+than that. What only an input round needs is imported with the first one (start-up: bench/startup.py):
 
-      result = await request_with_input(session.request, handlers, "prompts/get", {"name": "greet"})
+- ``mcpfsm._drivers.input_rounds`` — :class:`~mcpfsm._drivers.input_rounds.InputRounds`, the rounds of one
+  request, which the tool-call driver steps from its ``awaiting_input`` and ``resending`` states (every
+  round a state of the machine and an audit event), made with a tool call's first ``input_required``;
+- ``mcpfsm._drivers.input_machine`` — the same rounds as one bounded loop for a request that is not a
+  tool call, and the legacy server requests, as runs of the input machine (``mcpfsm._machines.input``),
+  imported with the first ``prompts/get`` or ``resources/read`` or the first legacy server request;
+- ``mcpfsm._core.input_rounds`` — the pure rules of a round (the parsed ``input_required`` result,
+  refusals, checked answers, SEP-1034 defaults, the resend's params), imported with either.
 
-  ``send(method, params)`` sends one request with a fresh JSON-RPC id and returns its result; the loop
-  returns the first ``complete`` result and raises :class:`~mcpfsm.ProtocolError` after
-  ``max_input_rounds`` rounds. Given the client's audit bus, a request that asks for input is one run of
-  the input machine (``mcpfsm._machines.input``);
-- :func:`answer_server_request` — a legacy server request (MCP 2025-11-25) answered with the handlers, one
-  run of the same machine; :data:`WAITING_TOOL` names the tool whose call's stream it came on;
-- :class:`InputRun` — the tracker of one such run: it advances through the compiled machine and publishes
-  one :class:`~mcpfsm.InputEvent` per state entered (README, "Reading the audit events").
-
-Pure rules (result types, shapes, capabilities, SEP-1034 defaults) live in ``mcpfsm._core.input``.
+The method names and :func:`~mcpfsm._core.input.result_type`, which every request needs, are in
+``mcpfsm._core.input``.
 """
 
 from __future__ import annotations
@@ -36,33 +31,21 @@ import copy
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
 from .._core.errors import ProtocolError
-from .._core.input import (
-    COMPLETE,
-    ELICITATION,
-    ELICITATION_MODES,
-    ROOTS,
-    SAMPLING,
-    InputRequest,
-    InputRequired,
-    Offered,
-    Refusal,
-    parse_input_required,
-    result_type,
-    state_only_backoff,
-    with_input,
-)
+from .._core.input import ELICITATION, ELICITATION_MODES, ROOTS, SAMPLING, declared_capabilities
+
+if TYPE_CHECKING:
+    from .._core.input_rounds import InputRequest, Offered, Refusal
 
 __all__ = [
     "DEFAULT_MAX_INPUT_ROUNDS",
     "WAITING_TOOL",
     "InputHandler",
     "InputHandlers",
-    "InputRounds",
 ]
 
 InputHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -97,7 +80,7 @@ class InputHandlers:
             ``max_input_rounds`` is less than 1.
     """
 
-    __slots__ = ("_handlers", "audit_answers", "max_rounds", "offered")
+    __slots__ = ("_declared", "_handlers", "_offered", "audit_answers", "max_rounds")
 
     def __init__(
         self,
@@ -124,20 +107,30 @@ class InputHandlers:
         if max_input_rounds < 1:
             raise ValueError(f"max_input_rounds must be at least 1, got {max_input_rounds}")
         self._handlers = {method: handler for method, handler in handlers.items() if handler is not None}
-        self.offered = Offered(
-            elicitation_modes=modes if on_elicitation is not None else (),
-            sampling=on_sampling is not None,
-            roots=on_roots is not None,
-        )
-        """What the handlers declare (``mcpfsm._core.input.Offered``)."""
+        self._declared = (modes if on_elicitation is not None else (), on_sampling is not None, on_roots is not None)
+        self._offered: Offered | None = None
         self.max_rounds = max_input_rounds
         """``max_input_rounds``."""
         self.audit_answers = audit_answers
         """Whether the answers go into the audit events."""
 
+    @property
+    def offered(self) -> Offered:
+        """What the handlers declare, with the rules of answering (``mcpfsm._core.input_rounds.Offered``).
+
+        Made on first use (the first input request to answer): a client that only calls tools never needs it.
+        """
+        offered = self._offered
+        if offered is None:
+            from .._core.input_rounds import Offered  # with the first input request (start-up)
+
+            modes, sampling, roots = self._declared
+            offered = self._offered = Offered(elicitation_modes=modes, sampling=sampling, roots=roots)
+        return offered
+
     def capabilities(self) -> dict[str, Any]:
         """The client capabilities the handlers declare (``_meta`` of every modern request, legacy ``initialize``)."""
-        return self.offered.capabilities()
+        return declared_capabilities(*self._declared)
 
     def refusal(self, method: str, params: Mapping[str, Any]) -> Refusal | None:
         """Why ``method`` cannot be answered (no handler, an undeclared mode, bad params), or ``None``."""
@@ -194,77 +187,3 @@ class InputHandlers:
         if failure:
             raise failure[0]
         return {key: answers[key] for key in requests}
-
-
-class InputRounds:
-    """The input rounds of one request (SEP-2322); see the module docstring.
-
-    Args:
-        handlers: the client's handlers and limits.
-        method: ``tools/call``, ``prompts/get`` or ``resources/read``.
-        target: the tool or prompt name or resource URI, for error messages.
-    """
-
-    __slots__ = ("_streak", "handlers", "method", "pending", "responses", "round", "target")
-
-    def __init__(self, handlers: InputHandlers, method: str, target: str) -> None:
-        """Start before the first send: no round yet."""
-        self.handlers = handlers
-        self.method = method
-        self.target = target
-        self.round = 0
-        """How many ``input_required`` results this request has received."""
-        self.pending: InputRequired | None = None
-        """The latest ``input_required`` result, or ``None`` before the first."""
-        self.responses: dict[str, dict[str, Any]] | None = None
-        """The answers to :attr:`pending`'s requests once gathered (``None`` for a state-only round)."""
-        self._streak = 0
-
-    @property
-    def exhausted(self) -> bool:
-        """True when the latest ``input_required`` result came after ``max_input_rounds`` rounds."""
-        return self.round > self.handlers.max_rounds
-
-    def params(self, base: Mapping[str, Any]) -> dict[str, Any]:
-        """What to send next: ``base``, plus the latest round's answers and echoed ``requestState``."""
-        if self.pending is None:
-            return dict(base)
-        return with_input(base, self.responses, self.pending.state)
-
-    def receive(self, result: Mapping[str, Any]) -> bool:
-        """Classify a result of the request: True when it is complete, False when it asks for input.
-
-        An ``input_required`` result starts the next round (check :attr:`exhausted` before gathering).
-
-        Raises:
-            ProtocolError: an unknown ``resultType``, or a malformed ``input_required`` result.
-        """
-        if result_type(self.method, result) == COMPLETE:
-            return True
-        self.pending = parse_input_required(self.method, result)
-        self.responses = None
-        self.round += 1
-        return False
-
-    def exhausted_error(self) -> ProtocolError:
-        """The error of a request that asked for input once too often."""
-        return ProtocolError(
-            f"{self.method} {self.target!r} still asked for input after max_input_rounds="
-            f"{self.handlers.max_rounds} rounds"
-        )
-
-    async def gather(self) -> None:
-        """Answer the latest round: run the handlers, or, for a state-only round, wait the backoff.
-
-        Raises:
-            ProtocolError: input the client did not offer.
-            Exception: whatever a handler raised.
-        """
-        assert self.pending is not None
-        if not self.pending.requests:
-            self._streak += 1
-            await trio.sleep(state_only_backoff(self._streak))
-            self.responses = None
-            return
-        self._streak = 0
-        self.responses = await self.handlers.gather(self.pending.requests)

@@ -8,7 +8,8 @@
 - :class:`InputRun` — the tracker of one such run: it advances through the compiled machine and publishes
   one :class:`~mcpfsm.InputEvent` per state entered (README, "Reading the audit events").
 
-The handlers and the rounds of one request are :mod:`mcpfsm._drivers.input`'s. This module is imported
+The handlers are :mod:`mcpfsm._drivers.input`'s, the rounds of one request
+:mod:`mcpfsm._drivers.input_rounds`'. This module is imported
 with the first ``prompts/get`` or ``resources/read`` or the first legacy server request, so that
 ``import mcpfsm`` does not build the input machine (bench/startup.py).
 """
@@ -34,7 +35,8 @@ from .._machines.input import COMPILED, State, Trigger
 from .audit import AuditBus
 from .driver import advance as follow
 from .driver import cancellation_summary, plain, start
-from .input import InputHandlers, InputRounds
+from .input import InputHandlers
+from .input_rounds import InputRounds
 
 __all__ = ["InputRun", "answer_server_request", "request_with_input"]
 

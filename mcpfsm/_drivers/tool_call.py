@@ -6,7 +6,7 @@ and one :class:`CallEvent` is published. This module holds the effects and the e
 only code here that awaits; everything they compute comes from the pure modules (planning, catalog,
 events). The driver reaches the client through :class:`CallPort`, a narrow port of its own.
 
-Input rounds (SEP-2322) are :class:`~mcpfsm._drivers.input.InputRounds` stepped by two effects:
+Input rounds (SEP-2322) are :class:`~mcpfsm._drivers.input_rounds.InputRounds` stepped by two effects:
 ``awaiting_input`` gathers the latest round's answers, and the one send effect (``sending``,
 ``resending``, ``retrying``, ``retry_resending``) always sends the latest round's answers and
 ``requestState``, so the -32020 retry of a resend carries them too.
@@ -19,7 +19,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from time import time_ns
 from types import MappingProxyType
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
 
@@ -33,7 +33,10 @@ from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, State, Trigger
 from .audit import AuditBus
 from .driver import Effect, Step, cancellation_summary, drive
-from .input import InputHandlers, InputRounds
+from .input import InputHandlers
+
+if TYPE_CHECKING:
+    from .input_rounds import InputRounds
 
 __all__ = ["CallPort", "ToolCall"]
 
@@ -190,6 +193,9 @@ class ToolCall:
             # input_required result needs the rounds, which read it again as they parse it.
             if result.get("resultType") == INPUT_REQUIRED:
                 if rounds is None:
+                    # Imported with the first input round, not with mcpfsm (start-up: bench/startup.py).
+                    from .input_rounds import InputRounds
+
                     rounds = self.rounds = InputRounds(self.port.inputs, "tools/call", self.name)
                 rounds.receive(result)
                 if rounds.exhausted:

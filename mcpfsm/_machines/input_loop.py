@@ -1,7 +1,7 @@
 """The guards of the SEP-2322 input loop, drawn on both machines that run it.
 
 The tool-call machine runs the loop for a tool call (twice: before and after the -32020 recovery); the input
-machine for ``prompts/get`` and ``resources/read``. Both drive :class:`~mcpfsm._drivers.input.InputRounds`,
+machine for ``prompts/get`` and ``resources/read``. Both drive :class:`~mcpfsm._drivers.input_rounds.InputRounds`,
 so their diagrams label the loop's edges with the same words, written here once.
 """
 

@@ -20,8 +20,6 @@ from typing import IO, Any, Final
 
 import trio
 
-from ..._core.input import form_problems
-
 __all__ = ["TerminalElicitation", "shown"]
 
 _CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -141,6 +139,8 @@ class TerminalElicitation:
                 continue
             # The property's own rules (minimum, maxLength, format, …): asked again here rather than refused
             # when the whole answer is checked before it is sent.
+            from ..._core.input_rounds import form_problems  # with the first form, not with `mcpfsm --help`
+
             problems = form_problems({"properties": {name: dict(spec)}}, {name: value})
             if not problems:
                 return value
