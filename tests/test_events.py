@@ -449,3 +449,23 @@ def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None
     assert dataclasses.replace(built, seq=4) == dataclasses.replace(expected, seq=4)
     assert dataclasses.asdict(built) == dataclasses.asdict(expected)
     assert mcpfsm.CallEvent.from_dict(built.to_dict()) == expected
+
+
+@pytest.mark.parametrize("kind", [mcpfsm.CallEvent, mcpfsm.AuthEvent, mcpfsm.InputEvent])
+def test_the_written_out_constructors_take_the_dataclass_fields(kind: type[mcpfsm.CallEvent]) -> None:
+    # CallEvent, AuthEvent and InputEvent write their __init__ out (init=False): it must take every field, by
+    # keyword only, with the field's default, and store each where the field reads.
+    import dataclasses
+    import inspect
+
+    fields = dataclasses.fields(kind)
+    parameters = list(inspect.signature(kind).parameters.values())
+    empty, missing = inspect.Parameter.empty, dataclasses.MISSING
+    assert [(p.name, p.kind, p.default) for p in parameters] == [
+        (f.name, inspect.Parameter.KEYWORD_ONLY, empty if f.default is missing else f.default) for f in fields
+    ]
+    values = {f.name: f"value of {f.name}" for f in fields}
+    event = kind(**values)
+    assert {f.name: getattr(event, f.name) for f in fields} == values
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.tool = "other"  # type: ignore[misc]
