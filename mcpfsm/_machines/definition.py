@@ -252,7 +252,7 @@ def compile_table(definition: MachineDefinition[S, T]) -> Mapping[tuple[str, str
     """
     states = {str(state): state for state in definition.states}
     triggers = {str(trigger): trigger for trigger in definition.triggers}
-    machine = build_machine(definition)
+    machine = build_machine(definition, model=[])  # no model: the table needs the events, not a model's methods
     table: dict[tuple[str, str], S] = {}
     for trigger_name, event in machine.events.items():
         for source_name, transitions in event.transitions.items():
