@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from ._client.client import Client
 from ._client.tools import Tool, ToolList
 from ._core.cache import CacheStats, ResponseCache
-from ._core.catalog import Exclusion, ToolAnnotations, ToolDefinition
+from ._core.catalog import Exclusion, ToolDefinition
 from ._core.codec import decode_header_value, encode_header_value
 from ._core.constants import MCPFSM_VERSION
 from ._core.errors import (
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
         ResourceResult,
         ResourceTemplate,
     )
+    from ._core.tool_annotations import ToolAnnotations
     from ._machines.authorization import AUTHORIZATION
     from ._transports.stdio import StdioTransport
 
@@ -76,6 +77,7 @@ _LAZY = {
     "ResourceResult": "._core.surface",
     "ResourceTemplate": "._core.surface",
     "StdioTransport": "._transports.stdio",
+    "ToolAnnotations": "._core.tool_annotations",
     "Subscription": "._client.subscriptions",
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",

@@ -237,3 +237,42 @@ def test_the_input_round_records_are_loaded_with_the_first_input_required_result
             },
         ],
     }
+
+
+ANNOTATIONS = """
+import json, sys
+import trio
+import mcpfsm
+from tests.fakeserver import FakeServer
+
+async def main():
+    seen = {"import mcpfsm": "mcpfsm._core.tool_annotations" in sys.modules}
+    hinted = {"name": "t", "inputSchema": {"type": "object"}, "annotations": {"title": "T", "readOnlyHint": True}}
+    fake = FakeServer([hinted])
+    async with fake.client() as client:
+        tool = (await client.tools()).get("t")
+        seen["listed"] = "mcpfsm._core.tool_annotations" in sys.modules
+        hints = tool.annotations
+        seen["read"] = "mcpfsm._core.tool_annotations" in sys.modules
+    print(json.dumps({"seen": seen, "hints": repr(hints), "public": mcpfsm.ToolAnnotations is type(hints)}))
+
+trio.run(main)
+"""
+
+
+def test_the_tool_annotations_type_is_created_with_the_first_read_of_a_tools_hints() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", ANNOTATIONS],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "seen": {"import mcpfsm": False, "listed": False, "read": True},
+        "hints": "ToolAnnotations(title='T', read_only_hint=True, destructive_hint=True, idempotent_hint=False, "
+        "open_world_hint=True)",
+        "public": True,
+    }

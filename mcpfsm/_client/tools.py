@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-from .._core.catalog import Exclusion, ToolAnnotations, ToolDefinition
+from .._core.catalog import Exclusion, ToolDefinition
 from .._core.results import ToolResult
 from .catalog import Catalog
+
+if TYPE_CHECKING:
+    from .._core.tool_annotations import ToolAnnotations
 
 __all__ = ["Tool", "ToolList"]
 
@@ -67,6 +70,8 @@ class Tool:
     @property
     def annotations(self) -> ToolAnnotations:
         """The tool's behaviour hints (``readOnlyHint``, ``destructiveHint``, ...) with the specification's defaults."""
+        from .._core.tool_annotations import ToolAnnotations  # with the first use (bench/startup.py)
+
         return ToolAnnotations.from_entry(self._definition.raw)
 
     @property
