@@ -43,6 +43,10 @@ __all__ = [
     "cache_key",
 ]
 
+# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
+# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
+_set = object.__setattr__
+
 CACHEABLE_METHODS: Final = frozenset(
     {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
@@ -75,12 +79,21 @@ class CacheHint(NamedTuple):
     scope: Scope
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)
 class CacheStats:
     """Counts since the cache was made: lookups that were served, and lookups that missed."""
 
     hits: int = 0
     misses: int = 0
+
+    def __init__(
+        self,
+        hits: int = 0,
+        misses: int = 0,
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "hits", hits)
+        _set(self, "misses", misses)
 
 
 class _Entry(NamedTuple):

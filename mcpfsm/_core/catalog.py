@@ -18,7 +18,11 @@ from .schema import MirroredParam, inspect_input_schema
 
 __all__ = ["Exclusion", "PageCursor", "ToolCatalog", "ToolDefinition", "build_catalog"]
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
+# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
+_set = object.__setattr__
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class ToolDefinition:
     """One tool as the server listed it, with its mirrored parameters (SEP-2243).
 
@@ -36,13 +40,39 @@ class ToolDefinition:
     mirrored: tuple[MirroredParam, ...]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input_schema: Mapping[str, Any],
+        mirrored: tuple[MirroredParam, ...],
+        raw: Mapping[str, Any],
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "name", name)
+        _set(self, "description", description)
+        _set(self, "input_schema", input_schema)
+        _set(self, "mirrored", mirrored)
+        _set(self, "raw", raw)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class Exclusion:
     """A tool entry left out of the listing, or whose annotations are inert, and why."""
 
     name: str
     reason: str
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        reason: str,
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "name", name)
+        _set(self, "reason", reason)
 
 
 class ToolCatalog(NamedTuple):

@@ -41,6 +41,10 @@ __all__ = [
     "success_result",
 ]
 
+# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
+# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
+_set = object.__setattr__
+
 
 _REQUEST_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?(?:0|[1-9][0-9]{0,17})),"method":"([^"\\]*)"[,}]')
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -91,12 +95,22 @@ class Response(NamedTuple):
     error: RpcError | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class Notification:
     """A message from the peer that expects no answer (progress, log messages, …)."""
 
     method: str
     params: dict[str, Any]
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: dict[str, Any],
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "method", method)
+        _set(self, "params", params)
 
 
 class Request(NamedTuple):

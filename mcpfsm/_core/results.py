@@ -26,6 +26,10 @@ __all__ = [
     "check_result_type",
 ]
 
+# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
+# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
+_set = object.__setattr__
+
 
 def check_result_type(method: str, result: Mapping[str, Any]) -> None:
     """Refuse a result that is not complete (MCP 2026-07-28 "Result Types": absent means ``complete``).
@@ -162,7 +166,7 @@ _SET_HAS_STRUCTURED_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__di
 _SET_IS_ERROR: Callable[[ToolResult, Any], None] = ToolResult.__dict__["is_error"].__set__
 _SET_RAW: Callable[[ToolResult, Any], None] = ToolResult.__dict__["raw"].__set__
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class ServerInfo:
     """What the server said about itself when the connection's era was settled.
 
@@ -192,6 +196,26 @@ class ServerInfo:
     capabilities: dict[str, Any]
     instructions: str | None = None
     raw: dict[str, Any] = field(repr=False)
+
+    def __init__(
+        self,
+        *,
+        name: str | None,
+        version: str | None,
+        title: str | None = None,
+        protocol_version: str,
+        capabilities: dict[str, Any],
+        instructions: str | None = None,
+        raw: dict[str, Any],
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "name", name)
+        _set(self, "version", version)
+        _set(self, "title", title)
+        _set(self, "protocol_version", protocol_version)
+        _set(self, "capabilities", capabilities)
+        _set(self, "instructions", instructions)
+        _set(self, "raw", raw)
 
     @classmethod
     def from_discover(cls, result: dict[str, Any], protocol_version: str) -> ServerInfo:

@@ -25,6 +25,10 @@ __all__ = [
     "json_pointer",
 ]
 
+# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
+# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
+_set = object.__setattr__
+
 ANNOTATION: Final = "x-mcp-header"
 """The schema keyword that marks a property for mirroring."""
 
@@ -42,7 +46,7 @@ _SCHEMA_MAPS: Final = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class MirroredParam:
     """One argument a tool asks the client to mirror into a header (SEP-2243).
 
@@ -56,6 +60,18 @@ class MirroredParam:
     token: str
     type: MirrorableType
 
+    def __init__(
+        self,
+        *,
+        path: tuple[str, ...],
+        token: str,
+        type: MirrorableType,
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "path", path)
+        _set(self, "token", token)
+        _set(self, "type", type)
+
     @property
     def header(self) -> str:
         """The header name, ``Mcp-Param-`` + token."""
@@ -67,7 +83,7 @@ class MirroredParam:
         return json_pointer(self.path)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class SchemaVerdict:
     """What :func:`inspect_input_schema` found.
 
@@ -78,6 +94,16 @@ class SchemaVerdict:
 
     mirrored: tuple[MirroredParam, ...] = ()
     reason: str | None = None
+
+    def __init__(
+        self,
+        *,
+        mirrored: tuple[MirroredParam, ...] = (),
+        reason: str | None = None,
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "mirrored", mirrored)
+        _set(self, "reason", reason)
 
     @property
     def valid(self) -> bool:

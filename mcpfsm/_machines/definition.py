@@ -46,11 +46,15 @@ __all__ = [
     "edge",
 ]
 
+# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
+# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
+_set = object.__setattr__
+
 S = TypeVar("S", bound=StrEnum)
 T = TypeVar("T", bound=StrEnum)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class Edge(Generic[S, T]):
     """One declared transition: ``trigger`` moves a run from ``source`` to ``dest``.
 
@@ -70,6 +74,22 @@ class Edge(Generic[S, T]):
     guard: str
     bound: str | None = None
 
+    def __init__(
+        self,
+        *,
+        trigger: T,
+        source: S,
+        dest: S,
+        guard: str,
+        bound: str | None = None,
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "trigger", trigger)
+        _set(self, "source", source)
+        _set(self, "dest", dest)
+        _set(self, "guard", guard)
+        _set(self, "bound", bound)
+
 
 def edge(trigger: T, source: S, dest: S, guard: str, bound: str | None = None) -> Edge[S, T]:
     """An :class:`Edge`, positionally: how the machine modules write their edge tables."""
@@ -80,7 +100,7 @@ class InvalidTransition(ValueError):
     """A trigger that has no edge from the given state (terminal states accept none)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class MachineDefinition(Generic[S, T]):
     """A whole machine as data; see the module docstring for the rule it must follow.
 
@@ -109,6 +129,31 @@ class MachineDefinition(Generic[S, T]):
     edges: tuple[Edge[S, T], ...]
     descriptions: Mapping[S, str] = field(repr=False)
     cancel_trigger: T | None = None
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        title: str,
+        states: tuple[S, ...],
+        triggers: tuple[T, ...],
+        initial: S,
+        terminal: frozenset[S],
+        edges: tuple[Edge[S, T], ...],
+        descriptions: Mapping[S, str],
+        cancel_trigger: T | None = None,
+    ) -> None:
+        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
+        _set(self, "name", name)
+        _set(self, "title", title)
+        _set(self, "states", states)
+        _set(self, "triggers", triggers)
+        _set(self, "initial", initial)
+        _set(self, "terminal", terminal)
+        _set(self, "edges", edges)
+        _set(self, "descriptions", descriptions)
+        _set(self, "cancel_trigger", cancel_trigger)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         self.check()
