@@ -37,7 +37,6 @@ from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
-from ._drivers.audit_log import AuditLog
 from ._log import disable_library_logs
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
@@ -59,6 +58,7 @@ if TYPE_CHECKING:
         ResourceTemplate,
     )
     from ._core.tool_annotations import ToolAnnotations
+    from ._drivers.audit_log import AuditLog
     from ._machines.authorization import AUTHORIZATION
     from ._transports.stdio import StdioTransport
 
@@ -77,6 +77,7 @@ _LAZY = {
     "ResourceResult": "._core.surface",
     "ResourceTemplate": "._core.surface",
     "StdioTransport": "._transports.stdio",
+    "AuditLog": "._drivers.audit_log",
     "ToolAnnotations": "._core.tool_annotations",
     "Subscription": "._client.subscriptions",
     "AUTHORIZATION": "._machines.authorization",

@@ -276,3 +276,18 @@ def test_the_tool_annotations_type_is_created_with_the_first_read_of_a_tools_hin
         "open_world_hint=True)",
         "public": True,
     }
+
+
+ON_FIRST_USE = """
+import json, sys
+import mcpfsm
+before = "mcpfsm._drivers.audit_log" in sys.modules
+log = mcpfsm.AuditLog
+print(json.dumps([before, "mcpfsm._drivers.audit_log" in sys.modules, log.__module__]))
+"""
+
+
+def test_the_audit_log_sink_is_imported_with_its_name() -> None:
+    done = subprocess.run([sys.executable, "-c", ON_FIRST_USE], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [False, True, "mcpfsm._drivers.audit_log"]
