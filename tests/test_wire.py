@@ -1015,6 +1015,7 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
 
 def test_no_credential_or_cookie_stays_in_the_process_wide_header_cache_or_reaches_a_repr_or_error() -> None:
     from mcpfsm._core import h1
+    from mcpfsm._core.proxies import ProxyRules
     from mcpfsm._transports.base import Reply
     from mcpfsm._transports.pool import ProxyRoute
 
@@ -1052,8 +1053,11 @@ def test_no_credential_or_cookie_stays_in_the_process_wide_header_cache_or_reach
     assert head is not None and head.set_cookie == (f"sid={secret}",)
     reply = Reply(f'{{"token": "{secret}"}}', 200, session_id=secret)
     route = ProxyRoute(scheme="http", host="proxy", port=3128, authorization=f"Basic {secret}")
-    for shown in (repr(head), repr(reply), repr(route)):
+    rules = ProxyRules.explicit(f"http://user:{secret}@proxy:3128")
+    for shown in (repr(head), repr(reply), repr(route), repr(rules), str(rules.rules[0])):
         assert secret not in shown, shown
+    assert repr(rules) == "ProxyRules(rules=(ProxyRule(scheme='', host='', port=None, proxy='http://***@proxy:3128'),))"
+    assert rules.select("http", "example.com", 80) == f"http://user:{secret}@proxy:3128"  # what the pool uses
 
     for data, message in (
         (

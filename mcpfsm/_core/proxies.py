@@ -52,6 +52,14 @@ class ProxyRule(NamedTuple):
             return False
         return self.port is None or self.port == port
 
+    def __repr__(self) -> str:
+        """The rule, its proxy URL without a user or password (``http://user:pass@proxy`` carries credentials)."""
+        proxy = self.proxy
+        if proxy is not None and "@" in proxy:
+            parts = urlsplit(proxy)
+            proxy = parts._replace(netloc="***@" + parts.netloc.rpartition("@")[2]).geturl()
+        return f"ProxyRule(scheme={self.scheme!r}, host={self.host!r}, port={self.port!r}, proxy={proxy!r})"
+
     @property
     def priority(self) -> tuple[int, int, int]:
         """Sort key: the most specific rule first (httpx's order)."""
