@@ -43,10 +43,6 @@ __all__ = [
     "cache_key",
 ]
 
-# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
-# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
-_set = object.__setattr__
-
 CACHEABLE_METHODS: Final = frozenset(
     {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
@@ -91,9 +87,9 @@ class CacheStats:
         hits: int = 0,
         misses: int = 0,
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "hits", hits)
-        _set(self, "misses", misses)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        self.hits = hits
+        self.misses = misses
 
 
 class _Entry(NamedTuple):

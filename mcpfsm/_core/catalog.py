@@ -18,10 +18,6 @@ from .schema import MirroredParam, inspect_input_schema
 
 __all__ = ["Exclusion", "PageCursor", "ToolCatalog", "ToolDefinition", "build_catalog"]
 
-# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
-# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
-_set = object.__setattr__
-
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
 class ToolDefinition:
     """One tool as the server listed it, with its mirrored parameters (SEP-2243).
@@ -49,12 +45,12 @@ class ToolDefinition:
         mirrored: tuple[MirroredParam, ...],
         raw: Mapping[str, Any],
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "name", name)
-        _set(self, "description", description)
-        _set(self, "input_schema", input_schema)
-        _set(self, "mirrored", mirrored)
-        _set(self, "raw", raw)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "description", description)
+        object.__setattr__(self, "input_schema", input_schema)
+        object.__setattr__(self, "mirrored", mirrored)
+        object.__setattr__(self, "raw", raw)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, init=False)
@@ -70,9 +66,9 @@ class Exclusion:
         name: str,
         reason: str,
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "name", name)
-        _set(self, "reason", reason)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "reason", reason)
 
 
 class ToolCatalog(NamedTuple):

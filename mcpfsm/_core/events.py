@@ -246,7 +246,6 @@ class _Draft:
 
 
 _new = object.__new__
-_set = object.__setattr__  # past a frozen dataclass's __setattr__, as its generated __init__ goes
 
 
 def tool_call_event(
@@ -380,9 +379,9 @@ class AuthEvent(CallEvent):
             input_responses,
             machine,
         )
-        _set(self, "issuer", issuer)
-        _set(self, "resource", resource)
-        _set(self, "scopes", scopes)
+        object.__setattr__(self, "issuer", issuer)
+        object.__setattr__(self, "resource", resource)
+        object.__setattr__(self, "scopes", scopes)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of every field (one JSON Lines record)."""
@@ -490,8 +489,8 @@ class InputEvent(CallEvent):
             input_responses,
             machine,
         )
-        _set(self, "request", request)
-        _set(self, "target", target)
+        object.__setattr__(self, "request", request)
+        object.__setattr__(self, "target", target)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-serialisable dict of every field (one JSON Lines record)."""

@@ -41,10 +41,6 @@ __all__ = [
     "success_result",
 ]
 
-# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
-# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
-_set = object.__setattr__
-
 
 _REQUEST_HEAD = re.compile(r'\{"jsonrpc":"2\.0","id":(-?(?:0|[1-9][0-9]{0,17})),"method":"([^"\\]*)"[,}]')
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -108,9 +104,9 @@ class Notification:
         method: str,
         params: dict[str, Any],
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "method", method)
-        _set(self, "params", params)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "method", method)
+        object.__setattr__(self, "params", params)
 
 
 class Request(NamedTuple):

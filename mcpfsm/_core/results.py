@@ -26,10 +26,6 @@ __all__ = [
     "check_result_type",
 ]
 
-# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
-# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
-_set = object.__setattr__
-
 
 def check_result_type(method: str, result: Mapping[str, Any]) -> None:
     """Refuse a result that is not complete (MCP 2026-07-28 "Result Types": absent means ``complete``).
@@ -208,14 +204,14 @@ class ServerInfo:
         instructions: str | None = None,
         raw: dict[str, Any],
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "name", name)
-        _set(self, "version", version)
-        _set(self, "title", title)
-        _set(self, "protocol_version", protocol_version)
-        _set(self, "capabilities", capabilities)
-        _set(self, "instructions", instructions)
-        _set(self, "raw", raw)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "version", version)
+        object.__setattr__(self, "title", title)
+        object.__setattr__(self, "protocol_version", protocol_version)
+        object.__setattr__(self, "capabilities", capabilities)
+        object.__setattr__(self, "instructions", instructions)
+        object.__setattr__(self, "raw", raw)
 
     @classmethod
     def from_discover(cls, result: dict[str, Any], protocol_version: str) -> ServerInfo:

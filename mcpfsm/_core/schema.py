@@ -25,10 +25,6 @@ __all__ = [
     "json_pointer",
 ]
 
-# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
-# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
-_set = object.__setattr__
-
 ANNOTATION: Final = "x-mcp-header"
 """The schema keyword that marks a property for mirroring."""
 
@@ -67,10 +63,10 @@ class MirroredParam:
         token: str,
         type: MirrorableType,
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "path", path)
-        _set(self, "token", token)
-        _set(self, "type", type)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "token", token)
+        object.__setattr__(self, "type", type)
 
     @property
     def header(self) -> str:
@@ -101,9 +97,9 @@ class SchemaVerdict:
         mirrored: tuple[MirroredParam, ...] = (),
         reason: str | None = None,
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "mirrored", mirrored)
-        _set(self, "reason", reason)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "mirrored", mirrored)
+        object.__setattr__(self, "reason", reason)
 
     @property
     def valid(self) -> bool:

@@ -46,10 +46,6 @@ __all__ = [
     "edge",
 ]
 
-# Past a frozen dataclass's __setattr__, as its generated __init__ goes: the __init__s written out here
-# (init=False) cost nothing to create at import, where a generated one is compiled from source each time.
-_set = object.__setattr__
-
 S = TypeVar("S", bound=StrEnum)
 T = TypeVar("T", bound=StrEnum)
 
@@ -83,12 +79,12 @@ class Edge(Generic[S, T]):
         guard: str,
         bound: str | None = None,
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "trigger", trigger)
-        _set(self, "source", source)
-        _set(self, "dest", dest)
-        _set(self, "guard", guard)
-        _set(self, "bound", bound)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "trigger", trigger)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "dest", dest)
+        object.__setattr__(self, "guard", guard)
+        object.__setattr__(self, "bound", bound)
 
 
 def edge(trigger: T, source: S, dest: S, guard: str, bound: str | None = None) -> Edge[S, T]:
@@ -143,16 +139,16 @@ class MachineDefinition(Generic[S, T]):
         descriptions: Mapping[S, str],
         cancel_trigger: T | None = None,
     ) -> None:
-        """Make the value: what the dataclass would generate (written out, see ``_set``)."""
-        _set(self, "name", name)
-        _set(self, "title", title)
-        _set(self, "states", states)
-        _set(self, "triggers", triggers)
-        _set(self, "initial", initial)
-        _set(self, "terminal", terminal)
-        _set(self, "edges", edges)
-        _set(self, "descriptions", descriptions)
-        _set(self, "cancel_trigger", cancel_trigger)
+        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "title", title)
+        object.__setattr__(self, "states", states)
+        object.__setattr__(self, "triggers", triggers)
+        object.__setattr__(self, "initial", initial)
+        object.__setattr__(self, "terminal", terminal)
+        object.__setattr__(self, "edges", edges)
+        object.__setattr__(self, "descriptions", descriptions)
+        object.__setattr__(self, "cancel_trigger", cancel_trigger)
         self.__post_init__()
 
     def __post_init__(self) -> None:
