@@ -9,6 +9,7 @@ threshold, where a real server must answer first): no assertion depends on how b
 
 from __future__ import annotations
 
+import contextlib
 import math
 import socket
 from collections.abc import Iterator
@@ -22,14 +23,19 @@ from mcpfsm._transports.pool import ConnectionPool, Timeouts, WireTimeout, _Plai
 from tests.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, raw, serving
 
 
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    # (the end a test waits on, the silent other end)
+@contextlib.contextmanager
+def socket_pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    # (the end a test waits on, the silent other end), closed when the block ends
     ours, theirs = socket.socketpair()
     ours.setblocking(False)
-    yield ours, theirs
-    ours.close()
-    theirs.close()
+    with ours, theirs:
+        yield ours, theirs
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    with socket_pair() as both:
+        yield both
 
 
 async def test_a_wait_still_going_when_its_deadline_passes_ends_the_block(
@@ -74,26 +80,21 @@ async def test_a_deadline_moved_later_bounds_the_wait_by_the_new_time(
 async def test_an_earlier_deadline_wakes_the_watchdog_sleeping_until_a_later_one(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
-    long_pair, short_pair = socket.socketpair(), socket.socketpair()
-    for ours, _ in (long_pair, short_pair):
-        ours.setblocking(False)
-    slow, quick = Deadline(long_pair[0]), Deadline(short_pair[0])
-    start = trio.current_time()
-    ended: dict[str, float] = {}
+    with socket_pair() as long_pair, socket_pair() as short_pair:
+        slow, quick = Deadline(long_pair[0]), Deadline(short_pair[0])
+        start = trio.current_time()
+        ended: dict[str, float] = {}
 
-    async def wait(name: str, deadline: Deadline, ours: socket.socket, seconds: float) -> None:
-        with deadline.arm(trio.current_time() + seconds):
-            await trio.lowlevel.wait_readable(ours)
-        ended[name] = trio.current_time()
+        async def wait(name: str, deadline: Deadline, ours: socket.socket, seconds: float) -> None:
+            with deadline.arm(trio.current_time() + seconds):
+                await trio.lowlevel.wait_readable(ours)
+            ended[name] = trio.current_time()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(wait, "slow", slow, long_pair[0], 300.0)
-        await trio.testing.wait_all_tasks_blocked()  # the watchdog now sleeps until start + 300
-        nursery.start_soon(wait, "quick", quick, short_pair[0], 1.0)
-    assert (ended, slow.expired, quick.expired) == ({"quick": start + 1.0, "slow": start + 300.0}, True, True)
-    for ours, theirs in (long_pair, short_pair):
-        ours.close()
-        theirs.close()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait, "slow", slow, long_pair[0], 300.0)
+            await trio.testing.wait_all_tasks_blocked()  # the watchdog now sleeps until start + 300
+            nursery.start_soon(wait, "quick", quick, short_pair[0], 1.0)
+        assert (ended, slow.expired, quick.expired) == ({"quick": start + 1.0, "slow": start + 300.0}, True, True)
 
 
 async def test_a_deadline_that_passed_while_the_task_was_not_waiting_stops_its_next_wait(

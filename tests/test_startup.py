@@ -10,10 +10,26 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 AVOIDED = ("anyio", "cryptography", "httpx", "jsonschema_rs", "jwt", "loguru", "mcp", "opentelemetry")
+
+
+def fresh_python(code: str, *arguments: str) -> Any:
+    """Run ``code`` in a fresh interpreter from the repository root; the JSON it prints."""
+    done = subprocess.run(
+        [sys.executable, "-c", code, *arguments],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
 
 LOADED = """
 import json, sys
@@ -23,15 +39,7 @@ print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set(json.load
 
 
 def loaded_after(code: str) -> list[str]:
-    done = subprocess.run(
-        [sys.executable, "-c", LOADED.format(code=code), json.dumps(AVOIDED)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    found: list[str] = json.loads(done.stdout)
+    found: list[str] = fresh_python(LOADED.format(code=code), json.dumps(AVOIDED))
     return found
 
 
@@ -87,15 +95,7 @@ WARNING = [
 
 
 def records(first: str, enable: str) -> list[list[str]]:
-    done = subprocess.run(
-        [sys.executable, "-c", LOGS.format(first=first, enable=enable)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    seen: list[list[str]] = json.loads(done.stdout)
+    seen: list[list[str]] = fresh_python(LOGS.format(first=first, enable=enable))
     return seen
 
 
@@ -156,15 +156,8 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
     ids=["import-mcpfsm", "input-runs", "MACHINES"],
 )
 def test_the_authorization_and_input_machines_are_compiled_on_first_use(code: str, expected: list[str]) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", MACHINE_MODULES.format(code=code)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == expected
+    result = fresh_python(MACHINE_MODULES.format(code=code))
+    assert result == expected
 
 
 INPUT_MODULES = ("mcpfsm._core.input_rounds", "mcpfsm._drivers.input_rounds", "mcpfsm._drivers.input_machine")
@@ -209,16 +202,8 @@ trio.run(main)
 def test_the_input_round_records_are_loaded_with_the_first_input_required_result() -> None:
     # SEP-2322: most tool calls never receive input_required; what only a round needs (the parsed result, the
     # rules of answering, the rounds) is imported with the first, and then the round works as before.
-    done = subprocess.run(
-        [sys.executable, "-c", INPUT_ROUND, json.dumps(INPUT_MODULES)],
-        cwd=Path(__file__).resolve().parent.parent,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {
+    result = fresh_python(INPUT_ROUND, json.dumps(INPUT_MODULES))
+    assert result == {
         "seen": {
             "import mcpfsm": [],
             "a plain call": [],
@@ -261,16 +246,8 @@ trio.run(main)
 
 
 def test_the_tool_annotations_type_is_created_with_the_first_read_of_a_tools_hints() -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", ANNOTATIONS],
-        cwd=Path(__file__).resolve().parent.parent,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {
+    result = fresh_python(ANNOTATIONS)
+    assert result == {
         "seen": {"import mcpfsm": False, "listed": False, "read": True},
         "hints": "ToolAnnotations(title='T', read_only_hint=True, destructive_hint=True, idempotent_hint=False, "
         "open_world_hint=True)",
@@ -288,6 +265,5 @@ print(json.dumps([before, "mcpfsm._drivers.audit_log" in sys.modules, log.__modu
 
 
 def test_the_audit_log_sink_is_imported_with_its_name() -> None:
-    done = subprocess.run([sys.executable, "-c", ON_FIRST_USE], capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [False, True, "mcpfsm._drivers.audit_log"]
+    result = fresh_python(ON_FIRST_USE)
+    assert result == [False, True, "mcpfsm._drivers.audit_log"]
