@@ -1,6 +1,6 @@
 """The authorization layer of the session path, and the credentials of the HTTP transport (README, "Authorization").
 
-Two parts that share one :class:`~mcpfsm._drivers.authorization.Binding` per client:
+Two parts that share one :class:`~mcpfsm._drivers.authorization_binding.Binding` per client:
 
 - :meth:`AuthorizationLayer.headers` — asked by the HTTP transport for every request to the MCP endpoint
   (every POST, a resuming or standalone GET, the session DELETE) and nowhere else: ``Authorization`` with the

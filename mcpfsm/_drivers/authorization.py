@@ -8,13 +8,15 @@ signing); what they send goes through :class:`AuthorizationPort`, a narrow port 
 its own HTTP client for metadata, registration and token endpoints (never the MCP endpoint's connections,
 never following redirects, never carrying the MCP token: MCP "Authorization", "Token Theft").
 
-The flow reads and updates one :class:`Binding` per client: the tokens held, the authorization server and
-client they are bound to, the DPoP key and nonces. The session layer (``mcpfsm._client.authorization``)
-decides when a flow runs and resends the request after it; one flow runs at a time per client (single flight:
-specs/authorization.md).
+The flow reads one :class:`~mcpfsm._drivers.authorization_binding.Binding` per client (the tokens held,
+what they are bound to, the DPoP key and nonces) and changes it only through its methods; a flow that
+grants tokens hands it one new :class:`~mcpfsm._drivers.authorization_binding.Bound` value. The session layer
+(``mcpfsm._client.authorization``) decides when a flow runs, parses the challenge once and hands it over, and
+resends the request after it; one flow runs at a time per client (single flight: specs/authorization.md).
 
 Nothing secret reaches an event, a log line or an error message: tokens, codes, verifiers, secrets and
-assertions stay in the values that hold them, whose reprs hide them.
+assertions stay in the values that hold them, whose reprs hide them, and every refusal passes through the
+flow's :class:`~mcpfsm._core.oauth.redaction.Secrets` before it is recorded.
 """
 
 from __future__ import annotations
@@ -52,11 +54,6 @@ from .._core.oauth.challenges import BearerChallenge, resource_challenge
 from .._core.oauth.dpop import dpop_proof, dpop_signing_algorithm, token_endpoint_nonce_challenge
 from .._core.oauth.identification import (
     ClientAuthentication,
-    ClientIdentification,
-    ClientRegistration,
-    PreRegisteredClient,
-    choose_client_identification,
-    pre_registered_auth_method,
     read_registration_response,
     registration_auth_method,
     registration_request,
@@ -88,7 +85,7 @@ from .._core.oauth.token_request import (
 from .._core.oauth.tokens import TokenSet, read_token_exchange_response, read_token_response
 from .._machines.authorization import COMPILED, State, Trigger
 from .audit import AuditBus
-from .authorization_binding import Binding, Bound, Entry, Identity
+from .authorization_binding import Binding, Bound, Entry, Identity, known_identity
 from .driver import Effect, cancellation_summary, drive, plain
 
 __all__ = ["AuthorizationFlow", "AuthorizationPort"]
@@ -279,80 +276,6 @@ class AuthorizationFlow:
         self.scopes = tokens.scopes if tokens.scopes else self.scopes
         await self.binding.keep(tokens, bound)
 
-    async def _known_identity(self) -> Identity | None:
-        """The client's identity at the chosen issuer without registering anew; ``None`` when none is known.
-
-        Raises:
-            AuthorizationError: the only credentials configured belong to another issuer (SEP-2352).
-        """
-        assert self.metadata is not None
-        metadata = self.metadata
-        issuer = metadata.issuer
-        credential = self.binding.credential
-        state = State.registering
-        if isinstance(credential, ClientCredentials):
-            if credential.issuer is not None and credential.issuer != issuer:
-                raise AuthorizationError(
-                    f"the client credentials belong to {credential.issuer!r}, not to {issuer!r}", state=state
-                )
-            if credential.private_key_pem is not None:
-                return Identity(
-                    issuer=issuer,
-                    client_id=credential.client_id,
-                    method="private_key_jwt",
-                    private_key_pem=credential.private_key_pem,
-                    signing_algorithm=credential.signing_algorithm,
-                )
-            return Identity(
-                issuer=issuer,
-                client_id=credential.client_id,
-                method="client_secret_basic",
-                client_secret=credential.client_secret,
-            )
-        if isinstance(credential, JwtBearer):
-            return Identity(issuer=issuer, client_id=credential.client_id, method="none")
-        if isinstance(credential, EnterpriseManaged):
-            method = pre_registered_auth_method(metadata, has_secret=True)
-            return Identity(
-                issuer=issuer, client_id=credential.client_id, method=method, client_secret=credential.client_secret
-            )
-        pre_registered: tuple[PreRegisteredClient, ...] = ()
-        if credential.client_id is not None and credential.client_issuer is not None:
-            pre_registered = (
-                PreRegisteredClient(
-                    issuer=credential.client_issuer,
-                    client_id=credential.client_id,
-                    client_secret=credential.client_secret,
-                    token_endpoint_auth_method=credential.token_endpoint_auth_method,
-                ),
-            )
-        how = choose_client_identification(
-            metadata, pre_registered=pre_registered, client_metadata_url=credential.client_metadata_url
-        )
-        if how is ClientIdentification.pre_registered:
-            assert credential.client_id is not None
-            method = pre_registered_auth_method(
-                metadata,
-                has_secret=credential.client_secret is not None,
-                configured=credential.token_endpoint_auth_method,
-            )
-            return Identity(
-                issuer=issuer, client_id=credential.client_id, method=method, client_secret=credential.client_secret
-            )
-        if how is ClientIdentification.client_metadata_document:
-            assert credential.client_metadata_url is not None
-            return Identity(issuer=issuer, client_id=credential.client_metadata_url, method="none")
-        record = await self.binding.store.get(registration_key(issuer))
-        registration = ClientRegistration.from_dict(record) if record is not None else None
-        if registration is None or registration.issuer != issuer:
-            return None
-        return Identity(
-            issuer=issuer,
-            client_id=registration.client_id,
-            method=registration.token_endpoint_auth_method,
-            client_secret=registration.client_secret,
-        )
-
     # --- one effect per state; each returns the trigger naming what happened ---------------------------
 
     async def _starting(self) -> Trigger:
@@ -495,7 +418,7 @@ class AuthorizationFlow:
         assert previous is not None and previous.refresh_token is not None and self.metadata is not None
         refresh_token = previous.refresh_token
         try:
-            identity = self.identity or await self._known_identity()
+            identity = self.identity or await known_identity(self.binding.credential, self.metadata, self.binding.store)
         except AuthorizationError as exc:
             return self._refuse(exc)
         if identity is None:
@@ -531,7 +454,7 @@ class AuthorizationFlow:
         assert self.metadata is not None
         metadata = self.metadata
         try:
-            identity = await self._known_identity()
+            identity = await known_identity(self.binding.credential, self.metadata, self.binding.store)
             if identity is None:
                 assert isinstance(credential, OAuth)
                 identity = await self._register(credential, metadata, state)

@@ -4,6 +4,7 @@
 - :class:`Identity`: how the client identifies itself to one issuer;
 - :class:`Bound`: what the held tokens are bound to (issuer metadata, resource, identity, scopes), one value
   replaced whole when a flow grants tokens;
+- :func:`known_identity`: the client's identity at an issuer that needs no registration;
 - :class:`Binding`: the client's held state (one per client): the tokens and their generation, the
   :class:`Bound` value, the DPoP key and nonces. The session layer (``mcpfsm._client.authorization``) and
   the flow (``mcpfsm._drivers.authorization``) change it only through its methods.
@@ -17,16 +18,36 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .._core.credentials import Credential, OAuth, TokenStore, binding_key, tokens_key
+from .._core.credentials import (
+    ClientCredentials,
+    Credential,
+    EnterpriseManaged,
+    JwtBearer,
+    OAuth,
+    TokenStore,
+    binding_key,
+    registration_key,
+    tokens_key,
+)
+from .._core.errors import AuthorizationError
 from .._core.oauth.authorization_request import new_jti
 from .._core.oauth.dpop import DPoPKey
-from .._core.oauth.identification import ClientAuthentication, TokenEndpointAuthMethod
+from .._core.oauth.identification import (
+    ClientAuthentication,
+    ClientIdentification,
+    ClientRegistration,
+    PreRegisteredClient,
+    TokenEndpointAuthMethod,
+    choose_client_identification,
+    pre_registered_auth_method,
+)
 from .._core.oauth.issuer import AuthorizationServerMetadata
 from .._core.oauth.resource import ProtectedResourceMetadata
 from .._core.oauth.token_request import client_assertion
 from .._core.oauth.tokens import TokenSet
+from .._machines.authorization import State
 
-__all__ = ["Binding", "Bound", "Entry", "Identity"]
+__all__ = ["Binding", "Bound", "Entry", "Identity", "known_identity"]
 
 
 class Entry(StrEnum):
@@ -221,3 +242,81 @@ class Binding:
         await self.store.set(binding_key(self.mcp_url), {"issuer": tokens.issuer, "resource": tokens.resource})
         for callback in self.on_change:
             callback()
+
+
+async def known_identity(
+    credential: Credential, metadata: AuthorizationServerMetadata, store: TokenStore
+) -> Identity | None:
+    """The client's identity at ``metadata``'s issuer without registering anew; ``None`` when none is known.
+
+    Credentials that name their client (client credentials, JWT bearer, enterprise-managed, a pre-registered
+    or a Client ID Metadata Document client) give it at once; otherwise a registration stored for this issuer
+    (RFC 7591) does.
+
+    Raises:
+        AuthorizationError: the only credentials configured belong to another issuer (SEP-2352).
+    """
+    issuer = metadata.issuer
+    state = State.registering
+    if isinstance(credential, ClientCredentials):
+        if credential.issuer is not None and credential.issuer != issuer:
+            raise AuthorizationError(
+                f"the client credentials belong to {credential.issuer!r}, not to {issuer!r}", state=state
+            )
+        if credential.private_key_pem is not None:
+            return Identity(
+                issuer=issuer,
+                client_id=credential.client_id,
+                method="private_key_jwt",
+                private_key_pem=credential.private_key_pem,
+                signing_algorithm=credential.signing_algorithm,
+            )
+        return Identity(
+            issuer=issuer,
+            client_id=credential.client_id,
+            method="client_secret_basic",
+            client_secret=credential.client_secret,
+        )
+    if isinstance(credential, JwtBearer):
+        return Identity(issuer=issuer, client_id=credential.client_id, method="none")
+    if isinstance(credential, EnterpriseManaged):
+        method = pre_registered_auth_method(metadata, has_secret=True)
+        return Identity(
+            issuer=issuer, client_id=credential.client_id, method=method, client_secret=credential.client_secret
+        )
+    pre_registered: tuple[PreRegisteredClient, ...] = ()
+    if credential.client_id is not None and credential.client_issuer is not None:
+        pre_registered = (
+            PreRegisteredClient(
+                issuer=credential.client_issuer,
+                client_id=credential.client_id,
+                client_secret=credential.client_secret,
+                token_endpoint_auth_method=credential.token_endpoint_auth_method,
+            ),
+        )
+    how = choose_client_identification(
+        metadata, pre_registered=pre_registered, client_metadata_url=credential.client_metadata_url
+    )
+    if how is ClientIdentification.pre_registered:
+        assert credential.client_id is not None
+        method = pre_registered_auth_method(
+            metadata,
+            has_secret=credential.client_secret is not None,
+            configured=credential.token_endpoint_auth_method,
+        )
+        return Identity(
+            issuer=issuer, client_id=credential.client_id, method=method, client_secret=credential.client_secret
+        )
+    if how is ClientIdentification.client_metadata_document:
+        assert credential.client_metadata_url is not None
+        return Identity(issuer=issuer, client_id=credential.client_metadata_url, method="none")
+    record = await store.get(registration_key(issuer))
+    registration = ClientRegistration.from_dict(record) if record is not None else None
+    if registration is None or registration.issuer != issuer:
+        return None
+    return Identity(
+        issuer=issuer,
+        client_id=registration.client_id,
+        method=registration.token_endpoint_auth_method,
+        client_secret=registration.client_secret,
+    )
