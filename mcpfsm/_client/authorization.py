@@ -207,7 +207,7 @@ class AuthorizationLayer:
                 await self._run(entry, challenged.challenge, again=again, tool=tool, attempt=len(flows))
         raise AuthorizationError(
             f"gave up after sending the message {_MAX_SENDS} times while other flows replaced the token",
-            state="starting",
+            state=State.starting,
         )
 
     async def _prepare(self) -> None:
