@@ -17,7 +17,8 @@ import mcpfsm
 from mcpfsm._core import oauth
 from mcpfsm._core.credentials import tokens_key
 from mcpfsm._drivers.audit import AuditBus
-from mcpfsm._drivers.authorization import AuthorizationFlow, Binding, Entry
+from mcpfsm._drivers.authorization import AuthorizationFlow
+from mcpfsm._drivers.authorization_binding import Binding, Entry
 from mcpfsm._transports.http import HttpTransport
 from mcpfsm._transports.oauth_http import MAX_BODY, OAuthHttp
 

@@ -12,7 +12,8 @@ import pytest
 import mcpfsm
 from mcpfsm._core import oauth
 from mcpfsm._drivers.audit import AuditBus
-from mcpfsm._drivers.authorization import AuthorizationFlow, Entry
+from mcpfsm._drivers.authorization import AuthorizationFlow
+from mcpfsm._drivers.authorization_binding import Entry
 from tests.test_authorization_unit import AS, AS_URL, MCP, METADATA, PRM, PRM_URL, Port, binding
 
 

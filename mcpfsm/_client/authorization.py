@@ -1,6 +1,6 @@
 """The authorization layer of the session path, and the credentials of the HTTP transport (README, "Authorization").
 
-Two parts that share one :class:`~mcpfsm._drivers.authorization.Binding` per client:
+Two parts that share one :class:`~mcpfsm._drivers.authorization_binding.Binding` per client:
 
 - :meth:`AuthorizationLayer.headers` — asked by the HTTP transport for every request to the MCP endpoint
   (every POST, a resuming or standalone GET, the session DELETE) and nowhere else: ``Authorization`` with the
@@ -30,11 +30,17 @@ from typing import Final
 
 import trio
 
-from .._core import oauth
 from .._core.credentials import Authorize, Credential, OAuth, binding_key, tokens_key
 from .._core.errors import AuthorizationError, TransportError
+from .._core.oauth.answers import Answer
+from .._core.oauth.authorization_request import new_jti
+from .._core.oauth.challenges import BearerChallenge, read_resource_challenge
+from .._core.oauth.dpop import dpop_proof, resource_nonce
+from .._core.oauth.tokens import TokenSet
 from .._drivers.audit import AuditBus
-from .._drivers.authorization import AuthorizationFlow, Binding, Entry
+from .._drivers.authorization import AuthorizationFlow
+from .._drivers.authorization_binding import Binding, Entry
+from .._machines.authorization import State
 from .._transports.base import Reply
 from .._transports.oauth_http import OAuthHttp
 from .loopback import LoopbackAuthorizer
@@ -123,14 +129,14 @@ class AuthorizationLayer:
 
     async def fetch(
         self, method: str, url: str, headers: Sequence[tuple[str, str]], body: bytes | None = None
-    ) -> oauth.Answer:
+    ) -> Answer:
         """One request to a metadata, registration or token endpoint (redirects not followed)."""
         return await self._http.fetch(method, url, headers, body)
 
     async def authorize(self, url: str) -> str:
         """Hand the authorization URL to the credential's ``authorize``."""
         if self._authorize is None:
-            raise AuthorizationError("these credentials cannot authorize a user", state=oauth.AUTHORIZING)
+            raise AuthorizationError("these credentials cannot authorize a user", state=State.authorizing)
         return await self._authorize(url)
 
     def now(self) -> float:
@@ -150,12 +156,12 @@ class AuthorizationLayer:
         key = self.binding.dpop_key
         if tokens.token_type != "DPoP" or key is None:
             return (("Authorization", tokens.authorization),)
-        proof = oauth.dpop_proof(
+        proof = dpop_proof(
             key,
             method=method,
             url=url,
             now=now,
-            jti=oauth.new_jti(),
+            jti=new_jti(),
             nonce=self.binding.resource_nonce,
             access_token=tokens.access_token,
         )
@@ -175,39 +181,33 @@ class AuthorizationLayer:
         nonce_resent = False
         for _ in range(_MAX_SENDS):
             used = self.binding.generation
-            try:
-                reply = await send(message, headers)
-            except TransportError as exc:
-                if exc.status not in (401, 403):
-                    raise
-                status, challenges, nonce = exc.status, exc.www_authenticate, exc.dpop_nonce
-                answer: Reply | TransportError = exc
-            else:
-                if reply is not None and reply.dpop_nonce is not None and self.binding.dpop_key is not None:
-                    self.binding.resource_nonce = reply.dpop_nonce
-                if reply is None or reply.status not in (401, 403):
-                    return reply
-                status, challenges, nonce = reply.status, reply.www_authenticate, reply.dpop_nonce
-                answer = reply
-            fresh_nonce = oauth.resource_nonce_challenge(status, challenges, nonce)
+            reply, raised = await _trip(send, message, headers)
+            # A nonce the server answered with is kept for the next proof (not one on a raised 401 or 403).
+            kept = reply.dpop_nonce if reply is not None and raised is None else None
+            if kept is not None and self.binding.dpop_key is not None:
+                self.binding.keep_resource_nonce(kept)
+            if reply is None or reply.status not in (401, 403):
+                return reply
+            # The one place the challenge is parsed: the nonce, the step-up and the flow all read this value.
+            challenged = read_resource_challenge(reply.status, reply.www_authenticate, reply.dpop_nonce)
+            fresh_nonce = resource_nonce(challenged)
             if fresh_nonce is not None and self.binding.dpop_key is not None and not nonce_resent:
                 # RFC 9449 §9: the MCP server wants its nonce in the proof; one resend with a fresh proof.
-                self.binding.resource_nonce = fresh_nonce
+                self.binding.keep_resource_nonce(fresh_nonce)
                 nonce_resent = True
                 continue
-            challenge = oauth.resource_challenge(challenges)
-            if status == 403 and (challenge is None or challenge.error != "insufficient_scope"):
-                return _returned(answer)
-            entry = Entry.unauthorized if status == 401 else Entry.forbidden
+            if challenged.status == 403 and not challenged.insufficient_scope:
+                return _returned(reply, raised)
+            entry = Entry.unauthorized if challenged.status == 401 else Entry.forbidden
             async with self._lock:
                 if entry not in flows and self.binding.generation != used:
                     continue  # another request's flow replaced the token meanwhile: resend with it
                 again = entry in flows
                 flows.append(entry)
-                await self._run(entry, challenges, again=again, tool=tool, attempt=len(flows))
+                await self._run(entry, challenged.challenge, again=again, tool=tool, attempt=len(flows))
         raise AuthorizationError(
             f"gave up after sending the message {_MAX_SENDS} times while other flows replaced the token",
-            state="starting",
+            state=State.starting,
         )
 
     async def _prepare(self) -> None:
@@ -220,7 +220,7 @@ class AuthorizationLayer:
         if tokens.expiring(self._clock()):
             async with self._lock:
                 if self.binding.tokens is tokens:
-                    await self._run(Entry.expiring, (), again=False, tool="", attempt=1)
+                    await self._run(Entry.expiring, None, again=False, tool="", attempt=1)
 
     async def _load(self) -> None:
         # Tokens a store kept for this endpoint (from `mcpfsm login`, say): the issuer and resource the
@@ -234,14 +234,15 @@ class AuthorizationLayer:
         if not isinstance(issuer, str) or not (resource is None or isinstance(resource, str)):
             return
         stored = await store.get(tokens_key(issuer, resource))
-        tokens = oauth.TokenSet.from_dict(stored) if stored is not None else None
+        tokens = TokenSet.from_dict(stored) if stored is not None else None
         if tokens is not None and self.binding.tokens is None:
-            self.binding.tokens = tokens
-            self.binding.generation += 1
+            self.binding.load(tokens)
 
-    async def _run(self, entry: Entry, challenges: Sequence[str], *, again: bool, tool: str, attempt: int) -> None:
+    async def _run(
+        self, entry: Entry, challenge: BearerChallenge | None, *, again: bool, tool: str, attempt: int
+    ) -> None:
         flow = AuthorizationFlow(
-            self, self.binding, entry, www_authenticate=challenges, again=again, tool=tool, attempt=attempt
+            self, self.binding, entry, challenge=challenge, again=again, tool=tool, attempt=attempt
         )
         if self.telemetry is None:
             await flow.run()
@@ -253,7 +254,23 @@ class AuthorizationLayer:
         await self._http.aclose()
 
 
-def _returned(answer: Reply | TransportError) -> Reply:
-    if isinstance(answer, TransportError):
-        raise answer
-    return answer
+async def _trip(send: Send, message: str, headers: Mapping[str, str]) -> tuple[Reply | None, TransportError | None]:
+    """One trip of ``message``: a 401 or 403 comes back as a :class:`Reply` whichever way the transport gave it.
+
+    The transport returns a challenge with a JSON-RPC error body as a reply and raises the others as a
+    :class:`TransportError`; the second item is that error, which the caller gets again if the layer hands
+    the answer back (:func:`_returned`).
+    """
+    try:
+        return await send(message, headers), None
+    except TransportError as exc:
+        if exc.status not in (401, 403):
+            raise
+        return Reply(b"", exc.status, None, exc.www_authenticate, exc.dpop_nonce), exc
+
+
+def _returned(reply: Reply | None, raised: TransportError | None) -> Reply | None:
+    # What the caller gets back: the transport's own error for a 401 or 403 it raised, else the reply.
+    if raised is not None:
+        raise raised
+    return reply

@@ -22,7 +22,8 @@ import trio
 
 from .._core.credentials import DEFAULT_REDIRECT_URI
 from .._core.errors import AuthorizationError
-from .._core.oauth import AUTHORIZING, is_loopback_host
+from .._core.oauth.urls import is_loopback_host
+from .._machines.authorization import State
 
 __all__ = ["LoopbackAuthorizer"]
 
@@ -94,7 +95,7 @@ class LoopbackAuthorizer:
             raise AuthorizationError(
                 f"cannot listen on {self.redirect_uri} for the browser's redirect: {exc.strerror or exc}"
                 " (another program holds the port: pass another loopback redirect_uri)",
-                state=AUTHORIZING,
+                state=State.authorizing,
             ) from exc
         received: list[str] = []
         try:
@@ -115,7 +116,7 @@ class LoopbackAuthorizer:
             raise AuthorizationError(
                 f"nobody completed the login within {self.timeout:g} s (the browser never came back to"
                 f" {self.redirect_uri})",
-                state=AUTHORIZING,
+                state=State.authorizing,
             )
         return received[0]
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
-from .oauth import TokenEndpointAuthMethod, check_client_metadata_url
+from .oauth.identification import TokenEndpointAuthMethod, check_client_metadata_url
 
 __all__ = [
     "DEFAULT_REDIRECT_URI",

@@ -8,13 +8,15 @@ signing); what they send goes through :class:`AuthorizationPort`, a narrow port 
 its own HTTP client for metadata, registration and token endpoints (never the MCP endpoint's connections,
 never following redirects, never carrying the MCP token: MCP "Authorization", "Token Theft").
 
-The flow reads and updates one :class:`Binding` per client: the tokens held, the authorization server and
-client they are bound to, the DPoP key and nonces. The session layer (``mcpfsm._client.authorization``)
-decides when a flow runs and resends the request after it; one flow runs at a time per client (single flight:
-specs/authorization.md).
+The flow reads one :class:`~mcpfsm._drivers.authorization_binding.Binding` per client (the tokens held,
+what they are bound to, the DPoP key and nonces) and changes it only through its methods; a flow that
+grants tokens hands it one new :class:`~mcpfsm._drivers.authorization_binding.Bound` value. The session layer
+(``mcpfsm._client.authorization``) decides when a flow runs, parses the challenge once and hands it over, and
+resends the request after it; one flow runs at a time per client (single flight: specs/authorization.md).
 
 Nothing secret reaches an event, a log line or an error message: tokens, codes, verifiers, secrets and
-assertions stay in the values that hold them, whose reprs hide them.
+assertions stay in the values that hold them, whose reprs hide them, and every refusal passes through the
+flow's :class:`~mcpfsm._core.oauth.redaction.Secrets` before it is recorded.
 """
 
 from __future__ import annotations
@@ -24,36 +26,75 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Final, Protocol
 
 import trio
 
-from .._core import oauth
 from .._core.credentials import (
     ClientCredentials,
     Credential,
     EnterpriseManaged,
     JwtBearer,
     OAuth,
-    TokenStore,
-    binding_key,
     registration_key,
     tokens_key,
 )
 from .._core.errors import AuthorizationError, McpError
 from .._core.events import AuthEvent, error_summary, utc_timestamp
-from .._core.oauth import Answer
+from .._core.oauth.answers import LEGACY_METADATA_HEADERS, METADATA_REQUEST_HEADERS, Answer
+from .._core.oauth.authorization_request import (
+    AuthorizationRequest,
+    authorization_request,
+    new_code_verifier,
+    new_jti,
+    new_state,
+    read_authorization_response,
+)
+from .._core.oauth.challenges import BearerChallenge, resource_challenge
+from .._core.oauth.dpop import dpop_proof, dpop_signing_algorithm, token_endpoint_nonce_challenge
+from .._core.oauth.identification import (
+    ClientAuthentication,
+    read_registration_response,
+    registration_auth_method,
+    registration_request,
+)
+from .._core.oauth.issuer import (
+    AuthorizationServerMetadata,
+    authorization_server_metadata_urls,
+    legacy_metadata_url,
+    read_authorization_server_metadata,
+    read_legacy_authorization_server_metadata,
+)
+from .._core.oauth.redaction import Secrets
+from .._core.oauth.resource import (
+    ProtectedResourceMetadata,
+    check_resource,
+    choose_authorization_server,
+    protected_resource_metadata_urls,
+    read_protected_resource_metadata,
+)
+from .._core.oauth.scopes import requested_scopes, step_up_scopes, with_offline_access
+from .._core.oauth.token_request import (
+    TokenRequest,
+    client_credentials_request,
+    code_exchange_request,
+    jwt_bearer_request,
+    refresh_request,
+    token_exchange_request,
+)
+from .._core.oauth.tokens import TokenSet, read_token_exchange_response, read_token_response
 from .._machines.authorization import COMPILED, State, Trigger
 from .audit import AuditBus
+from .authorization_binding import Binding, Bound, Entry, Identity, known_identity
 from .driver import Effect, cancellation_summary, drive, plain
 
-__all__ = ["AuthorizationFlow", "AuthorizationPort", "Binding", "Entry", "Identity"]
+__all__ = ["AuthorizationFlow", "AuthorizationPort"]
 
 _FLOW_PREFIX = secrets.token_hex(4)
 _FLOW_COUNTER = itertools.count(1)
 _JSON_HEADERS: Final = (("Accept", "application/json"), ("Content-Type", "application/json"))
+_CREDENTIAL_SECRETS: Final = ("client_secret", "private_key_pem", "idp_id_token", "assertion")
+"""The credential attributes that hold a secret (a ``str`` one: an assertion callable is no secret)."""
 
 
 class AuthorizationPort(Protocol):
@@ -83,126 +124,6 @@ class AuthorizationPort(Protocol):
         ...
 
 
-class Entry(StrEnum):
-    """Why a flow runs (the session layer's reason; ``starting`` turns it into a trigger)."""
-
-    unauthorized = "unauthorized"
-    """HTTP 401 from the MCP endpoint."""
-    forbidden = "forbidden"
-    """HTTP 403 with a Bearer challenge ``error="insufficient_scope"``."""
-    expiring = "expiring"
-    """The held access token expires within the refresh margin, and a refresh token is held."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Identity:
-    """How the client identifies itself to one issuer; ``authentication()`` builds each token request's part.
-
-    Attributes:
-        issuer: the issuer it belongs to (never presented to another, SEP-2352).
-        client_id: the client id.
-        method: the token endpoint authentication method.
-        client_secret: the secret for ``client_secret_basic`` and ``client_secret_post``.
-        private_key_pem: the key that signs a fresh ``private_key_jwt`` assertion per request.
-        signing_algorithm: the assertion's JWS algorithm.
-    """
-
-    issuer: str
-    client_id: str
-    method: oauth.TokenEndpointAuthMethod
-    client_secret: str | None = field(default=None, repr=False)
-    private_key_pem: str | bytes | None = field(default=None, repr=False)
-    signing_algorithm: str = "ES256"
-
-    def authentication(self, *, now: float) -> oauth.ClientAuthentication:
-        """The client authentication of one token request (a fresh assertion for ``private_key_jwt``)."""
-        assertion = None
-        if self.method == "private_key_jwt":
-            assert self.private_key_pem is not None
-            assertion = oauth.client_assertion(
-                client_id=self.client_id,
-                audience=self.issuer,
-                private_key_pem=self.private_key_pem,
-                now=now,
-                jti=oauth.new_jti(),
-                algorithm=self.signing_algorithm,
-            )
-        return oauth.ClientAuthentication(
-            client_id=self.client_id, method=self.method, client_secret=self.client_secret, client_assertion=assertion
-        )
-
-
-class Binding:
-    """What one client holds between flows: tokens and what they are bound to (one per client).
-
-    Attributes:
-        credential: the client's credentials.
-        mcp_url: the MCP endpoint the tokens are for.
-        pinned_modern: the client is pinned to ``2026-07-28``, which forbids the 2025-03-26 path (MCP 2026-07-28
-            "Authorization": clients MUST use Protected Resource Metadata, RFC 9728).
-        store: where registrations and tokens are kept.
-        tokens: the tokens held, or ``None``.
-        generation: increases with every new token; a request that used an older one just resends (single
-            flight: specs/authorization.md).
-        metadata: the bound authorization server's metadata, once discovered.
-        resource_metadata: the protected resource metadata, once discovered (``None`` on the 2025-03-26 path).
-        resource: the ``resource`` parameter, verbatim (RFC 8707).
-        identity: the client's identity at the bound issuer.
-        requested: the scopes requested for the held token (the base of a step-up union, SEP-2350).
-        stepped_up: (issuer, scope set) pairs whose step-up still drew a 403 (specs/authorization.md,
-            "A scope that never suffices").
-        dpop_key: the client's DPoP key (RFC 9449), or ``None``.
-        issuer_nonces: the last ``DPoP-Nonce`` of each authorization server (RFC 9449 §8).
-        resource_nonce: the last ``DPoP-Nonce`` of the MCP server (RFC 9449 §9).
-        on_change: called after every new token (a new authorization context empties the response cache).
-    """
-
-    def __init__(self, credential: Credential, *, mcp_url: str, pinned_modern: bool, store: TokenStore) -> None:
-        """Start with no tokens; ``dpop`` credentials get a fresh key."""
-        self.credential = credential
-        self.mcp_url = mcp_url
-        self.pinned_modern = pinned_modern
-        self.store = store
-        self.tokens: oauth.TokenSet | None = None
-        self.generation = 0
-        self.metadata: oauth.AuthorizationServerMetadata | None = None
-        self.resource_metadata: oauth.ProtectedResourceMetadata | None = None
-        self.resource: str | None = None
-        self.identity: Identity | None = None
-        self.requested: tuple[str, ...] = ()
-        self.stepped_up: set[tuple[str, frozenset[str]]] = set()
-        dpop = isinstance(credential, OAuth) and credential.dpop
-        self.dpop_key: oauth.DPoPKey | None = oauth.DPoPKey.generate() if dpop else None
-        self.issuer_nonces: dict[str, str] = {}
-        self.resource_nonce: str | None = None
-        self.on_change: list[Callable[[], object]] = []
-
-    @property
-    def interactive(self) -> bool:
-        """True for the authorization code grant (a user agent, PKCE, refresh tokens)."""
-        return isinstance(self.credential, OAuth)
-
-    async def drop_tokens(self) -> None:
-        """Forget the held tokens, here and in the store."""
-        if self.tokens is not None:
-            await self.forget(self.tokens)
-
-    async def forget(self, tokens: oauth.TokenSet) -> None:
-        """Forget ``tokens`` in the store, and here when they are the ones held."""
-        if self.tokens is not None and self.tokens.issuer == tokens.issuer:
-            self.tokens = None
-        await self.store.delete(tokens_key(tokens.issuer, tokens.resource))
-
-    async def keep(self, tokens: oauth.TokenSet) -> None:
-        """Hold and store new tokens; a new generation starts and the ``on_change`` callbacks run."""
-        self.tokens = tokens
-        self.generation += 1
-        await self.store.set(tokens_key(tokens.issuer, tokens.resource), tokens.to_dict())
-        await self.store.set(binding_key(self.mcp_url), {"issuer": tokens.issuer, "resource": tokens.resource})
-        for callback in self.on_change:
-            callback()
-
-
 class AuthorizationFlow:
     """The mutable context of one flow while the driver runs it; one instance per flow.
 
@@ -210,7 +131,10 @@ class AuthorizationFlow:
         port: the client's side of the driver.
         binding: the client's held state, read and updated by the flow.
         entry: why the flow runs.
-        www_authenticate: the challenge's ``WWW-Authenticate`` values (empty for ``expiring``).
+        challenge: the challenge of the 401 or 403, parsed once by the session layer (``None`` for
+            ``expiring``).
+        www_authenticate: the challenge's raw ``WWW-Authenticate`` values, for a caller that holds no parsed
+            challenge; read only when ``challenge`` is not given.
         again: the request already went through a flow and was challenged once more (specs/authorization.md,
             "Why every flow ends").
         tool: the tool whose call drew the challenge, for the events (``""`` for other requests).
@@ -223,6 +147,7 @@ class AuthorizationFlow:
         binding: Binding,
         entry: Entry,
         *,
+        challenge: BearerChallenge | None = None,
         www_authenticate: Sequence[str] = (),
         again: bool = False,
         tool: str = "",
@@ -236,7 +161,9 @@ class AuthorizationFlow:
         self.tool = tool
         self.attempt = attempt
         self.flow_id = f"{_FLOW_PREFIX}-a{next(_FLOW_COUNTER)}"
-        self.challenge = oauth.resource_challenge(www_authenticate) if www_authenticate else None
+        if challenge is None and www_authenticate:
+            challenge = resource_challenge(www_authenticate)
+        self.challenge = challenge
         self.seq = 0
         self.started = 0.0
         self.error: BaseException | None = None
@@ -246,51 +173,34 @@ class AuthorizationFlow:
         self.legacy = False
         self.resource_metadata = binding.resource_metadata
         self.metadata = binding.metadata
-        self.previous: oauth.TokenSet | None = binding.tokens
+        self.previous: TokenSet | None = binding.tokens
         self.identity = binding.identity
-        self.request: oauth.AuthorizationRequest | None = None
+        self.request: AuthorizationRequest | None = None
         self.code: str | None = None
         self.assertion: str | None = None
-        self._sent: set[str] = set()
+        self.sent = Secrets()
+        """The secrets this flow's requests have carried (form fields, ``Authorization``, ``DPoP``)."""
 
     # --- helpers ----------------------------------------------------------------------------------------
 
     def _refuse(self, error: BaseException) -> Trigger:
         if isinstance(error, AuthorizationError):
             # The server's own text may echo what it was sent: never a secret in an error or an event.
-            error = oauth.redact_server_text(error, self._held())
+            error = self._held().redact(error)
         self.error = error
         return Trigger.refused
 
-    def _held(self) -> set[str]:
+    def _held(self) -> Secrets:
         # Every secret this flow holds or has sent: credentials, tokens, the code and verifier, assertions.
         credential = self.binding.credential
-        held = set(self._sent)
-        for name in ("client_secret", "private_key_pem", "idp_id_token", "assertion"):
-            value = getattr(credential, name, None)
-            if isinstance(value, str):
-                held.add(value)
-        if self.identity is not None and self.identity.client_secret is not None:
-            held.add(self.identity.client_secret)
-        for tokens in (self.previous, self.binding.tokens):
-            if tokens is not None:
-                held.add(tokens.access_token)
-                if tokens.refresh_token is not None:
-                    held.add(tokens.refresh_token)
-        for value in (self.code, self.assertion, self.request.code_verifier if self.request is not None else None):
-            if value is not None:
-                held.add(value)
-        return held
-
-    def _sending(self, request: oauth.TokenRequest) -> None:
-        self._sent.update(value for name, value in request.form if name in oauth.SECRET_FORM_FIELDS)
-        for name, value in request.headers:
-            if name.lower() in ("authorization", "dpop"):
-                # client_secret_basic (RFC 6749 §2.3.1): the whole value and its Base64 credentials.
-                self._sent.add(value)
-                scheme, _, credentials = value.partition(" ")
-                if scheme.lower() == "basic" and credentials:
-                    self._sent.add(credentials)
+        identity = self.identity
+        return (
+            self.sent.with_values(*(getattr(credential, name, None) for name in _CREDENTIAL_SECRETS))
+            .with_values(identity.client_secret if identity is not None else None)
+            .with_tokens(self.previous)
+            .with_tokens(self.binding.tokens)
+            .with_values(self.code, self.assertion, self.request.code_verifier if self.request is not None else None)
+        )
 
     async def _get(self, url: str, headers: Mapping[str, str], state: str) -> Answer:
         try:
@@ -304,7 +214,7 @@ class AuthorizationFlow:
         except McpError as exc:
             raise AuthorizationError(f"POST {url} failed: {exc}", state=state) from exc
 
-    async def _token(self, build: Callable[[], oauth.TokenRequest], state: str) -> Answer:
+    async def _token(self, build: Callable[[], TokenRequest], state: str) -> Answer:
         # RFC 9449 §8: a token endpoint that wants its nonce answers 400 use_dpop_nonce; one retry with it.
         # Each attempt builds its request afresh: a private_key_jwt assertion and a DPoP proof are single-use.
         key = self.binding.dpop_key
@@ -313,29 +223,29 @@ class AuthorizationFlow:
         answer = Answer(0, b"")
         for _ in range(2):
             request = build()
-            self._sending(request)
+            self.sent = self.sent.with_request(request)
             if key is not None:
-                proof = oauth.dpop_proof(
+                proof = dpop_proof(
                     key,
                     method="POST",
                     url=request.url,
                     now=self.port.now(),
-                    jti=oauth.new_jti(),
-                    nonce=self.binding.issuer_nonces.get(issuer),
+                    jti=new_jti(),
+                    nonce=self.binding.issuer_nonce(issuer),
                 )
                 request = request.with_dpop_proof(proof)
             answer = await self._post(request.url, request.headers, request.body, state)
-            nonce = oauth.token_endpoint_nonce_challenge(answer.status, answer.body, answer.dpop_nonce)
+            nonce = token_endpoint_nonce_challenge(answer.status, answer.body, answer.dpop_nonce)
             if key is None or nonce is None:
                 break
-            self.binding.issuer_nonces[issuer] = nonce
+            self.binding.keep_issuer_nonce(issuer, nonce)
         if key is not None and answer.dpop_nonce is not None and answer.status == 200:
-            self.binding.issuer_nonces[issuer] = answer.dpop_nonce
+            self.binding.keep_issuer_nonce(issuer, answer.dpop_nonce)
         return answer
 
-    def _read_tokens(self, answer: Answer, state: str) -> oauth.TokenSet:
+    def _read_tokens(self, answer: Answer, state: str) -> TokenSet:
         assert self.metadata is not None
-        tokens = oauth.read_token_response(
+        tokens = read_token_response(
             answer.status,
             answer.body,
             now=self.port.now(),
@@ -343,7 +253,7 @@ class AuthorizationFlow:
             resource=self.resource,
             requested_scopes=self.scopes,
             dpop=self.binding.dpop_key is not None,
-            previous=self.previous if state == oauth.REFRESHING else None,
+            previous=self.previous if state == State.refreshing else None,
             state=state,
         )
         required = self.resource_metadata is not None and self.resource_metadata.dpop_bound_access_tokens_required
@@ -355,89 +265,16 @@ class AuthorizationFlow:
             )
         return tokens
 
-    async def _grant(self, tokens: oauth.TokenSet) -> None:
-        binding = self.binding
-        binding.metadata = self.metadata
-        binding.resource_metadata = self.resource_metadata
-        binding.resource = self.resource
-        binding.identity = self.identity
-        binding.requested = self.scopes
+    async def _grant(self, tokens: TokenSet) -> None:
+        bound = Bound(
+            metadata=self.metadata,
+            resource_metadata=self.resource_metadata,
+            resource=self.resource,
+            identity=self.identity,
+            requested=self.scopes,
+        )
         self.scopes = tokens.scopes if tokens.scopes else self.scopes
-        await binding.keep(tokens)
-
-    async def _known_identity(self) -> Identity | None:
-        """The client's identity at the chosen issuer without registering anew; ``None`` when none is known.
-
-        Raises:
-            AuthorizationError: the only credentials configured belong to another issuer (SEP-2352).
-        """
-        assert self.metadata is not None
-        metadata = self.metadata
-        issuer = metadata.issuer
-        credential = self.binding.credential
-        state = oauth.REGISTERING
-        if isinstance(credential, ClientCredentials):
-            if credential.issuer is not None and credential.issuer != issuer:
-                raise AuthorizationError(
-                    f"the client credentials belong to {credential.issuer!r}, not to {issuer!r}", state=state
-                )
-            if credential.private_key_pem is not None:
-                return Identity(
-                    issuer=issuer,
-                    client_id=credential.client_id,
-                    method="private_key_jwt",
-                    private_key_pem=credential.private_key_pem,
-                    signing_algorithm=credential.signing_algorithm,
-                )
-            return Identity(
-                issuer=issuer,
-                client_id=credential.client_id,
-                method="client_secret_basic",
-                client_secret=credential.client_secret,
-            )
-        if isinstance(credential, JwtBearer):
-            return Identity(issuer=issuer, client_id=credential.client_id, method="none")
-        if isinstance(credential, EnterpriseManaged):
-            method = oauth.pre_registered_auth_method(metadata, has_secret=True)
-            return Identity(
-                issuer=issuer, client_id=credential.client_id, method=method, client_secret=credential.client_secret
-            )
-        pre_registered: tuple[oauth.PreRegisteredClient, ...] = ()
-        if credential.client_id is not None and credential.client_issuer is not None:
-            pre_registered = (
-                oauth.PreRegisteredClient(
-                    issuer=credential.client_issuer,
-                    client_id=credential.client_id,
-                    client_secret=credential.client_secret,
-                    token_endpoint_auth_method=credential.token_endpoint_auth_method,
-                ),
-            )
-        how = oauth.choose_client_identification(
-            metadata, pre_registered=pre_registered, client_metadata_url=credential.client_metadata_url
-        )
-        if how is oauth.ClientIdentification.pre_registered:
-            assert credential.client_id is not None
-            method = oauth.pre_registered_auth_method(
-                metadata,
-                has_secret=credential.client_secret is not None,
-                configured=credential.token_endpoint_auth_method,
-            )
-            return Identity(
-                issuer=issuer, client_id=credential.client_id, method=method, client_secret=credential.client_secret
-            )
-        if how is oauth.ClientIdentification.client_metadata_document:
-            assert credential.client_metadata_url is not None
-            return Identity(issuer=issuer, client_id=credential.client_metadata_url, method="none")
-        record = await self.binding.store.get(registration_key(issuer))
-        registration = oauth.ClientRegistration.from_dict(record) if record is not None else None
-        if registration is None or registration.issuer != issuer:
-            return None
-        return Identity(
-            issuer=issuer,
-            client_id=registration.client_id,
-            method=registration.token_endpoint_auth_method,
-            client_secret=registration.client_secret,
-        )
+        await self.binding.keep(tokens, bound)
 
     # --- one effect per state; each returns the trigger naming what happened ---------------------------
 
@@ -452,14 +289,14 @@ class AuthorizationFlow:
             if self.entry is Entry.forbidden and self.issuer is not None:
                 # Remembered for the connection, so a later identical challenge costs no authorization
                 # (specs/authorization.md, "A scope that never suffices").
-                binding.stepped_up.add((self.issuer, frozenset(challenged)))
+                binding.step_up_failed(self.issuer, challenged)
             self.error = AuthorizationError(
                 f"the MCP server answered HTTP {status} to the request resent after authorization", state=state
             )
             return Trigger.challenged_again
         if self.entry is Entry.unauthorized:
             return Trigger.unauthorized
-        if self.issuer is not None and (self.issuer, frozenset(challenged)) in binding.stepped_up:
+        if self.issuer is not None and binding.stepped_up(self.issuer, challenged):
             self.error = AuthorizationError(
                 f"HTTP 403 insufficient_scope for {' '.join(challenged) or 'no scope'!r} again, after a step-up"
                 " with it already failed on this connection",
@@ -467,20 +304,20 @@ class AuthorizationFlow:
             )
             return Trigger.already_stepped_up
         # SEP-2350: the union of what was requested for the held token and what is challenged, in order.
-        self.scopes = oauth.step_up_scopes(binding.requested, challenged)
+        self.scopes = step_up_scopes(binding.requested, challenged)
         if binding.interactive and self.metadata is not None and self.identity is not None:
             return Trigger.insufficient_scope
         return Trigger.scope_challenged
 
     async def _discovering_resource(self) -> Trigger:
-        state = oauth.DISCOVERING_RESOURCE
+        state = State.discovering_resource
         mcp_url = self.binding.mcp_url
         try:
-            found: oauth.ProtectedResourceMetadata | None = None
-            tried = oauth.protected_resource_metadata_urls(mcp_url, self.challenge)
+            found: ProtectedResourceMetadata | None = None
+            tried = protected_resource_metadata_urls(mcp_url, self.challenge)
             for url in tried:
-                answer = await self._get(url, oauth.METADATA_REQUEST_HEADERS, state)
-                found = oauth.read_protected_resource_metadata(answer.status, answer.body)
+                answer = await self._get(url, METADATA_REQUEST_HEADERS, state)
+                found = read_protected_resource_metadata(answer.status, answer.body)
                 if found is not None:
                     break
             if found is None:
@@ -494,7 +331,7 @@ class AuthorizationFlow:
                 self.resource = None
                 self._choose_scopes(None)
                 return Trigger.resource_metadata_absent
-            oauth.check_resource(found, mcp_url)
+            check_resource(found, mcp_url)
         except AuthorizationError as exc:
             return self._refuse(exc)
         self.resource_metadata = found
@@ -502,35 +339,33 @@ class AuthorizationFlow:
         self._choose_scopes(found)
         return Trigger.resource_found
 
-    def _choose_scopes(self, resource_metadata: oauth.ProtectedResourceMetadata | None) -> None:
+    def _choose_scopes(self, resource_metadata: ProtectedResourceMetadata | None) -> None:
         configured = self.binding.credential.scopes
         if self.entry is Entry.forbidden:
             return  # the step-up union was chosen in `starting`
         if configured is not None:
             self.scopes = configured
         else:
-            self.scopes = oauth.requested_scopes(self.challenge, resource_metadata)
+            self.scopes = requested_scopes(self.challenge, resource_metadata)
 
     async def _discovering_issuer(self) -> Trigger:
-        state = oauth.DISCOVERING_ISSUER
+        state = State.discovering_issuer
         binding = self.binding
         try:
             if self.legacy:
-                answer = await self._get(
-                    oauth.legacy_metadata_url(binding.mcp_url), oauth.LEGACY_METADATA_HEADERS, state
-                )
-                metadata = oauth.read_legacy_authorization_server_metadata(
+                answer = await self._get(legacy_metadata_url(binding.mcp_url), LEGACY_METADATA_HEADERS, state)
+                metadata = read_legacy_authorization_server_metadata(
                     answer.status, answer.body, mcp_url=binding.mcp_url
                 )
                 self.issuer = metadata.issuer
             else:
                 assert self.resource_metadata is not None
-                issuer = oauth.choose_authorization_server(self.resource_metadata, await self._known_issuers())
+                issuer = choose_authorization_server(self.resource_metadata, await self._known_issuers())
                 self.issuer = issuer
-                found: oauth.AuthorizationServerMetadata | None = None
-                for url in oauth.authorization_server_metadata_urls(issuer):
-                    answer = await self._get(url, oauth.METADATA_REQUEST_HEADERS, state)
-                    found = oauth.read_authorization_server_metadata(
+                found: AuthorizationServerMetadata | None = None
+                for url in authorization_server_metadata_urls(issuer):
+                    answer = await self._get(url, METADATA_REQUEST_HEADERS, state)
+                    found = read_authorization_server_metadata(
                         answer.status, answer.body, expected_issuer=issuer, authorization_code=binding.interactive
                     )
                     if found is not None:
@@ -539,7 +374,7 @@ class AuthorizationFlow:
                     raise AuthorizationError(f"no authorization server metadata for issuer {issuer!r}", state=state)
                 metadata = found
             if binding.dpop_key is not None:
-                oauth.dpop_signing_algorithm(metadata, self.resource_metadata)
+                dpop_signing_algorithm(metadata, self.resource_metadata)
         except AuthorizationError as exc:
             return self._refuse(exc)
         self.metadata = metadata
@@ -554,7 +389,7 @@ class AuthorizationFlow:
             self.identity = None
         if held is None:
             record = await binding.store.get(tokens_key(metadata.issuer, self.resource))
-            held = oauth.TokenSet.from_dict(record) if record is not None else None
+            held = TokenSet.from_dict(record) if record is not None else None
         if held is not None and held.resource == self.resource and held.refresh_token is not None:
             self.previous = held
             return Trigger.issuer_kept
@@ -577,13 +412,13 @@ class AuthorizationFlow:
         return known
 
     async def _refreshing(self) -> Trigger:
-        state = oauth.REFRESHING
+        state = State.refreshing
         binding = self.binding
         previous = self.previous
         assert previous is not None and previous.refresh_token is not None and self.metadata is not None
         refresh_token = previous.refresh_token
         try:
-            identity = self.identity or await self._known_identity()
+            identity = self.identity or await known_identity(self.binding.credential, self.metadata, self.binding.store)
         except AuthorizationError as exc:
             return self._refuse(exc)
         if identity is None:
@@ -595,9 +430,9 @@ class AuthorizationFlow:
         # A refresh asks for no scope (OAuth 2.1 §4.3): the token keeps what was requested for it.
         self.scopes = binding.requested or previous.scopes
 
-        def build() -> oauth.TokenRequest:
+        def build() -> TokenRequest:
             client = identity.authentication(now=self.port.now())
-            return oauth.refresh_request(metadata, client, refresh_token=refresh_token, resource=previous.resource)
+            return refresh_request(metadata, client, refresh_token=refresh_token, resource=previous.resource)
 
         try:
             answer = await self._token(build, state)
@@ -613,13 +448,13 @@ class AuthorizationFlow:
         return Trigger.refreshed
 
     async def _registering(self) -> Trigger:
-        state = oauth.REGISTERING
+        state = State.registering
         binding = self.binding
         credential = binding.credential
         assert self.metadata is not None
         metadata = self.metadata
         try:
-            identity = await self._known_identity()
+            identity = await known_identity(self.binding.credential, self.metadata, self.binding.store)
             if identity is None:
                 assert isinstance(credential, OAuth)
                 identity = await self._register(credential, metadata, state)
@@ -627,25 +462,25 @@ class AuthorizationFlow:
             return self._refuse(exc)
         self.identity = identity
         if isinstance(credential, OAuth):
-            self.scopes = oauth.with_offline_access(self.scopes, metadata, refresh_wanted=credential.offline_access)
+            self.scopes = with_offline_access(self.scopes, metadata, refresh_wanted=credential.offline_access)
             return Trigger.identified
         if isinstance(credential, EnterpriseManaged):
             return Trigger.identified_enterprise
         return Trigger.identified_headless
 
-    async def _register(self, credential: OAuth, metadata: oauth.AuthorizationServerMetadata, state: str) -> Identity:
+    async def _register(self, credential: OAuth, metadata: AuthorizationServerMetadata, state: str) -> Identity:
         # RFC 7591 dynamic registration; SEP-837: a client on the user's machine is a native application.
         endpoint = metadata.registration_endpoint
         if endpoint is None:
             raise AuthorizationError(f"{metadata.issuer!r} offers no client registration", state=state)
-        method = oauth.registration_auth_method(metadata)
-        document = oauth.registration_request(
+        method = registration_auth_method(metadata)
+        document = registration_request(
             client_name=credential.client_name,
             redirect_uris=[credential.redirect_uri],
             token_endpoint_auth_method=method,
         )
         answer = await self._post(endpoint, _JSON_HEADERS, json.dumps(document).encode(), state)
-        registration = oauth.read_registration_response(
+        registration = read_registration_response(
             answer.status, answer.body, issuer=metadata.issuer, requested_method=method
         )
         # Stored at once: a finished registration outlives a flow cancelled later (specs/authorization.md,
@@ -659,38 +494,38 @@ class AuthorizationFlow:
         )
 
     async def _asserting(self) -> Trigger:
-        state = oauth.ASSERTING
+        state = State.asserting
         credential = self.binding.credential
         assert isinstance(credential, EnterpriseManaged) and self.metadata is not None
-        request = oauth.token_exchange_request(
+        request = token_exchange_request(
             credential.idp_token_endpoint,
-            oauth.ClientAuthentication(client_id=credential.idp_client_id),
+            ClientAuthentication(client_id=credential.idp_client_id),
             subject_token=credential.idp_id_token,
             audience=self.metadata.issuer,
             resource=self.resource,
             scopes=self.scopes,
         )
-        self._sending(request)
+        self.sent = self.sent.with_request(request)
         try:
             answer = await self._post(request.url, request.headers, request.body, state)
-            self.assertion = oauth.read_token_exchange_response(answer.status, answer.body)
+            self.assertion = read_token_exchange_response(answer.status, answer.body)
         except AuthorizationError as exc:
             return self._refuse(exc)
         return Trigger.asserted
 
     async def _authorizing(self) -> Trigger:
-        state = oauth.AUTHORIZING
+        state = State.authorizing
         credential = self.binding.credential
         assert isinstance(credential, OAuth) and self.metadata is not None and self.identity is not None
         try:
-            request = oauth.authorization_request(
+            request = authorization_request(
                 self.metadata,
                 client_id=self.identity.client_id,
                 redirect_uri=credential.redirect_uri,
                 resource=self.resource,
                 scopes=self.scopes,
-                state=oauth.new_state(),
-                code_verifier=oauth.new_code_verifier(),
+                state=new_state(),
+                code_verifier=new_code_verifier(),
             )
             try:
                 redirect = await self.port.authorize(request.url)
@@ -704,14 +539,14 @@ class AuthorizationFlow:
                 raise AuthorizationError(
                     f"authorize returned a {type(redirect).__name__}, not the redirect URL", state=state
                 )
-            self.code = oauth.read_authorization_response(request, redirect)
+            self.code = read_authorization_response(request, redirect)
         except AuthorizationError as exc:
             return self._refuse(exc)
         self.request = request
         return Trigger.redirected
 
     async def _exchanging(self) -> Trigger:
-        state = oauth.EXCHANGING
+        state = State.exchanging
         credential = self.binding.credential
         identity = self.identity
         assert self.metadata is not None and identity is not None
@@ -719,17 +554,15 @@ class AuthorizationFlow:
         try:
             assertion = await self._grant_assertion(credential, state)
 
-            def build() -> oauth.TokenRequest:
+            def build() -> TokenRequest:
                 client = identity.authentication(now=self.port.now())
                 if isinstance(credential, OAuth):
                     assert self.request is not None and self.code is not None
-                    return oauth.code_exchange_request(metadata, client, request=self.request, code=self.code)
+                    return code_exchange_request(metadata, client, request=self.request, code=self.code)
                 if isinstance(credential, ClientCredentials):
-                    return oauth.client_credentials_request(
-                        metadata, client, resource=self.resource, scopes=self.scopes
-                    )
+                    return client_credentials_request(metadata, client, resource=self.resource, scopes=self.scopes)
                 assert assertion is not None
-                return oauth.jwt_bearer_request(
+                return jwt_bearer_request(
                     metadata, client, assertion=assertion, resource=self.resource, scopes=self.scopes
                 )
 
@@ -800,7 +633,6 @@ class AuthorizationFlow:
                 scopes=self.scopes,
             )
         )
-
 
 
 _EFFECTS: Final[Mapping[str, Effect[AuthorizationFlow, Trigger]]] = {

@@ -459,7 +459,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "RFC 9207, and the extensions for client credentials, workload identity, enterprise-managed "
         "authorization and DPoP). Every flow is one run of the machine defined once in "
         "`mcpfsm/_machines/authorization.py`; the driver (`mcpfsm/_drivers/authorization.py`) performs one "
-        "effect per state with the pure functions of `mcpfsm/_core/oauth.py` and publishes one `AuthEvent` "
+        "effect per state with the pure functions of `mcpfsm/_core/oauth/` and publishes one `AuthEvent` "
         "per state entered, on the same channels as the tool calls' `CallEvent`s. The session layer "
         "(`mcpfsm/_client/authorization.py`) decides when a flow runs: on a 401, on a 403 "
         "`insufficient_scope`, or before sending with a token about to expire; one flow per client at a "

@@ -23,7 +23,7 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from .._core.errors import TransportError
-from .._core.oauth import Answer
+from .._core.oauth.answers import Answer
 
 if TYPE_CHECKING:
     import httpx
