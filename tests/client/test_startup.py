@@ -21,7 +21,7 @@ def fresh_python(code: str, *arguments: str) -> Any:
     """Run ``code`` in a fresh interpreter from the repository root; the JSON it prints."""
     done = subprocess.run(
         [sys.executable, "-c", code, *arguments],
-        cwd=Path(__file__).resolve().parent.parent,
+        cwd=Path(__file__).resolve().parents[2],
         capture_output=True,
         text=True,
         timeout=60,

@@ -13,7 +13,7 @@ import mcpfsm
 from mcpfsm._core import oauth
 from mcpfsm._drivers.audit import AuditBus
 from mcpfsm._drivers.authorization import AuthorizationFlow, Entry
-from tests.test_authorization_unit import AS, AS_URL, MCP, METADATA, PRM, PRM_URL, Port, binding
+from tests.drivers.test_authorization_unit import AS, AS_URL, MCP, METADATA, PRM, PRM_URL, Port, binding
 
 
 def test_every_held_value_is_redacted_as_is_and_percent_encoded_longest_first() -> None:

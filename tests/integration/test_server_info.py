@@ -20,7 +20,7 @@ from mcpfsm._tooling.cli.tools import render_instructions
 from mcpfsm._tooling.peer import PEER_INSTRUCTIONS, PEER_NAME, PEER_TITLE, PEER_VERSION
 from tests.fakeserver import MODERN, URL, FakeServer, result, rpc_error
 from tests.peer.fixtures import HttpPeer, start_http_peer
-from tests.test_cli import mcpfsm as run_cli
+from tests.tooling.test_cli import mcpfsm as run_cli
 
 LEGACY: Final = "2025-11-25"
 PEER_CAPABILITIES: Final = {

@@ -18,7 +18,7 @@ import pytest
 
 from mcpfsm._tooling.cli.elicit import TerminalElicitation, shown
 from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-from tests.test_cli import Run, mcpfsm
+from tests.tooling.test_cli import Run, mcpfsm
 
 LEGACY = "2025-11-25"
 ASK_NAME = "mcpfsm: the server asks: What is your name?\n  Answer it? [Y]es / [n]o (decline) / [c]ancel: \n"

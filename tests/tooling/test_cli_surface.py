@@ -12,7 +12,7 @@ import pytest
 
 from mcpfsm._tooling.cli import Exit
 from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-from tests.test_cli import Run, mcpfsm, one_error_line
+from tests.tooling.test_cli import Run, mcpfsm, one_error_line
 
 STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
 

@@ -14,7 +14,7 @@ from mcpfsm._tooling import diagram
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND, CheckReport, GraphvizNotFound, check_all, svg, write_all
 from mcpfsm._tooling.render import banner, dot, expected_structure, mermaid, svg_structure
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 INSTALL_GRAPHVIZ = (
     "Graphviz `dot` is not on PATH; install graphviz (e.g. `apt-get install graphviz`, "
     "`brew install graphviz`) to render the SVG diagrams"

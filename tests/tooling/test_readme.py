@@ -15,7 +15,7 @@ from typing import Final
 from mcpfsm._tooling.peer_process import run_authserver
 from tests.peer.fixtures import start_http_peer
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 

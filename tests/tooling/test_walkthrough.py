@@ -14,7 +14,7 @@ from mcpfsm._tooling.diagram import REGENERATE_COMMAND
 from mcpfsm._tooling.render import mermaid
 from mcpfsm._tooling.walkthrough import PeerUnavailable, render
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "tool-call.md"
 
 MISMATCH = "`Mcp-Param header mismatch injected by the test peer for 'execute-sql'`"

@@ -12,7 +12,7 @@ from mcpfsm._tooling import walkthrough_auth
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND
 from mcpfsm._tooling.render import mermaid
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "authorization.md"
 
 
