@@ -19,7 +19,7 @@ import trio.testing
 
 import mcpfsm
 from tests.fakeserver import FakeServer, blocks, result, rpc_error
-from tests.transports.test_server_requests import ELICIT, LegacyFake, done, request, sse_event
+from tests.legacyfake import ELICIT, LegacyFake, done, request, sse_event
 
 FORM: Final = {"message": "Who is asking?", "requestedSchema": {"type": "object", "properties": {}}}
 ASK: Final = {

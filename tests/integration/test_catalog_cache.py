@@ -7,7 +7,6 @@ Cache hints come from the peer's ``cache_hints`` control action (SEP-2549: ``ttl
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
@@ -16,25 +15,13 @@ import trio
 import mcpfsm
 from mcpfsm._core.cache import CacheStats
 from tests.fakeserver import FakeServer, result, rpc_error
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
 HOUR: Final = {"ttlMs": 3_600_000, "cacheScope": "private"}
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics", "region": "eu"}
 STORM: Final = 200
-
-
-@pytest.fixture(scope="module")
-def dual() -> Iterator[HttpPeer]:
-    with start_http_peer() as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(dual: HttpPeer) -> HttpPeer:
-    dual.control({"action": "reset"})
-    return dual
 
 
 def counted(peer: HttpPeer) -> Counter[str]:

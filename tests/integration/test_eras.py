@@ -16,26 +16,12 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.peer.fixtures import TOOLS, HttpPeer, start_http_peer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 POST: Final = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-TOOLS: Final = [
-    "execute-sql",
-    "echo",
-    "slow",
-    "fail",
-    "ask-name",
-    "ask-model",
-    "list-roots",
-    "interview",
-    "ask-url",
-    "state-only",
-    "echo-state",
-    "elicit-defaults",
-]
 SLOW_PROGRESS: Final = [
     ("notifications/progress", {"progress": step, "total": 4, "message": f"step {step} of 4"}) for step in range(1, 5)
 ]

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -23,12 +22,6 @@ def named(tools: mcpfsm.ToolList, name: str) -> mcpfsm.Tool:
     tool = tools.get(name)
     assert tool is not None, tools.names
     return tool
-
-
-@pytest.fixture(scope="module")
-def dual() -> Iterator[HttpPeer]:
-    with start_http_peer() as peer:
-        yield peer
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
 from typing import Any, Final
 
 import httpx
@@ -18,9 +17,9 @@ import pytest
 import mcpfsm
 from mcpfsm._tooling.cli.tools import render_instructions
 from mcpfsm._tooling.peer import PEER_INSTRUCTIONS, PEER_NAME, PEER_TITLE, PEER_VERSION
+from tests.clirun import mcpfsm as run_cli
 from tests.fakeserver import MODERN, URL, FakeServer, result, rpc_error
 from tests.peer.fixtures import HttpPeer, start_http_peer
-from tests.tooling.test_cli import mcpfsm as run_cli
 
 LEGACY: Final = "2025-11-25"
 PEER_CAPABILITIES: Final = {
@@ -34,18 +33,6 @@ NOT_CONNECTED: Final = "the server is not known before the client connects: use 
 PINNED: Final = (
     "a client pinned to 2026-07-28 does not send server/discover when it connects: await client.discover() asks for it"
 )
-
-
-@pytest.fixture(scope="module")
-def dual() -> Iterator[HttpPeer]:
-    with start_http_peer() as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(dual: HttpPeer) -> HttpPeer:
-    dual.control({"action": "reset"})
-    return dual
 
 
 def rpc_methods(peer: HttpPeer) -> list[str | None]:

@@ -15,7 +15,7 @@ import trio.testing
 import mcpfsm
 from mcpfsm import StdioTransport
 from mcpfsm._core.lines import LineFramer
-from tests.peer.fixtures import REPO_ROOT
+from tests.peer.fixtures import REPO_ROOT, TOOLS
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -65,20 +65,7 @@ async def test_the_script_runs_over_stdio_with_annotations_inert(
             version = client.protocol_version
 
     assert version == era
-    assert tools.names == [
-        "execute-sql",
-        "echo",
-        "slow",
-        "fail",
-        "ask-name",
-        "ask-model",
-        "list-roots",
-        "interview",
-        "ask-url",
-        "state-only",
-        "echo-state",
-        "elicit-defaults",
-    ]
+    assert tools.names == TOOLS
     assert (tools.excluded, sql.mirrored) == ((), {})
     assert (by_tool.text, by_tool.structured_content, by_tool.is_error) == EXECUTED
     assert (by_name.text, by_name.structured_content, by_name.is_error) == EXECUTED

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
@@ -18,7 +17,7 @@ import trio
 import mcpfsm
 from mcpfsm._core.jsonrpc import Notification
 from mcpfsm._core.surface import Prompt, PromptArgument, Resource, ResourceTemplate
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -56,18 +55,6 @@ PROMPTS: Final = [
     ),
     Prompt(name="ask-greet", description="Asks who is asking (an input round), then greets", raw={}),
 ]
-
-
-@pytest.fixture(scope="module")
-def dual() -> Iterator[HttpPeer]:
-    with start_http_peer() as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(dual: HttpPeer) -> HttpPeer:
-    dual.control({"action": "reset"})
-    return dual
 
 
 def wire(peer: HttpPeer) -> list[tuple[str, str | None, int | None, str | None, str | None]]:

@@ -5,7 +5,6 @@ Unit cases against the ``FakeServer``, and the official SDK's server listing a t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
@@ -13,7 +12,7 @@ import pytest
 import mcpfsm
 from mcpfsm._tooling.peer_surface import WEATHER_SCHEMA
 from tests.fakeserver import FakeServer
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.peer.fixtures import HttpPeer
 
 SCHEMA: Final = {"type": "object", "properties": {}}
 DEFAULTS: Final = (None, False, True, False, True)
@@ -107,10 +106,9 @@ def test_annotations_default_to_the_specification_and_compare_by_hint() -> None:
 
 
 @pytest.fixture(scope="module")
-def dual() -> Iterator[HttpPeer]:
-    with start_http_peer() as peer:
-        peer.control({"action": "output_tools"})
-        yield peer
+def dual(dual: HttpPeer) -> HttpPeer:
+    dual.control({"action": "output_tools"})
+    return dual
 
 
 @pytest.mark.parametrize("era", ["2026-07-28", "2025-11-25"])

@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,42 +18,11 @@ import pytest
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.cli.tools import render_tools
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.clirun import Run, mcpfsm, one_error_line
+from tests.peer.fixtures import INPUT_TOOLS, REPO_ROOT, TOOLS, HttpPeer, start_http_peer
 
 STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
 SQL_ARGS = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
-
-
-@dataclass(frozen=True, slots=True)
-class Run:
-    code: int
-    stdout: str
-    stderr: str
-
-
-def mcpfsm(*args: str, cwd: Path = REPO_ROOT, stdin: str | None = None) -> Run:
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    done = subprocess.run(
-        [sys.executable, "-m", "mcpfsm", *args],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        timeout=60,
-        check=False,
-    )
-    return Run(done.returncode, done.stdout, done.stderr)
-
-
-def one_error_line(run: Run) -> str:
-    """The run's stderr, checked to be exactly one `mcpfsm: error:` line and no traceback."""
-    assert "Traceback" not in run.stderr
-    lines = run.stderr.splitlines()
-    assert len(lines) == 1, run.stderr
-    assert lines[0].startswith("mcpfsm: error: ")
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -100,16 +68,6 @@ def test_console_script_is_installed() -> None:
 # --- tools ---------------------------------------------------------------------------------------------
 
 # The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
-INPUT_TOOLS = [
-    "ask-name",
-    "ask-model",
-    "list-roots",
-    "interview",
-    "ask-url",
-    "state-only",
-    "echo-state",
-    "elicit-defaults",
-]
 TOOLS_TABLE = """\
 TOOL             MIRRORED HEADERS (argument -> header)
 execute-sql      /database -> Mcp-Param-Database
@@ -368,7 +326,7 @@ def test_stdio_tools_keep_annotations_inert() -> None:
     assert run == Run(
         0,
         "TOOL             MIRRORED HEADERS (argument -> header)\n"
-        + "".join(f"{name:<15}  -\n" for name in ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS])
+        + "".join(f"{name:<15}  -\n" for name in TOOLS)
         + "(this connection does not mirror: x-mcp-header annotations are inert on stdio and legacy)\n"
         "excluded: none\n",
         "",
@@ -559,7 +517,7 @@ def test_usage_errors(peer: HttpPeer, args: list[str], message: str) -> None:
 def test_unknown_tool(peer: HttpPeer) -> None:
     run = mcpfsm("call", peer.url, "nope")
     assert (run.code, run.stdout) == (Exit.unknown_tool, "")
-    listed = ", ".join(["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS])
+    listed = ", ".join(TOOLS)
     assert one_error_line(run) == f"mcpfsm: error: unknown tool 'nope'; the server lists: {listed}"
 
 

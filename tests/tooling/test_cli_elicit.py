@@ -12,13 +12,12 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from mcpfsm._tooling.cli.elicit import TerminalElicitation, shown
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-from tests.tooling.test_cli import Run, mcpfsm
+from tests.clirun import Run, mcpfsm
+from tests.peer.fixtures import REPO_ROOT, HttpPeer
 
 LEGACY = "2025-11-25"
 ASK_NAME = "mcpfsm: the server asks: What is your name?\n  Answer it? [Y]es / [n]o (decline) / [c]ancel: \n"
@@ -26,18 +25,6 @@ NAME_FIELD = "  Name (string, required) [Ada]: \n"
 URL_LINES = (
     "mcpfsm: the server asks you to visit a URL: Sign in to continue.\n  https://example.test/sign-in?session=42\n"
 )
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="dual") as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(server: HttpPeer) -> HttpPeer:
-    server.control({"action": "reset"})
-    return server
 
 
 def structured(run: Run) -> object:

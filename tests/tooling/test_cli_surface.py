@@ -6,27 +6,14 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
 from mcpfsm._tooling.cli import Exit
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-from tests.tooling.test_cli import Run, mcpfsm, one_error_line
+from tests.clirun import Run, mcpfsm, one_error_line
+from tests.peer.fixtures import REPO_ROOT, HttpPeer
 
 STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer() as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(server: HttpPeer) -> HttpPeer:
-    server.control({"action": "reset"})
-    return server
 
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.peer.fixtures import INPUT_TOOLS, TOOLS, HttpPeer, start_http_peer
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -31,16 +31,6 @@ MISSING_SESSION = {
 SQL_HEADERS = {"Mcp-Param-Database": "analytics", "Mcp-Param-Read-Only": "true"}
 
 # The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
-INPUT_TOOLS = [
-    "ask-name",
-    "ask-model",
-    "list-roots",
-    "interview",
-    "ask-url",
-    "state-only",
-    "echo-state",
-    "elicit-defaults",
-]
 
 
 def modern_post(
@@ -78,18 +68,6 @@ def mismatch_body(message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 1, "error": {"code": -32020, "message": message}}
 
 
-@pytest.fixture(scope="module")
-def dual_peer() -> Iterator[HttpPeer]:
-    with start_http_peer() as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(dual_peer: HttpPeer) -> HttpPeer:
-    dual_peer.control({"action": "reset"})
-    return dual_peer
-
-
 def test_modern_discover_answer(peer: HttpPeer) -> None:
     response = modern_post(peer, "server/discover")
 
@@ -119,7 +97,7 @@ def test_modern_discover_answer(peer: HttpPeer) -> None:
 def test_modern_tools_list_shows_x_mcp_header_annotations(peer: HttpPeer) -> None:
     result = modern_post(peer, "tools/list").json()["result"]
 
-    assert [tool["name"] for tool in result["tools"]] == ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
+    assert [tool["name"] for tool in result["tools"]] == TOOLS
     assert "nextCursor" not in result
     assert result["tools"][0]["inputSchema"] == {
         "type": "object",
@@ -287,7 +265,7 @@ def test_remove_drops_the_tool_from_the_listing_and_reset_restores_it(peer: Http
         True,
         [{"type": "text", "text": "Unknown tool: echo"}],
     )
-    assert names_after_reset == ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
+    assert names_after_reset == TOOLS
 
 
 def test_paginate_splits_tools_list(peer: HttpPeer) -> None:
