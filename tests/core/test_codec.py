@@ -21,7 +21,7 @@ def b64(value: str) -> str:
     return "=?base64?" + base64.b64encode(value.encode("utf-8")).decode("ascii") + "?="
 
 
-# The SEP-2243 encoding examples, one row each (the booleans/integers row is covered in tests/test_plan.py).
+# The SEP-2243 encoding examples, one row each (the booleans/integers row is covered in tests/core/test_plan.py).
 SPEC_VECTORS = [
     pytest.param("us-west1", "us-west1", id="plain"),
     pytest.param("us west 1", "us west 1", id="interior-spaces"),

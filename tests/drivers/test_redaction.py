@@ -1,8 +1,8 @@
 """Held secrets never reach an ``AuthorizationError`` through the server's own text (RFC 6749 §5.2).
 
 The end-to-end cases (a careless local authorization server echoing client secrets, codes, verifiers and
-assertions) are in tests/test_authorization.py (``*-echoing``); here the pure rule and the refresh path of the
-driver against a scripted token endpoint.
+assertions) are in tests/integration/test_authorization.py (``*-echoing``); here the pure rule and the refresh
+path of the driver against a scripted token endpoint.
 """
 
 from __future__ import annotations

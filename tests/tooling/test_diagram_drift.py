@@ -121,7 +121,7 @@ def test_svg_without_graphviz_says_to_install_it(monkeypatch: pytest.MonkeyPatch
 
 
 def fake_walkthrough(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The real walkthrough runs the SDK server (tests/test_walkthrough.py covers it); here only the files count.
+    # The real walkthrough runs the SDK server (tests/tooling/test_walkthrough.py covers it); here only the files count.
     def walkthrough(name: str) -> Callable[[], str]:
         return lambda: f"# {name}\n"
 

@@ -3,7 +3,7 @@
 Each point runs on mcpfsm's own connection pool and, where it is the transport's business rather than
 the connection layer's, with httpx's ``AsyncHTTPTransport`` given as ``http_transport=`` too:
 User-Agent, Accept-Encoding and decoding, ``max_response_bytes``, no silent resend, strict framing,
-legacy session ids. TLS and proxies are the connection layer's: ``tests/test_http_tls_proxies.py``.
+legacy session ids. TLS and proxies are the connection layer's: ``tests/transports/test_http_tls_proxies.py``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A raw socket server answers every request with ``401`` and a Bearer challenge (RFC 9110 §15.5.2; MCP
 2026-07-28 "Authorization"). With ``auth=`` credentials that run flows the 401 starts one instead
-(tests/test_authorization.py); these are the cases where nothing answers it.
+(tests/integration/test_authorization.py); these are the cases where nothing answers it.
 """
 
 from __future__ import annotations
