@@ -8,7 +8,7 @@ import hashlib
 import json
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit
 
 import jwt
@@ -25,22 +25,50 @@ from .scenario import (
     NonceNeeded,
     ProofRejected,
     Rejected,
+    Scenario,
     _echo,
     b64url,
     load_public_key,
 )
 
-if TYPE_CHECKING:
-    from .world import World
+__all__ = ["AuthorizationServer", "Holder"]
 
 
-__all__ = ["AuthorizationServer"]
+class Holder(Protocol):
+    """What an authorization server asks of the world that holds it (``world.World``)."""
+
+    @property
+    def scenario(self) -> Scenario:
+        """The scenario served."""
+
+    @property
+    def base(self) -> str:
+        """The served origin."""
+
+    @property
+    def resource(self) -> str:
+        """The protected resource's identifier."""
+
+    @property
+    def access_tokens(self) -> dict[str, Grant]:
+        """Every live access token, of either authorization server."""
+
+    def fresh_jti(self, jti: object) -> None:
+        """Refuse a ``jti`` seen before."""
+
+    def verify_proof(
+        self, proofs: list[str], *, method: str, url: str, nonce: str | None, access_token: str | None = None
+    ) -> str:
+        """Check a DPoP proof; return its key's thumbprint."""
+
+    def verify_id_jag(self, assertion: str, *, audience: str) -> dict[str, Any]:
+        """Verify an ID-JAG the world's IdP signed for ``audience``."""
 
 
 class AuthorizationServer:
     """One authorization server: metadata, clients, codes and the grants it issues."""
 
-    def __init__(self, world: World, *, issuer: str, prefix: str, metadata_paths: list[str]) -> None:
+    def __init__(self, world: Holder, *, issuer: str, prefix: str, metadata_paths: list[str]) -> None:
         self.world = world
         self.scenario = world.scenario
         self.issuer = issuer
