@@ -6,7 +6,7 @@ A ``transitions`` trigger builds an ``EventData``, walks the (empty) callback li
 model's state by name on every call, and a Machine (or a model added to a shared one) is needed per
 call, since a shared Machine would hold per-call state across trio tasks. The compiled dict
 (``CompiledMachine.advance``) costs a tuple hash per step and holds no state, while the Machine stays
-the source of truth: the table is read off a built Machine, and tests/test_machines.py checks that the
+the source of truth: the table is read off a built Machine, and tests/machines/test_machines.py checks that the
 two agree on every (state, trigger) pair of every machine.
 
 Each row is one successful tool call's three steps (resolved, planned, answered), or the cost of

@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh ``FakeServer`` and captured loguru records (as dicts or as (level, message))."""
+"""Shared fixtures: a fresh ``FakeServer``, the dual-mode test peer, and captured loguru records (as dicts or as
+(level, message))."""
 
 from __future__ import annotations
 
@@ -10,12 +11,27 @@ from loguru import logger
 
 # `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
 from tests.fakeserver import FakeServer
+from tests.peer.fixtures import HttpPeer, start_http_peer
 
 
 @pytest.fixture
 def fake() -> FakeServer:
     """A modern-era fake MCP server with no tools; tests set ``fake.tools`` and queue answers."""
     return FakeServer()
+
+
+@pytest.fixture(scope="module")
+def dual() -> Iterator[HttpPeer]:
+    """The test peer (official SDK) in dual mode, one per test module that asks for it."""
+    with start_http_peer() as peer:
+        yield peer
+
+
+@pytest.fixture
+def peer(dual: HttpPeer) -> HttpPeer:
+    """The module's dual-mode peer, reset (``{"action": "reset"}``) before each test."""
+    dual.control({"action": "reset"})
+    return dual
 
 
 @pytest.fixture

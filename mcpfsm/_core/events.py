@@ -241,7 +241,7 @@ class _Draft:
     # fills a draft with plain attribute stores (which CPython 3.11 specialises for slots) and then gives it
     # the class CallEvent — an assignment Python allows between classes of identical layout (the slots are
     # compared name by name; "__class__ assignment", Python Data Model §3.3.1). A changed field list makes
-    # that assignment raise TypeError on the first event; tests/test_events.py also compares the slots.
+    # that assignment raise TypeError on the first event; tests/drivers/test_events.py also compares the slots.
     __slots__ = CallEvent.__slots__
 
 
@@ -359,7 +359,7 @@ class AuthEvent(CallEvent):
         """Make the event: what the dataclass would generate.
 
         Written out because the generated ``__init__`` is a third of what creating this class costs when
-        ``import mcpfsm`` runs; tests/test_events.py checks that both take the same fields.
+        ``import mcpfsm`` runs; tests/drivers/test_events.py checks that both take the same fields.
         """
         _fill(
             self,

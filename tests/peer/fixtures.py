@@ -17,7 +17,7 @@ from typing import Final
 
 from mcpfsm._tooling.peer_process import PeerStartError, RunningPeer, run_peer
 
-__all__ = ["REPO_ROOT", "HttpPeer", "PeerStartError", "start_http_peer"]
+__all__ = ["INPUT_TOOLS", "REPO_ROOT", "TOOLS", "HttpPeer", "PeerStartError", "start_http_peer"]
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 """The repository root (where `python -m tests.peer.server` runs from, as the stdio tests do)."""
@@ -27,3 +27,18 @@ start_http_peer: Final = run_peer
 
 HttpPeer = RunningPeer
 """A running HTTP test peer; see `mcpfsm._tooling.peer_process.RunningPeer`."""
+
+INPUT_TOOLS: Final = [
+    "ask-name",
+    "ask-model",
+    "list-roots",
+    "interview",
+    "ask-url",
+    "state-only",
+    "echo-state",
+    "elicit-defaults",
+]
+"""The peer's tools that ask the client for input (`mcpfsm._tooling.peer_input`), in `tools/list` order."""
+
+TOOLS: Final = ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
+"""Every tool the peer lists after a reset, in `tools/list` order (`tests/peer/README.md`)."""

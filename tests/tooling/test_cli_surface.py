@@ -1,0 +1,154 @@
+"""``mcpfsm resources``, ``read``, ``prompts``, ``prompt`` and ``listen``, run for real against the SDK peer."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from mcpfsm._tooling.cli import Exit
+from tests.clirun import Run, mcpfsm, one_error_line
+from tests.peer.fixtures import REPO_ROOT, HttpPeer
+
+STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+def test_resources_table(peer: HttpPeer, protocol: str) -> None:
+    assert mcpfsm("resources", peer.url, "--protocol", protocol) == Run(
+        0,
+        "URI                    MIME              NAME    DESCRIPTION\n"
+        "res://static/readme    text/plain        readme  A static text resource\n"
+        "res://static/logo      image/png         logo    A static binary resource\n"
+        "res://items/{item_id}  application/json  item    One item by id (template)\n"
+        "res://ask/{key}        text/plain        ask     Asks who is asking (an input round) (template)\n",
+        "",
+    )
+
+
+def test_resources_json(peer: HttpPeer) -> None:
+    run = mcpfsm("resources", peer.url, "--json")
+    assert (run.code, run.stderr) == (0, "")
+    assert json.loads(run.stdout) == {
+        "resources": [
+            {"uri": "res://static/readme", "name": "readme", "description": "A static text resource",
+             "mimeType": "text/plain"},
+            {"uri": "res://static/logo", "name": "logo", "description": "A static binary resource",
+             "mimeType": "image/png"},
+        ],
+        "resourceTemplates": [
+            {"uriTemplate": "res://items/{item_id}", "name": "item", "description": "One item by id",
+             "mimeType": "application/json"},
+            {"uriTemplate": "res://ask/{key}", "name": "ask", "description": "Asks who is asking (an input round)",
+             "mimeType": "text/plain"},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("uri", "stdout"),
+    [
+        ("res://static/readme", "hello from a static resource\n"),
+        ("res://static/logo", "[12 bytes of image/png from res://static/logo]\n"),
+        ("res://items/7", '{\n  "id": "7",\n  "label": "item 7"\n}\n'),
+    ],
+)
+def test_read(peer: HttpPeer, uri: str, stdout: str) -> None:
+    assert mcpfsm("read", peer.url, uri) == Run(0, stdout, "")
+    assert [(e["jsonrpc_method"], e["headers"].get("mcp-name")) for e in peer.log()] == [
+        ("server/discover", None),
+        ("resources/read", uri),
+    ]
+
+
+def test_read_json_and_over_stdio() -> None:
+    run = mcpfsm("read", "--stdio", STDIO_SERVER, "res://static/logo", "--json")
+    assert (run.code, run.stderr) == (0, "")
+    assert json.loads(run.stdout)["contents"] == [
+        {"uri": "res://static/logo", "mimeType": "image/png", "blob": "iVBORw0KGgpmYWtl"}
+    ]
+
+
+def test_read_an_unknown_resource_exits_8(peer: HttpPeer) -> None:
+    run = mcpfsm("read", peer.url, "res://nope")
+    assert run.code == Exit.rpc_error
+    assert one_error_line(run) == "mcpfsm: error: the server answered JSON-RPC error -32602: Unknown resource: res://nope"
+
+
+def test_prompts_and_prompt(peer: HttpPeer) -> None:
+    assert mcpfsm("prompts", peer.url) == Run(
+        0,
+        "PROMPT     ARGUMENTS     DESCRIPTION\n"
+        "greet      name*, style  Greeting prompt with arguments\n"
+        "ask-greet  -             Asks who is asking (an input round), then greets\n",
+        "",
+    )
+    assert mcpfsm("prompt", peer.url, "greet", "--args", '{"name": "Ada", "style": "fancy"}') == Run(
+        0, "# Greeting prompt with arguments\nuser: Say hello to Ada in a fancy style.\n", ""
+    )
+    run = mcpfsm("prompt", peer.url, "greet", "--args", '{"name": "Ada"}', "--json")
+    assert json.loads(run.stdout)["messages"] == [
+        {"role": "user", "content": {"type": "text", "text": "Say hello to Ada in a plain style."}}
+    ]
+    assert [(e["jsonrpc_method"], e["headers"].get("mcp-name")) for e in peer.log()] == [
+        ("server/discover", None),
+        ("prompts/list", None),
+        ("server/discover", None),
+        ("prompts/get", "greet"),
+        ("server/discover", None),
+        ("prompts/get", "greet"),
+    ]
+
+
+def test_prompt_arguments_must_be_strings(peer: HttpPeer) -> None:
+    run = mcpfsm("prompt", peer.url, "greet", "--args", '{"name": 1}')
+    assert run.code == Exit.usage
+    assert one_error_line(run) == "mcpfsm: error: --args: prompt arguments are strings; 'name' is a JSON number"
+    assert peer.log() == []
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+def test_listen_prints_json_lines_until_interrupted(peer: HttpPeer, protocol: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcpfsm", "listen", peer.url, "--protocol", protocol, "--tools"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None and process.stdout is not None
+        assert process.stderr.readline() == 'mcpfsm: listening: {"toolsListChanged": true}\n'
+        peer.control({"action": "prompts_changed"})  # not asked for
+        peer.control({"action": "tools_changed"})
+        line = json.loads(process.stdout.readline())
+        process.send_signal(signal.SIGINT)
+        code = process.wait(timeout=30)
+        rest = process.stdout.read(), process.stderr.read()
+    finally:
+        process.kill()
+        process.wait()
+        for stream in (process.stdout, process.stderr):
+            if stream is not None:
+                stream.close()
+
+    assert line["method"] == "notifications/tools/list_changed"
+    if protocol == "2026-07-28":
+        [listen] = [e["id"] for e in peer.log() if e["jsonrpc_method"] == "subscriptions/listen"]
+        assert line["params"] == {"_meta": {"io.modelcontextprotocol/subscriptionId": listen}}
+    else:
+        assert line["params"] == {}
+    assert (code, rest) == (0, ("", ""))
+
+
+@pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
+def test_prompt_and_read_answer_the_servers_question_at_the_terminal(peer: HttpPeer, protocol: str) -> None:
+    assert mcpfsm("prompt", peer.url, "ask-greet", "--protocol", protocol, stdin="y\nGrace\n").stdout == (
+        "# Asks who is asking (an input round), then greets\nuser: Say hello to Grace.\n"
+    )
+    assert mcpfsm("read", peer.url, "res://ask/k1", "--protocol", protocol, "--yes") == Run(
+        0, "k1 for Ada\n", "mcpfsm: the server asks: Who is asking?\nmcpfsm: accepted with the defaults (--yes)\n"
+    )
