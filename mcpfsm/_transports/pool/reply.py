@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 import trio
 
@@ -17,15 +17,25 @@ from ..._core.h1 import H1Error, ResponseReader
 from .connection import Connection
 from .errors import WireError
 from .http11 import receive
-from .interfaces import RECEIVE_BYTES
+from .interfaces import RECEIVE_BYTES, Timeouts
 
-if TYPE_CHECKING:
-    from .connection_pool import ConnectionPool
-
-__all__ = ["WireReply"]
+__all__ = ["Pool", "WireReply"]
 
 # Bytes already in the socket come back at once; this only bounds a TLS record that is incomplete.
 _DRAIN_SECONDS: Final = 0.001
+
+
+class Pool(Protocol):
+    """What a reply needs of its pool (``ConnectionPool``): the read timeout, and taking the connection back."""
+
+    @property
+    def timeouts(self) -> Timeouts:
+        """The timeout of each wait."""
+        ...
+
+    def release(self, connection: Connection, *, reusable: bool) -> None:
+        """Take ``connection`` back: idle for reuse when ``reusable``, else closed."""
+        ...
 
 
 class WireReply:
@@ -49,7 +59,7 @@ class WireReply:
 
     def __init__(
         self,
-        pool: ConnectionPool,
+        pool: Pool,
         connection: Connection,
         reader: ResponseReader,
         deferred: BaseException | None = None,
