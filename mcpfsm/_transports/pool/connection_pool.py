@@ -153,7 +153,8 @@ class ConnectionPool:
             target = self._absolute_prefix + target
         if self._proxy_headers and self._tls is None:
             headers = [*headers, *self._proxy_headers]
-        # The request line, Host and the fixed headers, checked and joined once per (method, target, fixed).
+        # Hot path (bench/instructions.py): the request line, Host and the fixed headers, checked and joined once
+        # per (method, target, fixed).
         key = (method, target, id(fixed))
         known = self._prefixes.get(key)
         if known is None or known[0] is not fixed:
