@@ -53,7 +53,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcpfsm
-import mcpfsm._transports.http
+import mcpfsm._transports.http.routing
 from mcpfsm._core.constants import MODERN_VERSION
 from mcpfsm._core.jsonrpc import encode_request, modern_meta
 from tests.peer.fixtures import start_http_peer
@@ -225,7 +225,7 @@ async def mcpfsm_runner(url: str, max_connections: int | None = None) -> tuple[R
     if max_connections is not None:
         # A private knob, for measuring only: the pool of this client is made with this cap.
         # A hard cap of N connections, opened whenever none is idle (soft limit = hard limit).
-        module = mcpfsm._transports.http
+        module = mcpfsm._transports.http.routing
         defaults = module._MAX_CONNECTIONS, module._SOFT_CONNECTIONS
         module._MAX_CONNECTIONS = module._SOFT_CONNECTIONS = max_connections  # type: ignore[misc]
         client = mcpfsm.Client.http(url, on_event=recorder)
@@ -367,8 +367,8 @@ if __name__ == "__main__":
         options.only = ["mcpfsm"]
     if options.max_connections is not None:
         # A private knob, for measuring only: a hard cap, opened whenever no connection is idle.
-        mcpfsm._transports.http._MAX_CONNECTIONS = options.max_connections  # type: ignore[misc]
-        mcpfsm._transports.http._SOFT_CONNECTIONS = options.max_connections  # type: ignore[misc]
+        mcpfsm._transports.http.routing._MAX_CONNECTIONS = options.max_connections  # type: ignore[misc]
+        mcpfsm._transports.http.routing._SOFT_CONNECTIONS = options.max_connections  # type: ignore[misc]
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     trio.run(main, options)
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

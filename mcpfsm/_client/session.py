@@ -48,6 +48,7 @@ from .._core.constants import (
     LOG_LEVEL_KEY,
     MODERN_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
+    is_long_lived,
     is_modern,
 )
 from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
@@ -69,7 +70,7 @@ from .._drivers.audit import AuditBus
 from .._drivers.input import WAITING_TOOL, InputHandlers
 from .._log import logger
 from .._transports.background import BackgroundTasks
-from .._transports.base import SESSION_HEADER, Reply, Transport
+from .._transports.base import SESSION_HEADER, OutgoingMessage, Reply, Transport
 from . import caching, negotiation
 from .notifications import NotificationHub
 from .telemetry import Telemetry
@@ -358,7 +359,9 @@ class Session:
             params = dict(params or {})
             meta = params.get("_meta")
             params["_meta"] = {**meta, **self._modern_meta()} if isinstance(meta, dict) else self._modern_meta()
-        message = encode_request(request_id, method, params)
+        message = OutgoingMessage(
+            encode_request(request_id, method, params), request_id, method, long_lived=is_long_lived(method)
+        )
         headers = plan.as_dict()
         session = self.session_id
         if session is not None:
@@ -453,7 +456,7 @@ class Session:
         headers = plan_request(method, params, protocol_version=self.version).as_dict()
         if self.session_id is not None:
             headers[SESSION_HEADER] = self.session_id
-        await self.send(encode_notification(method, params), headers)
+        await self.send(OutgoingMessage(encode_notification(method, params), None, method), headers)
 
     # --- cancellation -----------------------------------------------------------------------------
 
@@ -500,7 +503,7 @@ class Session:
         from .._drivers.input_machine import answer_server_request  # the input machine, with its first use
 
         async def deliver(answer: str) -> None:
-            await self.send(answer, self._session_headers())
+            await self.send(OutgoingMessage(answer), self._session_headers())
 
         await answer_server_request(self.inputs, request, deliver, audit=self.audit, tool=WAITING_TOOL.get())
 

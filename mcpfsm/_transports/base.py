@@ -4,8 +4,12 @@ A :class:`Transport` carries JSON-RPC messages to one MCP server and hands back 
 request as a :class:`Reply`, with the HTTP status it came with. It knows nothing of protocol eras or
 sessions: the client's session layer decides which headers a message carries (the legacy
 ``Mcp-Session-Id`` among them) and reads the status and session id off the reply. HTTP and stdio
-implementations live in ``http.py`` and ``stdio.py``; a custom transport implements the same six
+implementations live in ``http/`` and ``stdio.py``; a custom transport implements the same six
 members (MCP 2026-07-28, "Transports": a client may use any transport that carries JSON-RPC).
+
+The session hands each message over as an :class:`OutgoingMessage`: the JSON text (a ``str``, so the
+contract stays ``send(message: str, headers)``) with what the session already knows of it: its request id,
+its method and whether its answer is a long-lived stream. A transport need not read them out of the text.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Final, NamedTuple, Protocol
 
-from .._core.jsonrpc import Notification, Request
+from .._core.constants import is_long_lived
+from .._core.jsonrpc import Notification, Request, outgoing_request
 
 __all__ = [
     "NO_HEADERS",
     "SESSION_HEADER",
     "InboundHandler",
+    "OutgoingMessage",
     "Reply",
     "RequestCredentials",
     "Transport",
@@ -37,6 +43,45 @@ InboundHandler = Callable[[Notification | Request], Awaitable[None]]
 server-to-client requests. Answering a request is the handler's business: the session's handler starts
 the answer in a task of its own and returns at once (the answer goes out with :meth:`Transport.send`),
 so a transport may await it inline without blocking what it reads."""
+
+
+class OutgoingMessage(str):
+    """A JSON-RPC message on its way out: its text, with its request id, method and whether it is long-lived.
+
+    The session makes one for every message it sends (``OutgoingMessage(text, 7, "tools/call")``), so a
+    transport matches the answer by :attr:`request_id` and learns the method without reading the JSON text
+    again. It is the text itself (a ``str``): a custom transport that knows nothing of it sends it as it is.
+
+    Attributes:
+        request_id: the id of a request; ``None`` for a notification or a response of ours.
+        method: the method of a request or a notification; ``None`` for a response of ours.
+        long_lived: the answer is a stream expected to be silent for long (``subscriptions/listen``).
+    """
+
+    request_id: int | str | None
+    method: str | None
+    long_lived: bool
+
+    def __new__(
+        cls, text: str, request_id: int | str | None = None, method: str | None = None, *, long_lived: bool = False
+    ) -> OutgoingMessage:
+        """The message ``text`` with what its sender knows of it."""
+        message = super().__new__(cls, text)
+        message.request_id = request_id
+        message.method = method
+        message.long_lived = long_lived
+        return message
+
+    @classmethod
+    def of(cls, message: str) -> OutgoingMessage:
+        """``message`` itself when it is an :class:`OutgoingMessage`; else one read out of its JSON text.
+
+        The text is read only for a message a caller handed to the transport directly (not through a session).
+        """
+        if type(message) is cls:
+            return message
+        request_id, method = outgoing_request(message)
+        return cls(message, request_id, method, long_lived=is_long_lived(method))
 
 
 class Reply(NamedTuple):
@@ -60,8 +105,7 @@ class Reply(NamedTuple):
     def __repr__(self) -> str:
         """Status, challenges and nonce; never the body or the session id (they may carry secrets)."""
         return (
-            f"Reply(status={self.status!r}, www_authenticate={self.www_authenticate!r}, "
-            f"dpop_nonce={self.dpop_nonce!r})"
+            f"Reply(status={self.status!r}, www_authenticate={self.www_authenticate!r}, dpop_nonce={self.dpop_nonce!r})"
         )
 
 
@@ -101,7 +145,8 @@ class Transport(Protocol):
 
         For a request, return the peer's response to it (an error response included); for a
         notification or a response of ours, return ``None``. Transports without headers (stdio)
-        accept ``headers`` and ignore it.
+        accept ``headers`` and ignore it. From a session, ``message`` is an :class:`OutgoingMessage`
+        (its id and method come with it; :meth:`OutgoingMessage.of` makes one of any other message).
 
         Raises:
             TransportError: the message could not be delivered or no answer arrived.

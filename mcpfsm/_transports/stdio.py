@@ -31,11 +31,11 @@ import trio
 
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES
 from .._core.errors import McpError, ProtocolError, TransportError
-from .._core.jsonrpc import Response, decode_message, outgoing_request_id, parse_message
+from .._core.jsonrpc import Response, decode_message, parse_message
 from .._core.lines import LineFramer, OversizedLine
 from .._log import logger
 from .background import BackgroundTasks
-from .base import NO_HEADERS, InboundHandler, Reply
+from .base import NO_HEADERS, InboundHandler, OutgoingMessage, Reply
 
 __all__ = ["StdioTransport"]
 
@@ -148,7 +148,7 @@ class StdioTransport:
             raise TransportError("the stdio transport is not started (call open() first)")
         if self._failure is not None:
             raise TransportError(str(self._failure)) from self._failure
-        request_id = outgoing_request_id(message)
+        request_id = OutgoingMessage.of(message).request_id
         pending: _Pending | None = None
         if request_id is not None:
             pending = _Pending()

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._transports.http import _MAX_CONNECTIONS
+from mcpfsm._transports.http.routing import _MAX_CONNECTIONS
 from tests.peer.fixtures import HttpPeer, start_http_peer
 
 CALLS = 1000
@@ -39,7 +39,7 @@ async def test_a_thousand_concurrent_calls_through_one_client_all_succeed(peer: 
             await trio.to_thread.run_sync(peer.clear_log)
             transport = client.transport
             assert isinstance(transport, mcpfsm.HttpTransport)
-            (pool,) = transport._pools.values()
+            (pool,) = transport._route.pools.values()  # type: ignore[attr-defined]
 
             async def one(index: int) -> None:
                 nonlocal most_connections

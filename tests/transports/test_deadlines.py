@@ -19,7 +19,8 @@ import trio
 import trio.testing
 
 from mcpfsm._transports.deadlines import _PRUNE_SLACK, Deadline, _Watchdog
-from mcpfsm._transports.pool import ConnectionPool, Timeouts, WireTimeout, _PlainStream
+from mcpfsm._transports.pool import ConnectionPool, Timeouts, WireTimeout
+from mcpfsm._transports.pool.connection import PlainStream
 from tests.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, raw, serving
 
 
@@ -102,7 +103,7 @@ async def test_a_deadline_that_passed_while_the_task_was_not_waiting_stops_its_n
 ) -> None:
     # The watchdog fires while the task sleeps elsewhere (as a task just woken by its bytes is not waiting):
     # the plain stream's next wait does not start, or nothing would ever end it.
-    stream = _PlainStream(pair[0])
+    stream = PlainStream(pair[0])
     start = trio.current_time()
     received = None
     with trio.fail_after(100.0):  # were the wait to start, nothing but this would end it

@@ -1,4 +1,4 @@
-"""mcpfsm's own connection layer: HTTP/1.1 framing (``_core/h1.py``) and the keep-alive pool (``_transports/pool.py``).
+"""mcpfsm's own connection layer: HTTP/1.1 framing (``_core/h1.py``) and the keep-alive pool (``_transports/pool/``).
 
 The framing is tested as pure functions, and against h11 (httpx's HTTP/1.1 parser) as an oracle
 over random responses split at random points. The pool is tested against a real server on
@@ -26,7 +26,7 @@ import mcpfsm
 from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request, request_prefix
 from mcpfsm._transports.base import Reply
 from mcpfsm._transports.http import HttpTransport
-from mcpfsm._transports.pool import ConnectionPool, NotResent, Timeouts, WireError, WireTimeout
+from mcpfsm._transports.pool import ConnectionPool, NotResent, Timeouts, WireError, WireTimeout, connection_pool
 from tests.rawserver import (
     HOST,
     JSON_HEADERS,
@@ -465,13 +465,13 @@ async def test_an_idle_connection_the_server_closed_is_detected_and_replaced(mon
         server.queue(then_close(ok(b"first")), ok(b"second"))
         pool = pool_for(server)
         exchanges: list[bool] = []
-        exchange = pool._exchange
+        exchange = connection_pool.exchange
 
         async def spy(*args: Any, reused: bool, **options: Any) -> Any:
             exchanges.append(reused)
             return await exchange(*args, reused=reused, **options)
 
-        monkeypatch.setattr(pool, "_exchange", spy)
+        monkeypatch.setattr(connection_pool, "exchange", spy)
         closed = server.closed
         assert await post(pool, b"1") == (200, b"first")
         await closed.wait()

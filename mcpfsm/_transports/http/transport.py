@@ -1,0 +1,234 @@
+"""The Streamable HTTP transport (MCP "Transports"): one POST per message, JSON or event-stream answers.
+
+:class:`HttpTransport` composes the modules of this package (see its ``__init__``): the
+:class:`~.endpoint.Endpoint` follows redirects with the :class:`~.headers.RequestHeaders` of each hop over a
+:class:`~.routing.Route` (mcpfsm's pools, or a caller's httpx transport); the answer is a JSON body
+(:mod:`.body`), an event stream (:mod:`.event_stream`) or an error (:mod:`.errors`); a legacy session also
+keeps the standalone ``GET`` stream (:mod:`.standalone`) and ends with a ``DELETE``.
+
+**No silent resend**: only a read-only request (:func:`~mcpfsm._core.constants.is_read_only`) may be resent
+by the pool after a keep-alive race (RFC 9110 §9.2.2); the transport learns the method from the
+:class:`~mcpfsm._transports.base.OutgoingMessage` the session hands it. **Strict framing** (RFC 9112 §6.3):
+``Content-Length`` together with ``Transfer-Encoding`` is an error on both paths, and the connection is closed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from ..._core.constants import DEFAULT_MAX_RESPONSE_BYTES, is_read_only
+from ..._core.errors import ProtocolError, TransportError
+from ..._log import logger
+from ..background import BackgroundTasks
+from ..base import NO_HEADERS, SESSION_HEADER, InboundHandler, OutgoingMessage, Reply, RequestCredentials
+from ..pool import HttpResponse, WireReply
+from ..tls import CertTypes, VerifyTypes
+from .body import media_type, read_body
+from .endpoint import Endpoint
+from .errors import is_jsonrpc_error, mapped, raise_mapped, status_message
+from .event_stream import EventStreams
+from .headers import RequestHeaders, field_values, header_value, session_headers
+from .httpx_route import HttpxRoute
+from .routing import PoolRoute, Route
+from .standalone import StandaloneStream
+from .urls import origin, parse_url
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["HttpTransport"]
+
+
+class HttpTransport:
+    """Streamable HTTP transport: POST per message, JSON or SSE replies (MCP "Transports").
+
+    Args:
+        url: the MCP endpoint; credentials in it become ``Authorization: Basic``.
+        headers: custom headers for every request; names starting with ``mcp-`` are dropped.
+        timeout: connect, write, read and pool timeouts (default :data:`DEFAULT_TIMEOUT`); the read
+            timeout bounds each wait for more of a response, not the whole response. A long-lived stream
+            (``subscriptions/listen``, the standalone ``GET``) may be silent for any time: the read timeout
+            bounds the wait for its head only (on a caller's ``transport``, not even that).
+        transport: an ``httpx.AsyncBaseTransport`` to drive instead of mcpfsm's keep-alive pool
+            (the caller then owns closing it, and its proxy and TLS settings).
+        sleep: the delay function used before resuming a stream (``trio.sleep``).
+        verify: TLS trust: ``True``, ``False``, a CA bundle path or an ``ssl.SSLContext`` (as httpx).
+        cert: a client certificate: a PEM path, or ``(certificate, key)`` paths.
+        proxy: a proxy URL for every request (``http://`` or ``https://``; credentials in it become
+            ``Proxy-Authorization``); overrides the environment.
+        trust_env: read ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ``SSL_CERT_FILE``
+            and ``SSL_CERT_DIR`` as httpx does.
+        max_response_bytes: the largest JSON body and the largest event of a stream, decoded.
+        credentials: asked for the ``Authorization`` (and ``DPoP``) headers of every request to the
+            endpoint, and only of those (MCP "Authorization", "Access Token Usage").
+
+    Raises:
+        TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, its port is out of
+            range, or a CA bundle or client certificate cannot be loaded.
+        ValueError: ``verify``, ``cert`` or ``proxy`` given together with ``transport``,
+            ``max_response_bytes`` below 1, or a header in ``headers`` that cannot be sent (a name that is
+            no token, a value with a control or non-ASCII character; the message never quotes the value).
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Any] = trio.sleep,
+        verify: VerifyTypes = True,
+        cert: CertTypes | None = None,
+        proxy: str | None = None,
+        trust_env: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        credentials: RequestCredentials | None = None,
+    ) -> None:
+        """Prepare the transport; no connection is made until the first message."""
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be at least 1, got {max_response_bytes}")
+        if transport is not None and (verify is not True or cert is not None or proxy is not None):
+            raise ValueError(
+                "verify, cert and proxy configure mcpfsm's own connection layer; configure them on the http_transport"
+            )
+        parsed = parse_url(url, "MCP server URL")
+        endpoint = parsed.copy_with(username=None, password=None, fragment=None)
+        self._headers = RequestHeaders(parsed, origin(endpoint), headers, credentials)
+        self._route: Route = (
+            PoolRoute(endpoint, timeout=timeout, verify=verify, cert=cert, proxy=proxy, trust_env=trust_env)
+            if transport is None
+            else HttpxRoute(transport, timeout)
+        )
+        self._endpoint = Endpoint(endpoint, self._headers, self._route)
+        self._max = max_response_bytes
+        self._streams = EventStreams(self._endpoint, max_response_bytes, sleep)
+        self._background = BackgroundTasks()
+        self._standalone = StandaloneStream(
+            self._endpoint, self._headers, self._streams, self._background, max_response_bytes, sleep
+        )
+        self._closed = False
+
+    @property
+    def carries_headers(self) -> bool:
+        """True: HTTP carries the per-request headers, so ``x-mcp-header`` annotations apply."""
+        return True
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint (where a 308 moved it, if one did), without credentials."""
+        return str(self._endpoint.url)
+
+    async def open(self, inbound: InboundHandler) -> None:
+        """Route notifications and server-to-client requests from event streams to ``inbound``."""
+        self._streams.inbound = inbound
+
+    async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
+        """POST one JSON-RPC message and return its JSON-RPC answer with the HTTP status.
+
+        Returns ``None`` when the server accepts a notification or a response of ours (202).
+
+        Raises:
+            TransportError: network failure, timeout, an HTTP error without a JSON-RPC body, a
+                redirect that is not followed, an answer beyond ``max_response_bytes``, or a
+                stream that ended before its response.
+            ProtocolError: the reply is not JSON-RPC, or has an unexpected content type or coding.
+        """
+        if self._closed:
+            raise TransportError("the HTTP transport is closed")
+        outgoing = OutgoingMessage.of(message)
+        request_id = outgoing.request_id
+        resendable = request_id is not None and is_read_only(outgoing.method)
+        try:
+            response = await self._endpoint.request(
+                "POST", headers, outgoing.encode(), resendable=resendable, long_lived=outgoing.long_lived
+            )
+        except Exception as exc:
+            raise_mapped("POST to MCP server", exc)
+            raise
+        try:
+            return await self._answer(response, request_id, headers)
+        finally:
+            if not (isinstance(response, WireReply) and response.released):
+                # Hot path (bench/instructions.py): a pooled reply whose body was read has released its connection,
+                # so nothing is left to close.
+                try:
+                    await response.aclose()
+                except Exception as exc:
+                    raise_mapped("closing HTTP response", exc)
+                    raise
+
+    async def _answer(self, response: HttpResponse, request_id: object, sent: Mapping[str, str]) -> Reply | None:
+        status = response.status
+        headers = response.headers
+        if "content-length" in headers and "transfer-encoding" in headers:
+            # RFC 9112 §6.3 (the default pool refuses these in its framing; a caller's transport may not).
+            raise TransportError(f"HTTP {status} with both Content-Length and Transfer-Encoding (RFC 9112 §6.3)")
+        session_id = headers.get("mcp-session-id")
+        nonce = headers.get("dpop-nonce")
+        media = media_type(response)
+        if 200 <= status < 300:
+            if status in (202, 204):
+                return None
+            if media == "application/json":
+                return Reply(await read_body(response, self._max), status, session_id, dpop_nonce=nonce)
+            if media == "text/event-stream":
+                answer = await self._streams.answer(response, request_id, sent)
+                return Reply(answer, status, session_id, dpop_nonce=nonce)
+            raise ProtocolError(
+                f"HTTP {status} with Content-Type {media or 'none'!r}; expected application/json or text/event-stream"
+            )
+        body = await read_body(response, self._max, what="reading HTTP error response")
+        challenges = field_values(headers, "www-authenticate")
+        if media == "application/json" and is_jsonrpc_error(body):
+            return Reply(body, status, session_id, challenges, nonce)
+        raise TransportError(
+            status_message(response, body, self._headers.refusal_hint(status)),
+            status=status,
+            www_authenticate=challenges,
+            dpop_nonce=nonce,
+        )
+
+    async def open_stream(self, headers: Mapping[str, str]) -> bool:
+        """Open the standalone ``GET`` stream with ``headers`` (session id, version) and keep it.
+
+        Returns once the server has accepted the stream (so a request it sends there right after
+        cannot be lost), or with False when it answers 405 (it offers none) or fails (logged at
+        WARNING). A background task routes what arrives to the inbound handler. The stream may be silent
+        for any time (no read timeout bounds it: server requests arrive whenever the server has one). A
+        stream that breaks (network), or that the server ends after giving event ids, is reopened after the
+        server's ``retry`` delay (default 1 s, at most 60 s) with ``Last-Event-ID``, until three reopened streams in a
+        row bring nothing or the server refuses one; a stream the server ends without ids stays closed,
+        and so does one that sends an event beyond ``max_response_bytes``. A second call replaces the
+        stream; :meth:`end_session` and :meth:`aclose` close it.
+        """
+        await self._standalone.close()
+        if self._closed:
+            return False
+        return await self._standalone.open(headers)
+
+    async def end_session(self, headers: Mapping[str, str]) -> None:
+        """``DELETE`` the legacy session named in ``headers`` (MCP 2025-11-25; a 405 is fine).
+
+        The standalone stream, if open, is closed first.
+        """
+        await self._standalone.close()
+        if self._closed or header_value(headers, SESSION_HEADER) is None:
+            return
+        try:
+            with mapped("DELETE of the MCP session"):
+                response = await self._endpoint.request("DELETE", dict(session_headers(headers)), resendable=True)
+                await response.aclose()
+        except TransportError as exc:
+            logger.debug("could not end the MCP session: {}", exc)
+
+    async def aclose(self) -> None:
+        """Close the standalone stream and release the connection pools; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await self._background.aclose()
+        await self._route.aclose()
