@@ -35,6 +35,7 @@ from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS, is_modern
 from .._core.errors import McpError, OutputValidationError
 from .._core.events import CallEvent
+from .._core.h1 import connection_header_problem
 from .._core.input import MRTR_METHODS
 from .._core.output import OutputCheck, ValidateOutput
 from .._core.plan import HeaderPlan
@@ -293,9 +294,14 @@ class Client:
                 client certificate cannot be loaded.
             ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``; ``auth``
                 together with an ``Authorization`` header or credentials in ``url``, or a malformed ``auth``; a
-                header in ``headers`` that cannot be sent (named, its value never quoted).
+                header in ``headers`` that cannot be sent (named, its value never quoted), or that the
+                connection sets itself (``Content-Length``, ``Transfer-Encoding``, ``TE``, ``Trailer``,
+                ``Upgrade``; a ``Host`` or ``Connection`` of your own is sent as given).
             ValueError, TypeError: as for :class:`Client`; ``auth`` of none of the accepted kinds.
         """
+        for name in headers or {}:
+            if (problem := connection_header_problem(name)) is not None:
+                raise ValueError(problem)
         layer: AuthorizationLayer | StaticToken | None = None
         if auth is not None:
             if any(name.lower() == "authorization" for name in headers or {}) or carries_credentials(url):

@@ -6,14 +6,23 @@ shell), opens the system browser there, and waits for the one request the author
 browser back with. That request's URL is the answer; the browser gets a page saying the window can be
 closed. Nobody completing the login within ``timeout`` seconds is an :class:`~mcpfsm.AuthorizationError`
 that says so; the listener is closed in every case.
+
+Anything on the machine can connect to a loopback port, so a request ends the wait only when it is the
+redirect of this login: its ``state`` is the one the authorization URL carries (RFC 6749 §10.12, RFC 8252
+§8.9). A callback without it, or with another (a forged ``code`` or ``error`` alike), gets a 400 page and
+the listener keeps waiting. Connections are served concurrently, each with its own budget to send its
+request head (10 s), so idle ones never delay the browser; past 16 connections still sending their head,
+the oldest is dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import html
+import secrets
 import sys
 import webbrowser
+from collections import deque
 from collections.abc import Callable
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
@@ -29,6 +38,8 @@ __all__ = ["LoopbackAuthorizer"]
 
 _MAX_REQUEST: Final = 16 * 1024
 _READ_SECONDS: Final = 10.0
+_MAX_READING: Final = 16
+_REASONS: Final = {200: "OK", 400: "Bad Request", 404: "Not Found"}
 
 
 def _stderr_line(text: str) -> None:
@@ -85,6 +96,9 @@ class LoopbackAuthorizer:
     async def __call__(self, url: str) -> str:
         """Send the user to ``url`` and return the URL the browser was redirected to.
 
+        Only a callback carrying the ``state`` of ``url`` ends the wait (any callback, when ``url`` has none);
+        the others get a 400 page.
+
         Raises:
             AuthorizationError: the redirect URI's port cannot be listened on, or nobody completed the
                 login within ``timeout`` seconds.
@@ -105,8 +119,9 @@ class LoopbackAuthorizer:
             )
             with trio.move_on_after(self.timeout):
                 async with trio.open_nursery() as nursery:
+                    login = _Login(_state_of(url), received, nursery)
                     for listener in listeners:
-                        nursery.start_soon(self._serve, listener, received, nursery.cancel_scope)
+                        nursery.start_soon(self._serve, listener, login)
                     if self.open_browser:
                         nursery.start_soon(self._open, url)
         finally:
@@ -128,30 +143,69 @@ class LoopbackAuthorizer:
         if not opened:
             self._announce("mcpfsm: no browser could be opened; open the URL above yourself")
 
-    async def _serve(self, listener: trio.SocketListener, received: list[str], done: trio.CancelScope) -> None:
+    async def _serve(self, listener: trio.SocketListener, login: _Login) -> None:
         while True:
             stream = await listener.accept()
-            async with stream:
-                target = await self._read_target(stream)
-                if target is None:
-                    continue
-                path, _, query = target.partition("?")
-                fields = parse_qs(query)
-                if path != self._path or not ("code" in fields or "error" in fields):
-                    await _respond(stream, 404, "Not the authorization redirect.")
-                    continue
-                if "error" in fields:
-                    await _respond(stream, 200, f"The authorization server refused: {fields['error'][0]}.")
-                else:
-                    await _respond(stream, 200, "mcpfsm received the authorization. You can close this window.")
-                received.append(f"http://{self._netloc}{target}")
-                done.cancel()
-                return
+            login.nursery.start_soon(self._answer, stream, login)
 
-    async def _read_target(self, stream: trio.SocketStream) -> str | None:
-        # One request head, at most 16 KiB, within 10 s; anything else is dropped without an answer.
-        data = b""
-        with trio.move_on_after(_READ_SECONDS):
+    async def _answer(self, stream: trio.SocketStream, login: _Login) -> None:
+        async with stream:
+            target = await _read_target(stream, login.reading)
+            if target is None:
+                return
+            path, _, query = target.partition("?")
+            fields = parse_qs(query, keep_blank_values=True)
+            if path != self._path or not ("code" in fields or "error" in fields):
+                await _respond(stream, 404, "Not the authorization redirect.")
+                return
+            if not login.expects(fields.get("state", [])):
+                # Not this login's redirect (RFC 6749 §10.12): a stale tab, or a forged request. Keep waiting.
+                await _respond(stream, 400, "Not the redirect of the login mcpfsm is waiting for.")
+                return
+            if "error" in fields:
+                await _respond(stream, 200, f"The authorization server refused: {fields['error'][0]}.")
+            else:
+                await _respond(stream, 200, "mcpfsm received the authorization. You can close this window.")
+            login.received.append(f"http://{self._netloc}{target}")
+            login.nursery.cancel_scope.cancel()
+
+
+class _Login:
+    # One wait for the browser: the state expected, the answer, the connections still sending their head.
+    __slots__ = ("nursery", "reading", "received", "state")
+
+    def __init__(self, state: str | None, received: list[str], nursery: trio.Nursery) -> None:
+        self.state = state
+        self.received = received
+        self.nursery = nursery
+        self.reading: deque[trio.CancelScope] = deque()
+
+    def expects(self, states: list[str]) -> bool:
+        # The authorization URL's state, once (compared in constant time); any, when the URL carried none.
+        if self.state is None:
+            return True
+        return len(states) == 1 and secrets.compare_digest(states[0].encode(), self.state.encode())
+
+
+def _state_of(url: str) -> str | None:
+    # The state the authorization URL carries: the last one (mcpfsm's own comes after the endpoint's query).
+    try:
+        states = parse_qs(urlsplit(url).query).get("state")
+    except ValueError:
+        return None
+    return states[-1] if states else None
+
+
+async def _read_target(stream: trio.SocketStream, reading: deque[trio.CancelScope]) -> str | None:
+    # One request head, at most 16 KiB, within 10 s; anything else is dropped without an answer. Past
+    # _MAX_READING connections still sending their head, the oldest is dropped: idle ones never crowd out the browser.
+    data = b""
+    scope = trio.CancelScope(deadline=trio.current_time() + _READ_SECONDS)
+    reading.append(scope)
+    if len(reading) > _MAX_READING:
+        reading.popleft().cancel()
+    try:
+        with scope:
             while b"\r\n\r\n" not in data and len(data) < _MAX_REQUEST:
                 try:
                     chunk = await stream.receive_some(4096)
@@ -160,19 +214,23 @@ class LoopbackAuthorizer:
                 if not chunk:
                     break
                 data += chunk
-        line = data.split(b"\r\n", 1)[0].decode("latin-1")
-        method, _, rest = line.partition(" ")
-        target = rest.rpartition(" ")[0]
-        if method != "GET" or not target.startswith("/"):
-            return None
-        return target
+    finally:
+        with contextlib.suppress(ValueError):
+            reading.remove(scope)
+    if scope.cancelled_caught and b"\r\n\r\n" not in data:
+        return None
+    line = data.split(b"\r\n", 1)[0].decode("latin-1")
+    method, _, rest = line.partition(" ")
+    target = rest.rpartition(" ")[0]
+    if method != "GET" or not target.startswith("/"):
+        return None
+    return target
 
 
 async def _respond(stream: trio.SocketStream, status: int, text: str) -> None:
     page = f"<!doctype html><title>mcpfsm</title><p>{html.escape(text)}</p>\n".encode()
-    reason = "OK" if status == 200 else "Not Found"
     head = (
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
+        f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: text/html; charset=utf-8\r\n"
         f"Content-Length: {len(page)}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n"
     ).encode()
     with contextlib.suppress(trio.BrokenResourceError):

@@ -27,6 +27,7 @@ __all__ = [
     "ResponseHead",
     "ResponseReader",
     "encode_request",
+    "connection_header_problem",
     "field_problem",
     "request_prefix",
 ]
@@ -41,6 +42,7 @@ _TARGET: Final = re.compile(r"[\x21-\x7e]+")
 # The connection layer frames the body itself (RFC 9112 §6): a caller's framing header would
 # contradict it.
 _FRAMING: Final = frozenset({"content-length", "transfer-encoding"})
+_CONNECTION_OWNED: Final = frozenset({*_FRAMING, "te", "trailer", "upgrade"})
 _HEAD_END: Final = re.compile(rb"\r?\n\r?\n")
 _LINE_END: Final = re.compile(rb"\r?\n")
 _STATUS_LINE: Final = re.compile(r"HTTP/1\.([0-9]) ([0-9]{3})(?: ([^\x00-\x08\x0a-\x1f\x7f]*))?")
@@ -209,6 +211,22 @@ def field_problem(name: object, value: object) -> str | None:
     if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
         return _unsendable(name)
     return None
+
+
+def connection_header_problem(name: object) -> str | None:
+    """Why a caller may not set header ``name``: the connection layer owns it; ``None`` when the caller may.
+
+    ``Content-Length`` and ``Transfer-Encoding`` frame the body (RFC 9112 §6), ``TE`` and ``Trailer`` the
+    chunked trailer section (RFC 9110 §10.1.4, §6.6.2), ``Upgrade`` switches protocols (RFC 9110 §7.8):
+    one given by the caller would contradict the request the connection writes, or the answer it can read,
+    so every request would fail. ``Host`` and ``Connection`` stay the caller's to set.
+    """
+    if not isinstance(name, str) or name.lower() not in _CONNECTION_OWNED:
+        return None
+    return (
+        f"header {name} is set by the connection, not by the caller (headers= may not carry Content-Length,"
+        " Transfer-Encoding, TE, Trailer or Upgrade)"
+    )
 
 
 def _unsendable(name: str) -> str:

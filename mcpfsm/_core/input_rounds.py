@@ -37,6 +37,7 @@ from .errors import ProtocolError
 from .input import ELICITATION, HANDLER_NAMES, INPUT_METHODS, ROOTS, SAMPLING, FormContentError, declared_capabilities
 
 __all__ = [
+    "MAX_INPUT_REQUESTS",
     "InputRequest",
     "InputRequired",
     "Offered",
@@ -47,6 +48,9 @@ __all__ = [
     "state_only_backoff",
     "with_input",
 ]
+
+MAX_INPUT_REQUESTS: Final = 100
+"""The most ``inputRequests`` one ``input_required`` result may carry; more is a ``ProtocolError`` (nothing is run)."""
 
 _ACTIONS: Final = ("accept", "decline", "cancel")
 _BACKOFF_FIRST: Final = 0.05
@@ -92,13 +96,20 @@ def parse_input_required(method: str, result: Mapping[str, Any]) -> InputRequire
 
     Raises:
         ProtocolError: ``inputRequests`` is not an object of ``{method, params?}`` objects naming one of
-            :data:`INPUT_METHODS`, ``requestState`` is not a string, or the result carries neither.
+            :data:`INPUT_METHODS`, or holds more than :data:`MAX_INPUT_REQUESTS`; ``requestState`` is not a
+            string, or the result carries neither.
     """
     raw = result.get("inputRequests")
     if raw is None:
         raw = {}
     if not isinstance(raw, Mapping):
         raise ProtocolError(f'{method} input_required result: "inputRequests" is not an object')
+    if len(raw) > MAX_INPUT_REQUESTS:
+        # Checked before any entry is read: a round of 50,000 requests would be 50,000 handler calls.
+        raise ProtocolError(
+            f"{method} input_required result carries {len(raw)} input requests, more than the"
+            f" {MAX_INPUT_REQUESTS} one round may carry"
+        )
     requests: dict[str, InputRequest] = {}
     for key, entry in raw.items():
         if not isinstance(entry, Mapping):

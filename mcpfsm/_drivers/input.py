@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_INPUT_ROUNDS",
+    "MAX_CONCURRENT_HANDLERS",
     "WAITING_TOOL",
     "InputHandler",
     "InputHandlers",
@@ -53,6 +54,10 @@ InputHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 DEFAULT_MAX_INPUT_ROUNDS: Final = 10
 """Input rounds one request may take before it fails (the official SDKs stop at 10 too)."""
+
+MAX_CONCURRENT_HANDLERS: Final = 16
+"""Handler calls one client runs at once, input rounds and legacy server requests together; the rest wait
+their turn (a round of many requests, or a legacy stream of many server requests, never starts them all)."""
 
 WAITING_TOOL: ContextVar[str] = ContextVar("mcpfsm_waiting_tool", default="")
 """The tool whose ``tools/call`` the current task is sending (set around the send): a legacy server request
@@ -80,7 +85,7 @@ class InputHandlers:
             ``max_input_rounds`` is less than 1.
     """
 
-    __slots__ = ("_declared", "_handlers", "_offered", "audit_answers", "max_rounds")
+    __slots__ = ("_declared", "_handlers", "_limiter", "_offered", "audit_answers", "max_rounds")
 
     def __init__(
         self,
@@ -109,6 +114,7 @@ class InputHandlers:
         self._handlers = {method: handler for method, handler in handlers.items() if handler is not None}
         self._declared = (modes if on_elicitation is not None else (), on_sampling is not None, on_roots is not None)
         self._offered: Offered | None = None
+        self._limiter: trio.CapacityLimiter | None = None
         self.max_rounds = max_input_rounds
         """``max_input_rounds``."""
         self.audit_answers = audit_answers
@@ -140,23 +146,35 @@ class InputHandlers:
         """Run the handler of ``method`` on (a copy of) ``params`` and return its checked answer.
 
         The caller has made sure :meth:`refusal` is ``None``. An accepted form elicitation gets the
-        schema's defaults for whatever the handler left out (SEP-1034).
+        schema's defaults for whatever the handler left out (SEP-1034). At most
+        :data:`MAX_CONCURRENT_HANDLERS` handler calls of this client run at once; this one waits its turn.
 
         Raises:
             TypeError, ValueError: the handler is not async or its answer is malformed.
             Exception: whatever the handler raises, unchanged.
         """
         handler = self._handlers[method]
-        outcome = handler(copy.deepcopy(dict(params)))
-        if not inspect.isawaitable(outcome):
-            raise TypeError(f"the {method} handler must be async (it returned {type(outcome).__name__})")
-        return self.offered.checked_answer(method, params, await outcome)
+        limiter = self._limiter
+        if limiter is None:  # made with the first input request (start-up)
+            limiter = self._limiter = trio.CapacityLimiter(MAX_CONCURRENT_HANDLERS)
+        # A borrower of its own: a handler may make a request whose input is answered in the same task.
+        borrower = object()
+        await limiter.acquire_on_behalf_of(borrower)
+        try:
+            outcome = handler(copy.deepcopy(dict(params)))
+            if not inspect.isawaitable(outcome):
+                raise TypeError(f"the {method} handler must be async (it returned {type(outcome).__name__})")
+            answer = await outcome
+        finally:
+            limiter.release_on_behalf_of(borrower)
+        return self.offered.checked_answer(method, params, answer)
 
     async def gather(self, requests: Mapping[str, InputRequest]) -> dict[str, dict[str, Any]]:
         """Answer every input request of one round, concurrently; the answers by key, in the server's order.
 
-        Nothing runs when any request cannot be answered at all: a round is never half-answered. The
-        first handler to fail cancels the others, and its error is raised.
+        At most :data:`MAX_CONCURRENT_HANDLERS` handlers run at once (see :meth:`answer`). Nothing runs when
+        any request cannot be answered at all: a round is never half-answered. The first handler to fail
+        cancels the others, and its error is raised.
 
         Raises:
             ProtocolError: the server asked for input the client did not offer (SEP-2322: a server

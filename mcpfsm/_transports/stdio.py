@@ -6,11 +6,13 @@ time (:class:`~mcpfsm._core.lines.LineFramer`); a line longer than ``max_respons
 skipped without being buffered and fails the request it answers (the others go on, and so does
 the child). stderr is drained into DEBUG logs so a chatty child never blocks on a full pipe, and
 its last lines are kept: when the child exits or closes stdout before answering, the error names
-its exit status and ends with them. Headers are accepted and ignored: there are none on stdio.
+its exit status and ends with them. The child's exit is watched apart from its stdout: a process it
+started may keep stdout open after the child is gone, and the calls waiting then fail a moment after
+the exit all the same. Headers are accepted and ignored: there are none on stdio.
 Closing (also on cancellation) closes stdin, waits briefly, then terminates and finally kills the
 child.
 
-The two reader tasks are trio *system* tasks with a cancel scope each
+The reader tasks and the exit watcher are trio *system* tasks with a cancel scope each
 (:class:`~mcpfsm._transports.background.BackgroundTasks`), not children of a nursery held open between
 :meth:`StdioTransport.open` and :meth:`StdioTransport.aclose`: a nursery must be exited in the cancel
 scope it was entered in, and a client closes its transport inside a shielded scope of its own (and may
@@ -40,6 +42,8 @@ from .base import NO_HEADERS, InboundHandler, OutgoingMessage, Reply
 __all__ = ["StdioTransport"]
 
 _CLOSE_GRACE: Final = 2.0
+# After the child exited, how long its stdout may stay open (what it wrote last is still being read).
+_EXIT_GRACE: Final = 1.0
 _RECEIVE_BYTES: Final = 65536
 _STDERR_TAIL_BYTES: Final = 4096
 _STDERR_TAIL_LINES: Final = 10
@@ -86,6 +90,7 @@ class StdioTransport:
         self._max = max_response_bytes
         self._stderr_tail = b""
         self._stderr_done = trio.Event()
+        self._stdout_done = trio.Event()
         self._command = list(command)
         self._env = None if env is None else {**os.environ, **env}
         self._cwd = cwd
@@ -123,6 +128,7 @@ class StdioTransport:
         self._pid = self._process.pid
         self._spawn(self._read_stdout)
         self._spawn(self._drain_stderr)
+        self._spawn(self._watch_exit)
 
     @property
     def pid(self) -> int | None:
@@ -192,13 +198,30 @@ class StdioTransport:
         except McpError as exc:
             self._fail(TransportError(f"MCP server process stream is unusable: {exc}"))
             return
+        finally:
+            self._stdout_done.set()
         self._fail(await self._ended(process))
+
+    async def _watch_exit(self) -> None:
+        # The child's exit, apart from its stdout: a process it started (a server behind a wrapper, a helper
+        # left running) may hold stdout open, and then no end of stdout ever says that nobody will answer.
+        process = self._process
+        assert process is not None
+        await process.wait()
+        with trio.move_on_after(_EXIT_GRACE):
+            await self._stdout_done.wait()
+        if not self._stdout_done.is_set():
+            self._fail(self._exit_error(process, held=True))
 
     async def _ended(self, process: trio.Process) -> TransportError:
         # stdout is closed: give the child a moment to exit and stderr to drain, so the error can say why.
         with trio.move_on_after(_CLOSE_GRACE):
             await process.wait()
             await self._stderr_done.wait()
+        return self._exit_error(process)
+
+    def _exit_error(self, process: trio.Process, *, held: bool = False) -> TransportError:
+        # How the child ended (exit status or signal), and the last lines of its stderr.
         status = process.returncode
         if status is None:
             message = "the MCP server process closed its stdout before answering"
@@ -206,6 +229,8 @@ class StdioTransport:
             message = f"the MCP server process was killed by signal {-status} before answering"
         else:
             message = f"the MCP server process exited with status {status} before answering"
+        if held:
+            message += " (a process it started still holds its stdout open)"
         lines = [line for line in self._stderr_tail.decode("utf-8", "replace").splitlines() if line.strip()]
         if lines:
             message += "; the last lines of its stderr:\n" + "\n".join(lines[-_STDERR_TAIL_LINES:])

@@ -23,7 +23,7 @@ from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
 from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
-from ..._core.h1 import field_problem
+from ..._core.h1 import connection_header_problem, field_problem
 from ..._transports.tls import ssl_context
 
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
@@ -266,6 +266,12 @@ def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
         if not HEADER_NAME_TOKEN.fullmatch(name):
             raise CliError(Exit.usage, f"--header {name!r} is not a valid header name (expected 'Name: value')")
         value = value.strip()
+        if connection_header_problem(name) is not None:
+            raise CliError(
+                Exit.usage,
+                f"--header {name}: the connection sets this header itself (Content-Length, Transfer-Encoding, TE,"
+                " Trailer and Upgrade cannot be given)",
+            )
         if field_problem(name, value) is not None:
             raise CliError(
                 Exit.usage,
