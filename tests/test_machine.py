@@ -378,7 +378,7 @@ def test_machine_accepts_members_and_plain_names_alike(state: State) -> None:
     [
         pytest.param(
             _machine,
-            {"__future__", "collections", "definition", "enum", "input_loop", "types", "typing"},
+            {"__future__", "collections", "definition", "enum", "input_loop", "typing"},
             id="tool_call",
         ),
         pytest.param(
