@@ -40,7 +40,8 @@ def utc_timestamp(ns: int) -> str:
     """``ns`` nanoseconds since the epoch in UTC, ISO-8601 to the microsecond: ``CallEvent.at``.
 
     The same text as ``datetime.now(UTC).isoformat(timespec="microseconds")`` for that instant (microseconds
-    truncated, ``+00:00``), at a third of its cost: the date and time of day are formatted once a second.
+    truncated, ``+00:00``), at a third of its cost (bench/layer.py): the date and time of day are formatted once
+    a second.
     """
     global _second
     seconds = ns // 1_000_000_000

@@ -236,7 +236,7 @@ def decode_message(text: str | bytes) -> Any:
 
 
 def _loads(text: str) -> Any:
-    # json.loads(text), two Python frames and two whitespace matches shorter for what peers send: a document
+    # json.loads(text), two Python frames and two whitespace matches shorter (bench/layer.py) for a document
     # with nothing around it. Anything else (whitespace around it, extra data, a BOM, invalid JSON) goes through
     # json.loads itself: the same value, or json's own error.
     try:
