@@ -32,7 +32,7 @@ from ._core.errors import (
     SessionExpired,
     TransportError,
 )
-from ._core.events import CallEvent
+from ._core.events import AuthEvent, CallEvent, InputEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
@@ -47,9 +47,7 @@ if TYPE_CHECKING:
     from ._client.loopback import LoopbackAuthorizer
     from ._client.stores import FileTokenStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
-    from ._core.authorization_event import AuthEvent
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
-    from ._core.input_event import InputEvent
     from ._core.surface import (
         Completion,
         Prompt,
@@ -69,10 +67,8 @@ __version__ = MCPFSM_VERSION
 # What a client that only calls tools never uses is imported on first use of one of its names, so that
 # `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
 # many value types, the second machine); the results of resources, prompts and completion; the stdio
-# transport; subscriptions; the events of the authorization and input machines.
+# transport; subscriptions.
 _LAZY = {
-    "AuthEvent": "._core.authorization_event",
-    "InputEvent": "._core.input_event",
     "Completion": "._core.surface",
     "Prompt": "._core.surface",
     "PromptArgument": "._core.surface",

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from .errors import McpError
 from .input import FormContentError
@@ -34,10 +34,6 @@ __all__ = [
 _second: tuple[int, str] = (-1, "")
 
 _KINDS: dict[str, type[CallEvent]] = {}
-
-if TYPE_CHECKING:
-    from .authorization_event import AuthEvent
-    from .input_event import InputEvent
 
 
 def utc_timestamp(ns: int) -> str:
@@ -139,7 +135,7 @@ class CallEvent:
         Raises:
             ValueError: a field is missing or has the wrong type.
         """
-        kind = _kind(str(data.get("machine")))
+        kind = _KINDS.get(str(data.get("machine")))
         if kind is not None and kind is not cls:
             return kind.from_dict(data)
         try:
@@ -206,31 +202,6 @@ def tool_call_event(
     return made
 
 
-def _kind(machine: str) -> type[CallEvent] | None:
-    # The event class of `machine`: a CallEvent subclass in this package's module named `{machine}_event`,
-    # imported on first use.
-    if machine not in _KINDS and machine.replace("-", "_").isidentifier():
-        import importlib.util
-
-        name = f"{__package__}.{machine.replace('-', '_')}_event"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
-    return _KINDS.get(machine)
-
-
-def __getattr__(name: str) -> object:
-    # The event classes of the machines a client may never run, imported on first use (PEP 562).
-    if name == "AuthEvent":
-        from .authorization_event import AuthEvent
-
-        return AuthEvent
-    if name == "InputEvent":
-        from .input_event import InputEvent
-
-        return InputEvent
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _plain(value: object) -> object:
     # A field's value as a JSON Lines record holds it.
     if isinstance(value, str):
@@ -259,6 +230,98 @@ def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "input_requests": None if data.get("input_requests") is None else dict(data["input_requests"]),
         "input_responses": None if data.get("input_responses") is None else dict(data["input_responses"]),
     }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AuthEvent(CallEvent):
+    """The fact that one authorization flow entered one state (README, "Authorization").
+
+    The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming the flow, ``tool`` the tool
+    whose call drew the challenge (``""`` for any other request), ``attempt`` 1 for the first flow a request
+    starts and 2 for a step-up after it, ``headers`` always ``None`` and ``round`` always 0 (with no input
+    fields). Nothing secret is ever recorded.
+
+    Attributes:
+        issuer: the authorization server's issuer, once chosen.
+        resource: the protected resource identifier (the ``resource`` parameter), once known.
+        scopes: the scopes requested or held, in order.
+    """
+
+    MACHINE: ClassVar[str] = "authorization"
+
+    machine: str = MACHINE
+    issuer: str | None = None
+    resource: str | None = None
+    scopes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AuthEvent:
+        """Rebuild an event from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: a field is missing or has the wrong type.
+        """
+        try:
+            scopes = data.get("scopes") or []
+            if not isinstance(scopes, list) or not all(isinstance(scope, str) for scope in scopes):
+                raise ValueError("scopes is not a list of strings")
+            return AuthEvent(
+                **_common_fields(data),
+                issuer=None if data.get("issuer") is None else str(data["issuer"]),
+                resource=None if data.get("resource") is None else str(data["resource"]),
+                scopes=tuple(scopes),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an AuthEvent record: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputEvent(CallEvent):
+    """Input the server asked for outside the tool-call machine (README, "Reading the audit events").
+
+    Each is one state entered by a run of the input machine (``mcpfsm._machines.input``, specs/input.md); its
+    first event is that machine's initial state, ``awaiting_input``, with no ``previous`` and no ``trigger``.
+    Two kinds of run publish these:
+
+    - the input rounds (SEP-2322) of a ``prompts/get`` or ``resources/read`` (and of any request sent with
+      ``Client.request``), once its first ``input_required`` result arrives (a request that asks for nothing
+      publishes nothing): ``awaiting_input`` per round (``input_requests``), ``resending`` when the round's
+      answers go out, then ``succeeded``, ``failed`` or ``cancelled``;
+    - a server request the client answers in the legacy era (``elicitation/create``, ``sampling/createMessage``,
+      ``roots/list``; a ``ping`` is no input and is not recorded): ``awaiting_input`` when it arrives
+      (``input_requests`` is ``{id: method}``), then ``succeeded`` once the answer was sent, ``failed`` (the
+      JSON-RPC error sent: a refusal such as -32601, or a handler that raised; or the answer could not be sent)
+      or ``cancelled`` (the client closed first).
+
+    The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming this run, ``tool`` the tool
+    whose call was waiting for a server request's answer (it arrived on that call's stream; ``""`` otherwise),
+    ``attempt`` always 1 and ``headers`` always ``None``. ``input_responses`` (on ``resending``, and on
+    ``succeeded`` for a server request: ``{id: result}``) is recorded only with ``audit_answers=True``; a
+    handler's own exception is named by its type only.
+
+    Attributes:
+        request: the method of the request the input is for (``prompts/get``, ``resources/read``), or the
+            method of the server's request (``elicitation/create``, …).
+        target: the prompt name or resource URI; for a server request, its JSON-RPC id as text.
+    """
+
+    MACHINE: ClassVar[str] = "input"
+
+    machine: str = MACHINE
+    request: str = ""
+    target: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> InputEvent:
+        """Rebuild an event from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: a field is missing or has the wrong type.
+        """
+        try:
+            return InputEvent(**_common_fields(data), request=str(data["request"]), target=str(data["target"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not an InputEvent record: {exc}") from exc
 
 
 def error_summary(error: BaseException) -> dict[str, Any]:
