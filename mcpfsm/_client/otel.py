@@ -8,9 +8,11 @@ value it records comes from the pure ``mcpfsm._core.telemetry``, which says whic
   the request is on its way (so an authorization flow it runs is its child); the current context injected
   into ``params._meta`` with the global propagator (W3C ``traceparent``, ``tracestate``, ``baggage`` by
   default); ``mcp.client.operation.duration`` recorded when it ends, answered or not.
-- :meth:`Instrumentation.tool_call` and :meth:`Instrumentation.flow` — one INTERNAL span per run of a machine,
-  current while it runs, so a call's requests (the ``-32020`` relist and the retry, every input round) are
-  its children; the run's audit events reach it through :meth:`Instrumentation.observe` as span events.
+- :meth:`Instrumentation.run` (for the tool-call machine :meth:`Instrumentation.tool_call`, for the
+  authorization machine :meth:`Instrumentation.flow`) — one INTERNAL span per run of a machine, named by the
+  machine's definition (``MachineDefinition.span``), current while it runs, so a call's requests (the
+  ``-32020`` relist and the retry, every input round) are its children; the run's audit events reach it
+  through :meth:`Instrumentation.observe` as span events.
 
 A span's status is ``ERROR`` exactly when ``error.type`` is set, with the JSON-RPC error's message as its
 description (MCP semantic conventions, "Span status"). Exceptions are not recorded as span events: their
@@ -25,7 +27,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
@@ -41,11 +43,16 @@ from .._core.events import AuthEvent, CallEvent
 from .._core.results import ToolResult
 from .._drivers.authorization import AuthorizationFlow
 from .._drivers.tool_call import ToolCall
+from .._machines.authorization import AUTHORIZATION
+from .._machines.definition import MachineDefinition
+from .._machines.tool_call import TOOL_CALL
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
 from .._transports.stdio import StdioTransport
 
 __all__ = ["Instrumentation", "from_globals"]
+
+R = TypeVar("R")
 
 _SCOPE = "mcpfsm"
 _UNSET_TRACERS = (trace.ProxyTracer, trace.NoOpTracer)
@@ -176,54 +183,57 @@ class Instrumentation:
 
     # --- the machines' runs ---------------------------------------------------------------------------
 
-    async def tool_call(self, call: ToolCall) -> ToolResult:
-        """Run ``call`` under its INTERNAL span ``tool-call {tool}``; its result, or what it raised, unchanged."""
-        if self._tracer is None:
-            return await call.run()
-        attributes = {conventions.TOOL_NAME: call.name, conventions.CALL_ID: call.call_id}
+    async def run(
+        self,
+        machine: MachineDefinition[Any, Any],
+        run_id: str,
+        attributes: Mapping[str, Any],
+        body: Callable[[], Awaitable[R]],
+        *,
+        tool: str = "",
+    ) -> R:
+        """Run ``body`` under the INTERNAL span ``machine`` names (``{tool}`` replaced); its result, or what it raised.
+
+        A machine whose definition names no span, or no tracer, runs ``body`` alone.
+        """
+        if self._tracer is None or machine.span is None:
+            return await body()
         with self._tracer.start_as_current_span(
-            f"tool-call {call.name}",
+            machine.span.format(tool=tool),
             kind=SpanKind.INTERNAL,
-            attributes=attributes,
+            attributes=dict(attributes),
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
-            self._runs[call.call_id] = span
+            self._runs[run_id] = span
             try:
-                result = await call.run()
+                return await body()
             except BaseException as exc:
                 _fail(span, exc)
                 raise
             finally:
-                self._ended(call.call_id, span)
-            if result.is_error:
+                self._ended(run_id, span)
+
+    async def tool_call(self, call: ToolCall) -> ToolResult:
+        """Run ``call`` under its INTERNAL span ``tool-call {tool}``; its result, or what it raised, unchanged."""
+
+        async def body() -> ToolResult:
+            result = await call.run()
+            span = self._runs.get(call.call_id)
+            if result.is_error and span is not None:
                 span.set_attribute(conventions.ERROR_TYPE, conventions.TOOL_ERROR)
                 span.set_status(Status(StatusCode.ERROR))
             return result
 
+        attributes = {conventions.TOOL_NAME: call.name, conventions.CALL_ID: call.call_id}
+        return await self.run(TOOL_CALL, call.call_id, attributes, body, tool=call.name)
+
     async def flow(self, flow: AuthorizationFlow) -> None:
         """Run an authorization ``flow`` under its INTERNAL span ``authorization``; what it raised, unchanged."""
-        if self._tracer is None:
-            await flow.run()
-            return
         attributes: dict[str, Any] = {conventions.CALL_ID: flow.flow_id, conventions.ENTRY: str(flow.entry)}
         if flow.tool:
             attributes[conventions.TOOL_NAME] = flow.tool
-        with self._tracer.start_as_current_span(
-            "authorization",
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            self._runs[flow.flow_id] = span
-            try:
-                await flow.run()
-            except BaseException as exc:
-                _fail(span, exc)
-                raise
-            finally:
-                self._ended(flow.flow_id, span)
+        await self.run(AUTHORIZATION, flow.flow_id, attributes, flow.run, tool=flow.tool)
 
     def _ended(self, run_id: str, span: Span) -> None:
         # The last state entered, and what an authorization flow learnt, once: each attribute set costs.

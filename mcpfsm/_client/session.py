@@ -239,7 +239,7 @@ class Session:
             TransportError, ProtocolError: the request failed.
         """
         if self.cache is None or method not in CACHEABLE_METHODS:
-            # What caching.through does for a method no cache ever answers (tools/call), without its frames.
+            # The cache layer is on the path of what a cache may answer only (never tools/call).
             return await self.renew_and_request(method, params, plan)
         return await caching.through(
             self.cache,
@@ -275,11 +275,7 @@ class Session:
             renewed = switched = False
             while True:
                 try:
-                    if self.telemetry is None:
-                        # What exchange() does without telemetry, without its frame.
-                        result = await self._exchange(method, params, plan, self.reserve_id())
-                    else:
-                        result = await self.exchange(method, params, plan)
+                    result = await self.exchange(method, params, plan)
                 except SessionExpired as exc:
                     if renewed:
                         # Without a session every later request would fail: the next one opens a new session.
@@ -366,13 +362,9 @@ class Session:
         session = self.session_id
         if session is not None:
             headers[SESSION_HEADER] = session
+        tool = params.get("name") if method == "tools/call" and params is not None else None
         try:
-            if self.authorization is None:
-                # What send() does without an authorization layer, without its frame.
-                reply = await self.transport.send(message, headers)
-            else:
-                tool = params.get("name") if method == "tools/call" and params is not None else None
-                reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
+            reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
         except TransportError as exc:
             if exc.status == 404 and session is not None:
                 raise self._expired(session) from exc

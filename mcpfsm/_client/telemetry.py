@@ -12,8 +12,9 @@ Otherwise :class:`Telemetry` (implemented in ``mcpfsm._client.otel``, README "Te
 
 - a session layer: :meth:`Telemetry.request` wraps each request the session sends (one JSON-RPC id: a
   CLIENT span, the W3C context in ``params._meta``, the duration histogram);
-- the wrapper of each machine's run: :meth:`Telemetry.tool_call` and :meth:`Telemetry.flow` (an INTERNAL span
-  that is the current span while the run sends, so its requests are its children);
+- the wrapper of each machine's run: :meth:`Telemetry.run` (an INTERNAL span named by the machine's definition,
+  ``MachineDefinition.span``, that is the current span while the run sends, so its requests are its children),
+  and for the tool-call and authorization machines :meth:`Telemetry.tool_call` and :meth:`Telemetry.flow`;
 - an audit sink: :meth:`Telemetry.observe` puts each event on its run's span as a span event.
 """
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .._core.events import CallEvent
 from .._core.results import ToolResult
@@ -30,8 +31,11 @@ from .._transports.base import Transport
 
 if TYPE_CHECKING:
     from .._drivers.authorization import AuthorizationFlow
+    from .._machines.definition import MachineDefinition
 
 __all__ = ["EventSink", "SessionState", "Telemetry", "probe"]
+
+R = TypeVar("R")
 
 EventSink = Callable[[CallEvent], object]
 """An ``on_event`` callback."""
@@ -63,6 +67,18 @@ class Telemetry(Protocol):
         send: Callable[[Mapping[str, Any] | None], Awaitable[dict[str, Any]]],
     ) -> dict[str, Any]:
         """Send one request through ``send`` (with the trace context added to ``params._meta``) and record it."""
+        ...
+
+    async def run(
+        self,
+        machine: MachineDefinition[Any, Any],
+        run_id: str,
+        attributes: Mapping[str, Any],
+        body: Callable[[], Awaitable[R]],
+        *,
+        tool: str = "",
+    ) -> R:
+        """Run ``body``, one run of ``machine``, under the span its definition names; its result, or what it raised."""
         ...
 
     async def tool_call(self, call: ToolCall) -> ToolResult:

@@ -75,21 +75,12 @@ class CacheHint(NamedTuple):
     scope: Scope
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class CacheStats:
     """Counts since the cache was made: lookups that were served, and lookups that missed."""
 
     hits: int = 0
     misses: int = 0
-
-    def __init__(
-        self,
-        hits: int = 0,
-        misses: int = 0,
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        self.hits = hits
-        self.misses = misses
 
 
 class _Entry(NamedTuple):

@@ -18,7 +18,7 @@ from .schema import MirroredParam, inspect_input_schema
 
 __all__ = ["Exclusion", "PageCursor", "ToolCatalog", "ToolDefinition", "build_catalog"]
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolDefinition:
     """One tool as the server listed it, with its mirrored parameters (SEP-2243).
 
@@ -36,39 +36,13 @@ class ToolDefinition:
     mirrored: tuple[MirroredParam, ...]
     raw: Mapping[str, Any] = field(repr=False, compare=False)
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        description: str,
-        input_schema: Mapping[str, Any],
-        mirrored: tuple[MirroredParam, ...],
-        raw: Mapping[str, Any],
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "description", description)
-        object.__setattr__(self, "input_schema", input_schema)
-        object.__setattr__(self, "mirrored", mirrored)
-        object.__setattr__(self, "raw", raw)
 
-
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Exclusion:
     """A tool entry left out of the listing, or whose annotations are inert, and why."""
 
     name: str
     reason: str
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        reason: str,
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "reason", reason)
 
 
 class ToolCatalog(NamedTuple):

@@ -14,8 +14,8 @@ Pure: building and serialising events does no I/O; the drivers publish them.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
 from .errors import McpError
@@ -33,12 +33,15 @@ __all__ = [
 
 _second: tuple[int, str] = (-1, "")
 
+_KINDS: dict[str, type[CallEvent]] = {}
+
 
 def utc_timestamp(ns: int) -> str:
     """``ns`` nanoseconds since the epoch in UTC, ISO-8601 to the microsecond: ``CallEvent.at``.
 
     The same text as ``datetime.now(UTC).isoformat(timespec="microseconds")`` for that instant (microseconds
-    truncated, ``+00:00``), at a third of its cost: the date and time of day are formatted once a second.
+    truncated, ``+00:00``), at a third of its cost (bench/layer.py): the date and time of day are formatted once
+    a second.
     """
     global _second
     seconds = ns // 1_000_000_000
@@ -51,7 +54,7 @@ def utc_timestamp(ns: int) -> str:
     return known[1] + str(1_000_000 + ns // 1000 % 1_000_000)[1:] + "+00:00"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class CallEvent:
     """The fact that one tool call entered one state (README, "Reading the audit events").
 
@@ -94,66 +97,28 @@ class CallEvent:
     round: int = 0
     input_requests: Mapping[str, str] | None = None
     input_responses: Mapping[str, Any] | None = None
-    machine: str = "tool-call"
+    MACHINE: ClassVar[str] = "tool-call"
+    """The ``machine`` of this class's events; ``from_dict`` reads a record into the class of its ``machine``."""
 
-    def __init__(
-        self,
-        *,
-        call_id: str,
-        seq: int,
-        tool: str,
-        state: str,
-        previous: str | None,
-        trigger: str | None,
-        attempt: int,
-        at: str,
-        elapsed: float,
-        headers: Mapping[str, str] | None = None,
-        error: Mapping[str, Any] | None = None,
-        round: int = 0,
-        input_requests: Mapping[str, str] | None = None,
-        input_responses: Mapping[str, Any] | None = None,
-        machine: str = "tool-call",
-    ) -> None:
-        """Make the event: what the dataclass would generate, at about half its cost (four events per tool call)."""
-        _fill(
-            self,
-            call_id,
-            seq,
-            tool,
-            state,
-            previous,
-            trigger,
-            attempt,
-            at,
-            elapsed,
-            headers,
-            error,
-            round,
-            input_requests,
-            input_responses,
-            machine,
-        )
+    machine: str = MACHINE
+
+    def __init_subclass__(cls) -> None:
+        # The event class of each machine, by its MACHINE: how from_dict finds it (the class the dataclass
+        # decorator makes with slots is created last, and so is the one kept). No super(): the slots class is
+        # a copy, which a zero-argument super() in its methods does not know; object's hook does nothing.
+        _KINDS[cls.MACHINE] = cls
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of every field (one JSON Lines record)."""
-        return {
-            "machine": self.machine,
-            "call_id": self.call_id,
-            "seq": self.seq,
-            "tool": self.tool,
-            "state": str(self.state),
-            "previous": None if self.previous is None else str(self.previous),
-            "trigger": None if self.trigger is None else str(self.trigger),
-            "attempt": self.attempt,
-            "at": self.at,
-            "elapsed": self.elapsed,
-            "headers": None if self.headers is None else dict(self.headers),
-            "error": None if self.error is None else dict(self.error),
-            "round": self.round,
-            "input_requests": None if self.input_requests is None else dict(self.input_requests),
-            "input_responses": None if self.input_responses is None else dict(self.input_responses),
-        }
+        """A JSON-serialisable dict of every field, ``machine`` first (one JSON Lines record).
+
+        Read-only mappings become dicts and tuples lists; every other value is kept (states and triggers as
+        plain strings).
+        """
+        record: dict[str, Any] = {"machine": self.machine}
+        for each in fields(self):
+            if each.name != "machine":
+                record[each.name] = _plain(getattr(self, each.name))
+        return record
 
     def to_json(self) -> str:
         """One JSON Lines record, without the trailing newline."""
@@ -170,70 +135,13 @@ class CallEvent:
         Raises:
             ValueError: a field is missing or has the wrong type.
         """
-        if data.get("machine") == AuthEvent.MACHINE:
-            return AuthEvent.from_dict(data)
-        if data.get("machine") == InputEvent.MACHINE:
-            return InputEvent.from_dict(data)
+        kind = _KINDS.get(str(data.get("machine")))
+        if kind is not None and kind is not cls:
+            return kind.from_dict(data)
         try:
-            return CallEvent(**_common_fields(data))
+            return cls(**_common_fields(data))
         except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a CallEvent record: {exc}") from exc
-
-
-_Setter = Callable[[CallEvent, Any], None]
-_SET_CALL_ID: _Setter = CallEvent.__dict__["call_id"].__set__
-_SET_SEQ: _Setter = CallEvent.__dict__["seq"].__set__
-_SET_TOOL: _Setter = CallEvent.__dict__["tool"].__set__
-_SET_STATE: _Setter = CallEvent.__dict__["state"].__set__
-_SET_PREVIOUS: _Setter = CallEvent.__dict__["previous"].__set__
-_SET_TRIGGER: _Setter = CallEvent.__dict__["trigger"].__set__
-_SET_ATTEMPT: _Setter = CallEvent.__dict__["attempt"].__set__
-_SET_AT: _Setter = CallEvent.__dict__["at"].__set__
-_SET_ELAPSED: _Setter = CallEvent.__dict__["elapsed"].__set__
-_SET_HEADERS: _Setter = CallEvent.__dict__["headers"].__set__
-_SET_ERROR: _Setter = CallEvent.__dict__["error"].__set__
-_SET_ROUND: _Setter = CallEvent.__dict__["round"].__set__
-_SET_INPUT_REQUESTS: _Setter = CallEvent.__dict__["input_requests"].__set__
-_SET_INPUT_RESPONSES: _Setter = CallEvent.__dict__["input_responses"].__set__
-_SET_MACHINE: _Setter = CallEvent.__dict__["machine"].__set__
-
-
-
-def _fill(
-    event: CallEvent,
-    call_id: str,
-    seq: int,
-    tool: str,
-    state: str,
-    previous: str | None,
-    trigger: str | None,
-    attempt: int,
-    at: str,
-    elapsed: float,
-    headers: Mapping[str, str] | None,
-    error: Mapping[str, Any] | None,
-    round: int,
-    input_requests: Mapping[str, str] | None,
-    input_responses: Mapping[str, Any] | None,
-    machine: str,
-) -> None:
-    # Every field of a new event, in declaration order, through the slots' own setters: past the frozen
-    # __setattr__ as the generated __init__ goes past it with object.__setattr__, without looking names up.
-    _SET_CALL_ID(event, call_id)
-    _SET_SEQ(event, seq)
-    _SET_TOOL(event, tool)
-    _SET_STATE(event, state)
-    _SET_PREVIOUS(event, previous)
-    _SET_TRIGGER(event, trigger)
-    _SET_ATTEMPT(event, attempt)
-    _SET_AT(event, at)
-    _SET_ELAPSED(event, elapsed)
-    _SET_HEADERS(event, headers)
-    _SET_ERROR(event, error)
-    _SET_ROUND(event, round)
-    _SET_INPUT_REQUESTS(event, input_requests)
-    _SET_INPUT_RESPONSES(event, input_responses)
-    _SET_MACHINE(event, machine)
+            raise ValueError(f"not a {cls.__name__} record: {exc}") from exc
 
 
 class _Draft:
@@ -267,11 +175,12 @@ def tool_call_event(
     """The same :class:`CallEvent` as ``CallEvent(call_id=call_id, ...)``, every field given, for the tool-call driver.
 
     The frozen dataclass lets a new event's fields be stored only past its ``__setattr__`` (what ``__init__``
-    and ``_fill`` do, one descriptor call per field, about 13,000 instructions an event); this stores them
+    does, one ``object.__setattr__`` call per field); this stores them
     into a :class:`_Draft` of the same layout as ordinary attributes and then makes the draft a
     ``CallEvent`` — the same object ``__init__`` would build (equal, same repr, hash and ``fields``) at about
     a third of the cost, four events per tool call.
     """
+    # The event fast path: four events per tool call (bench/layer.py, bench/instructions.py).
     event: Any = _new(_Draft)
     event.call_id = call_id
     event.seq = seq
@@ -287,10 +196,21 @@ def tool_call_event(
     event.round = round
     event.input_requests = input_requests
     event.input_responses = input_responses
-    event.machine = "tool-call"
+    event.machine = CallEvent.MACHINE
     event.__class__ = CallEvent
     made: CallEvent = event
     return made
+
+
+def _plain(value: object) -> object:
+    # A field's value as a JSON Lines record holds it.
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, Mapping):
+        return dict(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -312,7 +232,7 @@ def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class AuthEvent(CallEvent):
     """The fact that one authorization flow entered one state (README, "Authorization").
 
@@ -333,64 +253,6 @@ class AuthEvent(CallEvent):
     issuer: str | None = None
     resource: str | None = None
     scopes: tuple[str, ...] = ()
-
-    def __init__(
-        self,
-        *,
-        call_id: str,
-        seq: int,
-        tool: str,
-        state: str,
-        previous: str | None,
-        trigger: str | None,
-        attempt: int,
-        at: str,
-        elapsed: float,
-        headers: Mapping[str, str] | None = None,
-        error: Mapping[str, Any] | None = None,
-        round: int = 0,
-        input_requests: Mapping[str, str] | None = None,
-        input_responses: Mapping[str, Any] | None = None,
-        machine: str = MACHINE,
-        issuer: str | None = None,
-        resource: str | None = None,
-        scopes: tuple[str, ...] = (),
-    ) -> None:
-        """Make the event: what the dataclass would generate.
-
-        Written out because the generated ``__init__`` is a third of what creating this class costs when
-        ``import mcpfsm`` runs; tests/drivers/test_events.py checks that both take the same fields.
-        """
-        _fill(
-            self,
-            call_id,
-            seq,
-            tool,
-            state,
-            previous,
-            trigger,
-            attempt,
-            at,
-            elapsed,
-            headers,
-            error,
-            round,
-            input_requests,
-            input_responses,
-            machine,
-        )
-        object.__setattr__(self, "issuer", issuer)
-        object.__setattr__(self, "resource", resource)
-        object.__setattr__(self, "scopes", scopes)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of every field (one JSON Lines record)."""
-        return {
-            **CallEvent.to_dict(self),
-            "issuer": self.issuer,
-            "resource": self.resource,
-            "scopes": list(self.scopes),
-        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AuthEvent:
@@ -413,7 +275,7 @@ class AuthEvent(CallEvent):
             raise ValueError(f"not an AuthEvent record: {exc}") from exc
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class InputEvent(CallEvent):
     """Input the server asked for outside the tool-call machine (README, "Reading the audit events").
 
@@ -448,53 +310,6 @@ class InputEvent(CallEvent):
     machine: str = MACHINE
     request: str = ""
     target: str = ""
-
-    def __init__(
-        self,
-        *,
-        call_id: str,
-        seq: int,
-        tool: str,
-        state: str,
-        previous: str | None,
-        trigger: str | None,
-        attempt: int,
-        at: str,
-        elapsed: float,
-        headers: Mapping[str, str] | None = None,
-        error: Mapping[str, Any] | None = None,
-        round: int = 0,
-        input_requests: Mapping[str, str] | None = None,
-        input_responses: Mapping[str, Any] | None = None,
-        machine: str = MACHINE,
-        request: str = "",
-        target: str = "",
-    ) -> None:
-        """Make the event: what the dataclass would generate (written out, as :class:`AuthEvent`'s)."""
-        _fill(
-            self,
-            call_id,
-            seq,
-            tool,
-            state,
-            previous,
-            trigger,
-            attempt,
-            at,
-            elapsed,
-            headers,
-            error,
-            round,
-            input_requests,
-            input_responses,
-            machine,
-        )
-        object.__setattr__(self, "request", request)
-        object.__setattr__(self, "target", target)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-serialisable dict of every field (one JSON Lines record)."""
-        return {**CallEvent.to_dict(self), "request": self.request, "target": self.target}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> InputEvent:

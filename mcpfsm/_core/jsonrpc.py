@@ -50,6 +50,7 @@ _DEFAULT = _ENCODER.default
 _STRING = json.encoder.encode_basestring  # ensure_ascii=False
 
 
+# The C encoder behind its self-check: every request and answer is encoded (bench/layer.py, bench/instructions.py).
 def _one_shot(message: Mapping[str, Any]) -> str:
     # What _ENCODER.encode(message) does for an object with json's C encoder (json.encoder.JSONEncoder.iterencode,
     # its one-shot branch: the same factory, the same arguments, new circular-reference markers per message),
@@ -91,22 +92,12 @@ class Response(NamedTuple):
     error: RpcError | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Notification:
     """A message from the peer that expects no answer (progress, log messages, …)."""
 
     method: str
     params: dict[str, Any]
-
-    def __init__(
-        self,
-        *,
-        method: str,
-        params: dict[str, Any],
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "method", method)
-        object.__setattr__(self, "params", params)
 
 
 class Request(NamedTuple):
@@ -245,7 +236,7 @@ def decode_message(text: str | bytes) -> Any:
 
 
 def _loads(text: str) -> Any:
-    # json.loads(text), two Python frames and two whitespace matches shorter for what peers send: a document
+    # json.loads(text), two Python frames and two whitespace matches shorter (bench/layer.py) for a document
     # with nothing around it. Anything else (whitespace around it, extra data, a BOM, invalid JSON) goes through
     # json.loads itself: the same value, or json's own error.
     try:

@@ -68,7 +68,7 @@ def _objects(what: str, value: object) -> list[dict[str, Any]]:
     return value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolResult:
     """The result of a ``tools/call``.
 
@@ -87,18 +87,6 @@ class ToolResult:
     has_structured_content: bool = False
     is_error: bool
     raw: dict[str, Any] = field(repr=False)
-
-    def __init__(
-        self,
-        *,
-        content: list[dict[str, Any]],
-        structured_content: Any,
-        has_structured_content: bool = False,
-        is_error: bool,
-        raw: dict[str, Any],
-    ) -> None:
-        """Make the result: what the dataclass would generate, at half its cost (one result per call)."""
-        _fill(self, content, structured_content, has_structured_content, is_error, raw)
 
     @classmethod
     def from_result(cls, result: dict[str, Any]) -> ToolResult:
@@ -125,8 +113,8 @@ class ToolResult:
         is_error = result.get("isError", False)
         if not isinstance(is_error, bool):
             raise ProtocolError('tools/call result "isError" is not a boolean')
-        # A new instance filled as __init__ fills it: calling the class with keywords would pack them into a
-        # dict first (one result per tool call).
+        # A new instance filled as __init__ fills it, without packing keywords into a dict first: one result
+        # per tool call (bench/layer.py, bench/instructions.py).
         made: ToolResult = _new(cls)
         _fill(made, content, result.get("structuredContent"), "structuredContent" in result, is_error, result)
         return made
@@ -135,7 +123,6 @@ class ToolResult:
     def text(self) -> str:
         """The text of every ``text`` content block, joined with newlines."""
         return "\n".join(str(b.get("text", "")) for b in self.content if b.get("type") == "text")
-
 
 
 _new = object.__new__
@@ -156,13 +143,16 @@ def _fill(
     _SET_HAS_STRUCTURED_CONTENT(result, has_structured_content)
     _SET_IS_ERROR(result, is_error)
     _SET_RAW(result, raw)
+
+
 _SET_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["content"].__set__
 _SET_STRUCTURED_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["structured_content"].__set__
 _SET_HAS_STRUCTURED_CONTENT: Callable[[ToolResult, Any], None] = ToolResult.__dict__["has_structured_content"].__set__
 _SET_IS_ERROR: Callable[[ToolResult, Any], None] = ToolResult.__dict__["is_error"].__set__
 _SET_RAW: Callable[[ToolResult, Any], None] = ToolResult.__dict__["raw"].__set__
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ServerInfo:
     """What the server said about itself when the connection's era was settled.
 
@@ -192,26 +182,6 @@ class ServerInfo:
     capabilities: dict[str, Any]
     instructions: str | None = None
     raw: dict[str, Any] = field(repr=False)
-
-    def __init__(
-        self,
-        *,
-        name: str | None,
-        version: str | None,
-        title: str | None = None,
-        protocol_version: str,
-        capabilities: dict[str, Any],
-        instructions: str | None = None,
-        raw: dict[str, Any],
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "version", version)
-        object.__setattr__(self, "title", title)
-        object.__setattr__(self, "protocol_version", protocol_version)
-        object.__setattr__(self, "capabilities", capabilities)
-        object.__setattr__(self, "instructions", instructions)
-        object.__setattr__(self, "raw", raw)
 
     @classmethod
     def from_discover(cls, result: dict[str, Any], protocol_version: str) -> ServerInfo:

@@ -42,7 +42,7 @@ _SCHEMA_MAPS: Final = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MirroredParam:
     """One argument a tool asks the client to mirror into a header (SEP-2243).
 
@@ -56,18 +56,6 @@ class MirroredParam:
     token: str
     type: MirrorableType
 
-    def __init__(
-        self,
-        *,
-        path: tuple[str, ...],
-        token: str,
-        type: MirrorableType,
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "path", path)
-        object.__setattr__(self, "token", token)
-        object.__setattr__(self, "type", type)
-
     @property
     def header(self) -> str:
         """The header name, ``Mcp-Param-`` + token."""
@@ -79,7 +67,7 @@ class MirroredParam:
         return json_pointer(self.path)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SchemaVerdict:
     """What :func:`inspect_input_schema` found.
 
@@ -90,16 +78,6 @@ class SchemaVerdict:
 
     mirrored: tuple[MirroredParam, ...] = ()
     reason: str | None = None
-
-    def __init__(
-        self,
-        *,
-        mirrored: tuple[MirroredParam, ...] = (),
-        reason: str | None = None,
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "mirrored", mirrored)
-        object.__setattr__(self, "reason", reason)
 
     @property
     def valid(self) -> bool:

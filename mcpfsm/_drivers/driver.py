@@ -95,8 +95,8 @@ async def drive(
     """
     definition = compiled.definition
     terminal = definition.terminal
-    # `advance` inlined, what it needs looked up once: this loop is every tool call's hot path. The compiled
-    # table is read directly; compiled.advance only for a pair it lacks, to raise InvalidTransition.
+    # `advance` inlined, what it needs looked up once: every tool call's hot path (bench/layer.py, bench/machine.py).
+    # The compiled table is read directly; compiled.advance only for a pair it lacks, to raise InvalidTransition.
     table, follow, entered = compiled.table, compiled.advance, run.entered
     state = definition.initial
     entered(state, None, None)

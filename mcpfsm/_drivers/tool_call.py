@@ -139,7 +139,8 @@ class ToolCall:
         self.attempt = 1
         self.generation = 0
         self.started = 0.0
-        # The run's clock (what trio.current_time() reads), looked up once per call: four events read it.
+        # The run's clock (what trio.current_time() reads), looked up once per call: four events read it
+        # (bench/layer.py).
         self.clock: Callable[[], float] = _no_clock
         self.definition: ToolDefinition | None = None
         self.plan: HeaderPlan | None = None
@@ -345,7 +346,8 @@ _RESENDING: Final = frozenset({State.resending, State.retry_resending})
 _DETAILED: Final = frozenset({State.cancelled, State.failed, State.relisting, *_AWAITING, *_RESENDING})
 
 
-# The members the hot path names, read once: a member's lookup on its enum class costs a Python-level call.
+# The members the hot path names, read once: a member's lookup on its enum class costs a Python-level call
+# (bench/layer.py).
 _RESOLVED: Final = Trigger.resolved
 _PLANNED: Final = Trigger.planned
 _ANSWERED: Final = Trigger.answered

@@ -1,18 +1,37 @@
-"""The state machines, as data (pure: no I/O).
+"""The state machines, as data: pure, no I/O (neither trio, httpx nor loguru: tests/client/test_layers.py).
 
-Each module defines one :class:`~mcpfsm._machines.definition.MachineDefinition`; :data:`MACHINES`
-lists them for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
-property tests that check every machine.
+Each machine is one module of this package that defines, under its own name in capitals, one
+:class:`~mcpfsm._machines.definition.MachineDefinition` written with
+:func:`~mcpfsm._machines.definition.define` (``tool_call.TOOL_CALL``, ``authorization.AUTHORIZATION``,
+``input.INPUT``), and its ``COMPILED`` table. The definition carries everything that other places would
+otherwise list by hand: its walkthrough (the ``mcpfsm._tooling`` module that writes ``specs/{name}.md``)
+and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from that naming
+convention, for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
+property tests that check every machine: the tool-call machine first, then the others by module name.
 
 :data:`MACHINES` is built on first use (PEP 562): importing one machine (the tool-call driver imports
 ``mcpfsm._machines.tool_call``, which imports this package first) then compiles that machine only, and
 the authorization machine waits for the first ``auth=`` or the tooling (bench/startup.py).
+
+The files a fourth machine (``tasks``, say) touches:
+
+1. ``mcpfsm/_machines/tasks.py`` — new: ``State`` and ``Trigger`` enums, the edges and one description per
+   state, ``TASKS = define(...)`` with its ``walkthrough`` and ``span``, and ``COMPILED``. ``MACHINES``,
+   ``mcpfsm diagram`` and its drift check, and the machine property tests pick it up from the name.
+2. ``mcpfsm/_drivers/tasks.py`` — new: the run (its ``entered`` publishes one event per state) and one
+   effect per non-terminal state, driven by ``mcpfsm._drivers.driver.drive`` (or ``start``/``advance`` for
+   a run that follows facts reported from elsewhere).
+3. ``mcpfsm/_core/events.py`` — its event: a ``CallEvent`` subclass with its own ``MACHINE`` and its
+   fields; ``CallEvent.from_dict`` finds it by ``MACHINE``.
+4. The client layer that starts a run (a module of ``mcpfsm/_client/``), which wraps it in
+   ``Telemetry.run`` when the definition names a span, and ``mcpfsm/__init__.py`` for what is public.
+5. ``mcpfsm/_tooling/walkthrough_tasks.py`` — new, when the machine has a walkthrough; then ``mcpfsm
+   diagram`` writes ``specs/tasks.{mmd,dot,md}`` and ``diagrams/tasks.svg``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -23,18 +42,30 @@ if TYPE_CHECKING:
 
 __all__ = ["MACHINES"]
 
+_FIRST = "tool_call"
+
+
+def _discover() -> Mapping[str, MachineDefinition[Any, Any]]:
+    # Every module of this package that defines a machine under its own name in capitals.
+    import importlib
+    import pkgutil
+    from types import MappingProxyType
+
+    from .definition import MachineDefinition
+
+    names = sorted((info.name for info in pkgutil.iter_modules(__path__)), key=lambda name: (name != _FIRST, name))
+    machines: dict[str, MachineDefinition[Any, Any]] = {}
+    for name in names:
+        definition = getattr(importlib.import_module(f"{__name__}.{name}"), name.upper(), None)
+        if isinstance(definition, MachineDefinition):
+            machines[definition.name] = definition
+    return MappingProxyType(machines)
+
 
 def __getattr__(name: str) -> object:
     if name != "MACHINES":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from .authorization import AUTHORIZATION
-    from .input import INPUT
-    from .tool_call import TOOL_CALL
-
-    machines: Mapping[str, MachineDefinition[Any, Any]] = MappingProxyType(
-        {TOOL_CALL.name: TOOL_CALL, AUTHORIZATION.name: AUTHORIZATION, INPUT.name: INPUT}
-    )
-    globals()["MACHINES"] = machines
+    machines = globals()["MACHINES"] = _discover()
     return machines
 
 

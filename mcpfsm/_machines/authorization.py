@@ -18,28 +18,17 @@ grant runs after ``registering`` is the credential the client was given: the aut
 (``OAuth``), or a headless grant (``ClientCredentials``, ``JwtBearer``), or the enterprise token exchange
 (``EnterpriseManaged``, SEP-990) that first asks the enterprise identity provider for an assertion.
 
-Pure: no I/O; imports neither trio, httpx nor loguru.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Final
 
-from .definition import CompiledMachine, Edge, MachineDefinition, edge
+from .definition import CompiledMachine, Edge, define, edge
 
-__all__ = [
-    "AUTHORIZATION",
-    "COMPILED",
-    "EDGES",
-    "INITIAL",
-    "STATES",
-    "TERMINAL",
-    "State",
-    "Trigger",
-]
+__all__ = ["AUTHORIZATION", "COMPILED", "EDGES", "STATES", "State", "Trigger"]
 
 
 class State(StrEnum):
@@ -84,18 +73,50 @@ class Trigger(StrEnum):
     cancelled = "cancelled"
 
 
-STATES: Final[tuple[State, ...]] = tuple(State)
-"""Every state, in table order: each edge leads further down it."""
+_DESCRIPTIONS: Final[Mapping[State, str]] = {
+    State.starting: (
+        "Name why the flow runs: a 401 (discover afresh), a 403 `insufficient_scope` (step up with the union "
+        "of the held and the challenged scopes), or a held token that expires within 60 s; refuse a second "
+        "challenge on a request already resent after a flow, and a scope set whose step-up already failed."
+    ),
+    State.discovering_resource: (
+        "GET the Protected Resource Metadata candidates in order (the challenge's `resource_metadata`, the "
+        "path-based and the root well-known URLs; no `Authorization`, redirects not followed) and check that "
+        "its `resource` names this server; none usable: the 2025-03-26 path, unless pinned to 2026-07-28."
+    ),
+    State.discovering_issuer: (
+        "Pick the authorization server, GET its metadata candidates in order and validate them: `issuer` "
+        "equal to the expected one as a raw string, PKCE `S256` advertised, https endpoints (loopback "
+        "excepted); a different issuer than the held tokens' drops them (migration)."
+    ),
+    State.refreshing: (
+        "POST `grant_type=refresh_token` with the same `resource` and client authentication, no `scope` "
+        "(one retry with the server's DPoP nonce); a refusal drops the tokens."
+    ),
+    State.registering: (
+        "Identify the client to this issuer: pre-registered credentials bound to it, else a Client ID "
+        "Metadata Document URL, else dynamic registration (`application_type: native`), reused per issuer; "
+        "headless credentials go straight to the token endpoint."
+    ),
+    State.asserting: (
+        "Exchange the enterprise ID token at the identity provider for an ID-JAG (RFC 8693 token exchange, "
+        "SEP-990)."
+    ),
+    State.authorizing: (
+        "Build the authorization URL (`state`, PKCE S256, `resource`, scopes), hand it to `authorize`, and "
+        "validate the redirect: `state`, then `iss` (RFC 9207), then `error`, then `code`."
+    ),
+    State.exchanging: (
+        "POST the grant to the token endpoint (authorization code with `code_verifier`, client credentials, "
+        "or JWT bearer) with the same `resource`, a DPoP proof when asked for (one retry with the server's "
+        "nonce), and read the tokens."
+    ),
+    State.authorized: "Terminal: the tokens are held and stored; the request that started the flow is resent.",
+    State.failed: "Terminal: the request raises the `AuthorizationError` recorded in the last event.",
+    State.cancelled: "Terminal: the trio cancellation propagates; the client stays usable.",
+}
 
-INITIAL: Final = State.starting
-"""The state every flow starts in."""
-
-TERMINAL: Final[frozenset[State]] = frozenset({State.authorized, State.failed, State.cancelled})
-"""States that accept no trigger: the flow has ended."""
-
-
-
-EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
+_EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.unauthorized, State.starting, State.discovering_resource, "HTTP 401"),
     edge(Trigger.scope_challenged, State.starting, State.discovering_resource, "HTTP 403 insufficient_scope, unbound"),
     edge(Trigger.insufficient_scope, State.starting, State.authorizing, "HTTP 403 insufficient_scope, AS bound"),
@@ -127,71 +148,21 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.refused, State.authorizing, State.failed, "state, iss, error, no code"),
     edge(Trigger.granted, State.exchanging, State.authorized, "token response valid"),
     edge(Trigger.refused, State.exchanging, State.failed, "token endpoint refused"),
-    *(
-        edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
-        for state in STATES
-        if state not in TERMINAL
-    ),
 )
-"""Every declared transition, in the order the diagrams draw them."""
+"""The declared transitions but the cancel edges (which ``define`` adds), in the order the diagrams draw them."""
 
-_DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
-    {
-        State.starting: (
-            "Name why the flow runs: a 401 (discover afresh), a 403 `insufficient_scope` (step up with the union "
-            "of the held and the challenged scopes), or a held token that expires within 60 s; refuse a second "
-            "challenge on a request already resent after a flow, and a scope set whose step-up already failed."
-        ),
-        State.discovering_resource: (
-            "GET the Protected Resource Metadata candidates in order (the challenge's `resource_metadata`, the "
-            "path-based and the root well-known URLs; no `Authorization`, redirects not followed) and check that "
-            "its `resource` names this server; none usable: the 2025-03-26 path, unless pinned to 2026-07-28."
-        ),
-        State.discovering_issuer: (
-            "Pick the authorization server, GET its metadata candidates in order and validate them: `issuer` "
-            "equal to the expected one as a raw string, PKCE `S256` advertised, https endpoints (loopback "
-            "excepted); a different issuer than the held tokens' drops them (migration)."
-        ),
-        State.refreshing: (
-            "POST `grant_type=refresh_token` with the same `resource` and client authentication, no `scope` "
-            "(one retry with the server's DPoP nonce); a refusal drops the tokens."
-        ),
-        State.registering: (
-            "Identify the client to this issuer: pre-registered credentials bound to it, else a Client ID "
-            "Metadata Document URL, else dynamic registration (`application_type: native`), reused per issuer; "
-            "headless credentials go straight to the token endpoint."
-        ),
-        State.asserting: (
-            "Exchange the enterprise ID token at the identity provider for an ID-JAG (RFC 8693 token exchange, "
-            "SEP-990)."
-        ),
-        State.authorizing: (
-            "Build the authorization URL (`state`, PKCE S256, `resource`, scopes), hand it to `authorize`, and "
-            "validate the redirect: `state`, then `iss` (RFC 9207), then `error`, then `code`."
-        ),
-        State.exchanging: (
-            "POST the grant to the token endpoint (authorization code with `code_verifier`, client credentials, "
-            "or JWT bearer) with the same `resource`, a DPoP proof when asked for (one retry with the server's "
-            "nonce), and read the tokens."
-        ),
-        State.authorized: "Terminal: the tokens are held and stored; the request that started the flow is resent.",
-        State.failed: "Terminal: the request raises the `AuthorizationError` recorded in the last event.",
-        State.cancelled: "Terminal: the trio cancellation propagates; the client stays usable.",
-    }
-)
-
-AUTHORIZATION: Final = MachineDefinition(
-    name="authorization",
+AUTHORIZATION: Final = define(
+    "authorization", State, Trigger, _EDGES, _DESCRIPTIONS, cancel=(Trigger.cancelled, State.cancelled),
     title="One authorization flow: OAuth 2.1 for an MCP server",
-    states=STATES,
-    triggers=tuple(Trigger),
-    initial=INITIAL,
-    terminal=TERMINAL,
-    edges=EDGES,
-    descriptions=_DESCRIPTIONS,
-    cancel_trigger=Trigger.cancelled,
+    walkthrough="mcpfsm._tooling.walkthrough_auth", span="authorization",
 )
 """The authorization machine."""
+
+STATES: Final[tuple[State, ...]] = AUTHORIZATION.states
+"""Every state, in table order: each edge leads further down it."""
+
+EDGES: Final[tuple[Edge[State, Trigger], ...]] = AUTHORIZATION.edges
+"""Every declared transition, in the order the diagrams draw them: the cancel edges last."""
 
 COMPILED: Final = CompiledMachine(AUTHORIZATION)
 """:data:`AUTHORIZATION` with its transition table, read off a built ``transitions`` Machine."""

@@ -22,13 +22,11 @@ Why the drivers use the compiled table rather than the Machine itself is measure
 ``bench/machine.py``: a ``transitions`` trigger costs microseconds and a Machine per call costs
 hundreds, where a dict lookup costs tens of nanoseconds; the table is still read off a built Machine,
 so the library stays the source of truth.
-
-Pure: no I/O; imports neither trio, httpx nor loguru.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
@@ -43,6 +41,7 @@ __all__ = [
     "MachineDefinition",
     "build_machine",
     "compile_table",
+    "define",
     "edge",
 ]
 
@@ -50,7 +49,7 @@ S = TypeVar("S", bound=StrEnum)
 T = TypeVar("T", bound=StrEnum)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Edge(Generic[S, T]):
     """One declared transition: ``trigger`` moves a run from ``source`` to ``dest``.
 
@@ -70,22 +69,6 @@ class Edge(Generic[S, T]):
     guard: str
     bound: str | None = None
 
-    def __init__(
-        self,
-        *,
-        trigger: T,
-        source: S,
-        dest: S,
-        guard: str,
-        bound: str | None = None,
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "trigger", trigger)
-        object.__setattr__(self, "source", source)
-        object.__setattr__(self, "dest", dest)
-        object.__setattr__(self, "guard", guard)
-        object.__setattr__(self, "bound", bound)
-
 
 def edge(trigger: T, source: S, dest: S, guard: str, bound: str | None = None) -> Edge[S, T]:
     """An :class:`Edge`, positionally: how the machine modules write their edge tables."""
@@ -96,7 +79,7 @@ class InvalidTransition(ValueError):
     """A trigger that has no edge from the given state (terminal states accept none)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True, init=False)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MachineDefinition(Generic[S, T]):
     """A whole machine as data; see the module docstring for the rule it must follow.
 
@@ -111,6 +94,11 @@ class MachineDefinition(Generic[S, T]):
         descriptions: one sentence per state: what happens there.
         cancel_trigger: the trigger that ends a run from any non-terminal state (trio
             cancellation), or ``None`` when the machine has none; its edges are drawn dashed.
+        walkthrough: the module of ``mcpfsm._tooling`` whose ``render()`` writes the machine's page
+            ``specs/{name}.md`` (``"mcpfsm._tooling.walkthrough"``), as a name: the machines import no
+            tooling; ``None`` for none.
+        span: the name of the OpenTelemetry span of one run (``{tool}`` stands for the tool's name), or
+            ``None`` when a run has no span of its own.
 
     Raises:
         ValueError: the definition breaks the rule (see :meth:`check`).
@@ -125,31 +113,8 @@ class MachineDefinition(Generic[S, T]):
     edges: tuple[Edge[S, T], ...]
     descriptions: Mapping[S, str] = field(repr=False)
     cancel_trigger: T | None = None
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        title: str,
-        states: tuple[S, ...],
-        triggers: tuple[T, ...],
-        initial: S,
-        terminal: frozenset[S],
-        edges: tuple[Edge[S, T], ...],
-        descriptions: Mapping[S, str],
-        cancel_trigger: T | None = None,
-    ) -> None:
-        """Make the value: the dataclass's own ``__init__``, written out (``init=False``; README, "Benchmarks")."""
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "title", title)
-        object.__setattr__(self, "states", states)
-        object.__setattr__(self, "triggers", triggers)
-        object.__setattr__(self, "initial", initial)
-        object.__setattr__(self, "terminal", terminal)
-        object.__setattr__(self, "edges", edges)
-        object.__setattr__(self, "descriptions", descriptions)
-        object.__setattr__(self, "cancel_trigger", cancel_trigger)
-        self.__post_init__()
+    walkthrough: str | None = None
+    span: str | None = None
 
     def __post_init__(self) -> None:
         self.check()
@@ -199,6 +164,50 @@ class MachineDefinition(Generic[S, T]):
         cycle = _cycle([edge for edge in self.edges if edge.bound is None])
         if cycle:
             raise ValueError(f"{self.name}: undeclared cycle through {cycle}; mark its back edge with a bound")
+
+
+def define(
+    name: str,
+    states: type[S],
+    triggers: type[T],
+    edges: Iterable[Edge[S, T]],
+    descriptions: Mapping[S, str],
+    *,
+    title: str,
+    cancel: tuple[T, S] | None = None,
+    walkthrough: str | None = None,
+    span: str | None = None,
+) -> MachineDefinition[S, T]:
+    """A :class:`MachineDefinition` from its enums and edges: how every machine module writes its definition.
+
+    What each machine would otherwise spell out again is derived here, once: the states and triggers are the
+    members of ``states`` and ``triggers`` in declaration order, the initial state is the first state, the
+    terminal states are those no edge of ``edges`` leaves, and ``cancel = (trigger, state)`` adds one edge on
+    ``trigger`` from every other state to ``state`` (trio cancellation) after ``edges`` and makes ``trigger``
+    the ``cancel_trigger``.
+
+    Raises:
+        ValueError: the definition breaks the rule (see :meth:`MachineDefinition.check`).
+    """
+    every_state = tuple(states)
+    declared = tuple(edges)
+    ends = frozenset(every_state) - {each.source for each in declared}
+    if cancel is not None:
+        trigger, cancelled = cancel
+        declared += tuple(edge(trigger, state, cancelled, "trio cancellation") for state in states if state not in ends)
+    return MachineDefinition(
+        name=name,
+        title=title,
+        states=every_state,
+        triggers=tuple(triggers),
+        initial=every_state[0],
+        terminal=ends,
+        edges=declared,
+        descriptions=MappingProxyType(dict(descriptions)),
+        cancel_trigger=None if cancel is None else cancel[0],
+        walkthrough=walkthrough,
+        span=span,
+    )
 
 
 def _cycle(edges: Sequence[Edge[Any, Any]]) -> list[str]:

@@ -20,29 +20,18 @@ client's handlers are answering.
   the handler raised (a -32603 or the handler's ``RpcError`` was sent), ``errored`` when the answer could not
   be sent.
 
-Pure: no I/O; imports neither trio, httpx nor loguru.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Final
 
-from .definition import CompiledMachine, Edge, MachineDefinition, edge
+from .definition import CompiledMachine, Edge, define, edge
 from .input_loop import EXHAUSTED, GATHERED, INPUT_FAILED, INPUT_REQUIRED, ROUND_BOUND
 
-__all__ = [
-    "COMPILED",
-    "EDGES",
-    "INITIAL",
-    "INPUT",
-    "STATES",
-    "TERMINAL",
-    "State",
-    "Trigger",
-]
+__all__ = ["COMPILED", "INPUT", "State", "Trigger"]
 
 
 class State(StrEnum):
@@ -68,20 +57,9 @@ class Trigger(StrEnum):
     cancelled = "cancelled"
 
 
-STATES: Final[tuple[State, ...]] = tuple(State)
-"""Every state, in table order: each forward edge leads further down it."""
-
-INITIAL: Final = State.awaiting_input
-"""The state every run starts in: the server has asked for input."""
-
-TERMINAL: Final[frozenset[State]] = frozenset({State.succeeded, State.failed, State.cancelled})
-"""States that accept no trigger: the run has ended."""
-
-
-
 _REFUSED: Final = "server request: no handler, undeclared mode, bad params"
 
-EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
+_EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     # Input rounds (SEP-2322): the round's answers are ready; the request goes out again.
     edge(Trigger.gathered, State.awaiting_input, State.resending, GATHERED),
     # A legacy server request (MCP 2025-11-25): the answer was sent.
@@ -91,56 +69,37 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.errored, State.awaiting_input, State.failed, "server request: the answer could not be sent"),
     edge(Trigger.answered, State.resending, State.succeeded, "complete result"),
     # The input loop: the only cycle, bounded by the per-request round count.
-    edge(
-        Trigger.input_required,
-        State.resending,
-        State.awaiting_input,
-        INPUT_REQUIRED,
-        ROUND_BOUND,
-    ),
+    edge(Trigger.input_required, State.resending, State.awaiting_input, INPUT_REQUIRED, ROUND_BOUND),
     edge(Trigger.rounds_exhausted, State.resending, State.failed, EXHAUSTED),
     edge(Trigger.errored, State.resending, State.failed, "any other error"),
-    *(
-        edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
-        for state in STATES
-        if state not in TERMINAL
+)
+"""The declared transitions but the cancel edges (which ``define`` adds), in the order the diagrams draw them."""
+
+_DESCRIPTIONS: Final[Mapping[State, str]] = {
+    State.awaiting_input: (
+        "The server asked for input. Rounds: run the handlers (`on_elicitation`, `on_sampling`, `on_roots`) "
+        "for every input request of the `input_required` result, concurrently, or wait a short backoff after "
+        "a state-only round. A legacy server request: run its handler, or refuse it (no handler, an "
+        "undeclared mode, malformed params), and POST the answer."
     ),
-)
-"""Every declared transition, in the order the diagrams draw them."""
+    State.resending: (
+        "Send `prompts/get` or `resources/read` again with a new JSON-RPC id, the answers as `inputResponses` "
+        "and `requestState` echoed byte for byte (absent when the server gave none)."
+    ),
+    State.succeeded: (
+        "Terminal: the request returns its complete result, or the server request's result was sent."
+    ),
+    State.failed: (
+        "Terminal: the request raises the error recorded in the last event; for a server request, the "
+        "JSON-RPC error sent (or why nothing could be sent)."
+    ),
+    State.cancelled: "Terminal: the trio cancellation propagates (the caller, or the client closing).",
+}
 
-_DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
-    {
-        State.awaiting_input: (
-            "The server asked for input. Rounds: run the handlers (`on_elicitation`, `on_sampling`, `on_roots`) "
-            "for every input request of the `input_required` result, concurrently, or wait a short backoff after "
-            "a state-only round. A legacy server request: run its handler, or refuse it (no handler, an "
-            "undeclared mode, malformed params), and POST the answer."
-        ),
-        State.resending: (
-            "Send `prompts/get` or `resources/read` again with a new JSON-RPC id, the answers as `inputResponses` "
-            "and `requestState` echoed byte for byte (absent when the server gave none)."
-        ),
-        State.succeeded: (
-            "Terminal: the request returns its complete result, or the server request's result was sent."
-        ),
-        State.failed: (
-            "Terminal: the request raises the error recorded in the last event; for a server request, the "
-            "JSON-RPC error sent (or why nothing could be sent)."
-        ),
-        State.cancelled: "Terminal: the trio cancellation propagates (the caller, or the client closing).",
-    }
-)
-
-INPUT: Final = MachineDefinition(
-    name="input",
+INPUT: Final = define(
+    "input", State, Trigger, _EDGES, _DESCRIPTIONS, cancel=(Trigger.cancelled, State.cancelled),
     title="Input the server asks for outside a tool call: SEP-2322 rounds and legacy server requests",
-    states=STATES,
-    triggers=tuple(Trigger),
-    initial=INITIAL,
-    terminal=TERMINAL,
-    edges=EDGES,
-    descriptions=_DESCRIPTIONS,
-    cancel_trigger=Trigger.cancelled,
+    walkthrough="mcpfsm._tooling.walkthrough_input",
 )
 """The input machine."""
 

@@ -21,29 +21,18 @@ resend: before the retry it leads to ``relisting`` (the retry then resends that 
 it to ``failed``. With one shared copy the recovery would sit inside the loop and could run again; with
 two, the recovery stays acyclic and every edge but the two loop edges leads down :data:`STATES`. The
 round count is per call, shared by both copies.
-Pure: no I/O; imports neither trio, httpx nor loguru.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Final
 
-from .definition import CompiledMachine, Edge, MachineDefinition, edge
+from .definition import CompiledMachine, Edge, define, edge
 from .input_loop import EXHAUSTED, GATHERED, INPUT_FAILED, INPUT_REQUIRED, ROUND_BOUND
 
-__all__ = [
-    "COMPILED",
-    "EDGES",
-    "INITIAL",
-    "STATES",
-    "TERMINAL",
-    "TOOL_CALL",
-    "State",
-    "Trigger",
-]
+__all__ = ["COMPILED", "EDGES", "INITIAL", "STATES", "TERMINAL", "TOOL_CALL", "State", "Trigger"]
 
 
 class State(StrEnum):
@@ -86,20 +75,18 @@ class Trigger(StrEnum):
     cancelled = "cancelled"
 
 
-STATES: Final[tuple[State, ...]] = tuple(State)
-"""Every state, in table order: each forward edge leads further down it."""
-
-INITIAL: Final = State.resolving
-"""The state every call starts in."""
-
-TERMINAL: Final[frozenset[State]] = frozenset({State.succeeded, State.failed, State.cancelled})
-"""States that accept no trigger: the call has ended."""
-
-
-
+def _input_loop(awaiting: State, resending: State) -> tuple[Edge[State, Trigger], ...]:
+    # One copy of the SEP-2322 input loop (there are two: before the -32020 recovery and after `retrying`).
+    return (
+        edge(Trigger.gathered, awaiting, resending, GATHERED),
+        edge(Trigger.input_failed, awaiting, State.failed, INPUT_FAILED),
+        edge(Trigger.answered, resending, State.succeeded, "result"),
+        edge(Trigger.input_required, resending, awaiting, INPUT_REQUIRED, ROUND_BOUND),
+        edge(Trigger.rounds_exhausted, resending, State.failed, EXHAUSTED),
+    )
 
 
-EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
+_EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.resolved, State.resolving, State.planning, "definition chosen"),
     edge(Trigger.planned, State.planning, State.sending, "headers planned"),
     edge(Trigger.unmirrorable, State.planning, State.failed, "MirroringError"),
@@ -107,12 +94,8 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.input_required, State.sending, State.awaiting_input, INPUT_REQUIRED),
     edge(Trigger.mismatched, State.sending, State.relisting, "-32020 HeaderMismatch"),
     edge(Trigger.errored, State.sending, State.failed, "any other error"),
-    edge(Trigger.gathered, State.awaiting_input, State.resending, GATHERED),
-    edge(Trigger.input_failed, State.awaiting_input, State.failed, INPUT_FAILED),
-    edge(Trigger.answered, State.resending, State.succeeded, "result"),
     # The input loop: the only cycle, bounded by the per-call round count.
-    edge(Trigger.input_required, State.resending, State.awaiting_input, INPUT_REQUIRED, ROUND_BOUND),
-    edge(Trigger.rounds_exhausted, State.resending, State.failed, EXHAUSTED),
+    *_input_loop(State.awaiting_input, State.resending),
     # A -32020 on a resend is recovered from like one on the first send; the retry resends that round.
     edge(Trigger.mismatched, State.resending, State.relisting, "-32020 HeaderMismatch"),
     edge(Trigger.errored, State.resending, State.failed, "any other error"),
@@ -131,71 +114,64 @@ EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     # A second -32020 is not recovered from, so the recovery stays acyclic.
     edge(Trigger.mismatched, State.retrying, State.failed, "second -32020"),
     edge(Trigger.errored, State.retrying, State.failed, "any other error"),
-    edge(Trigger.gathered, State.retry_awaiting_input, State.retry_resending, GATHERED),
-    edge(Trigger.input_failed, State.retry_awaiting_input, State.failed, INPUT_FAILED),
-    edge(Trigger.answered, State.retry_resending, State.succeeded, "result"),
-    edge(
-        Trigger.input_required, State.retry_resending, State.retry_awaiting_input, INPUT_REQUIRED, ROUND_BOUND
-    ),
-    edge(Trigger.rounds_exhausted, State.retry_resending, State.failed, EXHAUSTED),
+    *_input_loop(State.retry_awaiting_input, State.retry_resending),
     edge(Trigger.mismatched, State.retry_resending, State.failed, "-32020 after the retry"),
     edge(Trigger.errored, State.retry_resending, State.failed, "any other error"),
-    *(
-        edge(Trigger.cancelled, state, State.cancelled, "trio cancellation")
-        for state in STATES
-        if state not in TERMINAL
+)
+"""The declared transitions but the cancel edges (which ``define`` adds), in the order the diagrams draw them."""
+
+_DESCRIPTIONS: Final[Mapping[State, str]] = {
+    State.resolving: (
+        "Pick the definition to mirror from: for a `Tool` handle, the newest definition of that name the "
+        "client has listed; for a plain name, none."
     ),
-)
-"""Every declared transition, in the order the diagrams draw them."""
+    State.planning: (
+        "Compute the header plan (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, one `Mcp-Param-*` per "
+        "annotated argument present) from the definition and the arguments."
+    ),
+    State.sending: "POST `tools/call` with the plan.",
+    State.awaiting_input: (
+        "Run the handlers (`on_elicitation`, `on_sampling`, `on_roots`) for every input request of the "
+        "`input_required` result, concurrently; after a state-only round, wait a short backoff instead."
+    ),
+    State.resending: (
+        "POST `tools/call` again with a new JSON-RPC id, the answers as `inputResponses` and `requestState` "
+        "echoed byte for byte (absent when the server gave none)."
+    ),
+    State.relisting: (
+        "Fetch a full, uncached `tools/list` (every page) and find the tool by exact name; a relist that "
+        "another call started, or that completed after this call's request was sent, is joined instead."
+    ),
+    State.comparing: "Plan the same arguments against the fresh definition and compare with the plan sent.",
+    State.retrying: (
+        "POST `tools/call` once more, with the fresh plan (`attempt` becomes 2) and the latest round's "
+        "`inputResponses` and `requestState`, if any."
+    ),
+    State.retry_awaiting_input: "As `awaiting_input`, for the retry; the round count goes on.",
+    State.retry_resending: "As `resending`, for the retry; a -32020 now fails the call.",
+    State.succeeded: "Terminal: `call()` returns the `ToolResult`.",
+    State.failed: "Terminal: `call()` raises the error recorded in the last event.",
+    State.cancelled: "Terminal: the trio cancellation propagates; the client stays usable.",
+}
 
-_DESCRIPTIONS: Final[Mapping[State, str]] = MappingProxyType(
-    {
-        State.resolving: (
-            "Pick the definition to mirror from: for a `Tool` handle, the newest definition of that name the "
-            "client has listed; for a plain name, none."
-        ),
-        State.planning: (
-            "Compute the header plan (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, one `Mcp-Param-*` per "
-            "annotated argument present) from the definition and the arguments."
-        ),
-        State.sending: "POST `tools/call` with the plan.",
-        State.awaiting_input: (
-            "Run the handlers (`on_elicitation`, `on_sampling`, `on_roots`) for every input request of the "
-            "`input_required` result, concurrently; after a state-only round, wait a short backoff instead."
-        ),
-        State.resending: (
-            "POST `tools/call` again with a new JSON-RPC id, the answers as `inputResponses` and `requestState` "
-            "echoed byte for byte (absent when the server gave none)."
-        ),
-        State.relisting: (
-            "Fetch a full, uncached `tools/list` (every page) and find the tool by exact name; a relist that "
-            "another call started, or that completed after this call's request was sent, is joined instead."
-        ),
-        State.comparing: "Plan the same arguments against the fresh definition and compare with the plan sent.",
-        State.retrying: (
-            "POST `tools/call` once more, with the fresh plan (`attempt` becomes 2) and the latest round's "
-            "`inputResponses` and `requestState`, if any."
-        ),
-        State.retry_awaiting_input: "As `awaiting_input`, for the retry; the round count goes on.",
-        State.retry_resending: "As `resending`, for the retry; a -32020 now fails the call.",
-        State.succeeded: "Terminal: `call()` returns the `ToolResult`.",
-        State.failed: "Terminal: `call()` raises the error recorded in the last event.",
-        State.cancelled: "Terminal: the trio cancellation propagates; the client stays usable.",
-    }
-)
-
-TOOL_CALL: Final = MachineDefinition(
-    name="tool-call",
+TOOL_CALL: Final = define(
+    "tool-call", State, Trigger, _EDGES, _DESCRIPTIONS, cancel=(Trigger.cancelled, State.cancelled),
     title="One tool call: lifecycle, input rounds and -32020 recovery",
-    states=STATES,
-    triggers=tuple(Trigger),
-    initial=INITIAL,
-    terminal=TERMINAL,
-    edges=EDGES,
-    descriptions=_DESCRIPTIONS,
-    cancel_trigger=Trigger.cancelled,
+    walkthrough="mcpfsm._tooling.walkthrough", span="tool-call {tool}",
 )
 """The tool-call machine."""
+
+STATES: Final[tuple[State, ...]] = TOOL_CALL.states
+"""Every state, in table order: each forward edge leads further down it."""
+
+INITIAL: Final[State] = TOOL_CALL.initial
+"""The state every call starts in."""
+
+TERMINAL: Final[frozenset[State]] = TOOL_CALL.terminal
+"""States that accept no trigger: the call has ended."""
+
+EDGES: Final[tuple[Edge[State, Trigger], ...]] = TOOL_CALL.edges
+"""Every declared transition, in the order the diagrams draw them: the cancel edges last."""
 
 COMPILED: Final = CompiledMachine(TOOL_CALL)
 """:data:`TOOL_CALL` with its transition table, read off a built ``transitions`` Machine."""

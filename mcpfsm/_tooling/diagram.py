@@ -22,6 +22,7 @@ with the reason.
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 from collections.abc import Callable, Mapping
@@ -80,13 +81,12 @@ def svg(dot_text: str, title: str) -> str:
 
 
 def _walkthroughs() -> Mapping[str, Callable[[], str]]:
-    # Imported here: the walkthroughs need the client and the test server, the diagrams only the machines.
-    from . import walkthrough, walkthrough_auth, walkthrough_input
-
+    # Each machine names the module whose render() writes its page; imported here, not with the diagrams: the
+    # walkthroughs need the client and the test server, the diagrams only the machines.
     return {
-        "tool-call": walkthrough.render,
-        "authorization": walkthrough_auth.render,
-        "input": walkthrough_input.render,
+        name: importlib.import_module(machine.walkthrough).render
+        for name, machine in MACHINES.items()
+        if machine.walkthrough is not None
     }
 
 

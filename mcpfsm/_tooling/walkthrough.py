@@ -4,7 +4,7 @@
 ``MCPServer``) as a subprocess, runs one example per path of the machine with the real
 :meth:`mcpfsm.Client.http`, and writes what the server logged and the events the client published
 next to an explanation for reviewers. ``mcpfsm._tooling.diagram`` registers it, so ``mcpfsm diagram``
-regenerates the file and ``tests/test_walkthrough.py`` fails when the committed copy drifts.
+regenerates the file and ``tests/tooling/test_walkthrough.py`` fails when the committed copy drifts.
 
 Nothing nondeterministic reaches the text: call ids, timestamps, elapsed times, ports and
 JSON-RPC ids are left out, and everything keeps the order it happened in.
@@ -464,7 +464,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "transition table and publishes "
         "one `CallEvent` for every state entered. The examples are real runs of `mcpfsm.Client.http` against "
         "the test server (`python -m mcpfsm._tooling.peer --mode modern`, built on the official MCP SDK); "
-        "`tests/test_walkthrough.py` fails when this file no longer matches what the code does.",
+        "`tests/tooling/test_walkthrough.py` fails when this file no longer matches what the code does.",
         "",
         "## States",
         "",

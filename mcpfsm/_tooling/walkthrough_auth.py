@@ -4,7 +4,7 @@
 authorization server and protected MCP endpoint on 127.0.0.1), runs one example per path of the machine
 with the real :meth:`mcpfsm.Client.http`, and writes down what the server received and the events the
 client published, next to an explanation for reviewers. ``mcpfsm._tooling.diagram`` registers it, so
-``mcpfsm diagram`` regenerates the file and ``tests/test_diagram_drift.py`` fails when it drifts.
+``mcpfsm diagram`` regenerates the file and ``tests/tooling/test_diagram_drift.py`` fails when it drifts.
 
 Nothing random reaches the text: the port, client ids, states, PKCE values, codes, tokens, assertions and
 proofs are replaced by placeholders naming what they are (so the page also shows that none of them is
@@ -468,7 +468,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "The examples are real runs of `mcpfsm.Client.http` against the test authorization server "
         "(`python -m mcpfsm._tooling.authserver`), which auto-approves authorization requests, so the "
         "examples' `authorize` is headless: it GETs the authorization URL and returns the redirect's "
-        "`Location`. `tests/test_diagram_drift.py` fails when this file no longer matches what the code does.",
+        "`Location`. `tests/tooling/test_diagram_drift.py` fails when this file no longer matches what the code does.",
         "",
         "## States",
         "",
@@ -504,7 +504,7 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "",
         "Not run here, but tested against the same server: the other metadata locations, Client ID Metadata "
         "Documents, pre-registered clients, `client_secret_post`, `private_key_jwt`, workload identity "
-        "(`JwtBearer`), DPoP with and without nonces, and the other refusals (`tests/test_authorization.py`).",
+        "(`JwtBearer`), DPoP with and without nonces, and the other refusals (`tests/integration/test_authorization.py`).",
         "",
     ]
     for number, run in enumerate(runs, 1):

@@ -451,53 +451,24 @@ def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None
     assert mcpfsm.CallEvent.from_dict(built.to_dict()) == expected
 
 
-def _written_out() -> list[type[Any]]:
+def _written_out() -> list[str]:
     # Every dataclass of the library whose __init__ is written out (init=False) rather than generated.
     import dataclasses
     import importlib
     import pkgutil
 
-    found: dict[str, type[Any]] = {}
+    found: set[str] = set()
     for module in pkgutil.walk_packages(mcpfsm.__path__, "mcpfsm."):
         if module.name.startswith("mcpfsm._tooling") or module.name == "mcpfsm.__main__":
             continue
         for value in vars(importlib.import_module(module.name)).values():
             written_out = dataclasses.is_dataclass(value) and not value.__dataclass_params__.init  # type: ignore[union-attr]
             if isinstance(value, type) and written_out:
-                found[f"{value.__module__}.{value.__qualname__}"] = value
-    return [found[name] for name in sorted(found)]
+                found.add(f"{value.__module__}.{value.__qualname__}")
+    return sorted(found)
 
 
-WRITTEN_OUT = _written_out()
-
-
-def test_the_written_out_constructors_are_found() -> None:
-    names = {kind.__name__ for kind in WRITTEN_OUT}
-    assert {"CallEvent", "AuthEvent", "InputEvent", "ToolResult", "ServerInfo", "MachineDefinition"} <= names
-
-
-@pytest.mark.parametrize("kind", WRITTEN_OUT, ids=lambda kind: kind.__name__)
-def test_the_written_out_constructors_take_the_dataclass_fields(kind: type[Any]) -> None:
-    # Dataclasses created when mcpfsm is imported write their __init__ out (init=False: a generated one is
-    # compiled from source at import). Each must take every field, positionally or by keyword only as the field
-    # says, with the field's default, and store each value where the field reads it.
-    import dataclasses
-    import inspect
-
-    fields = [field for field in dataclasses.fields(kind) if field.init]
-    parameters = list(inspect.signature(kind).parameters.values())
-    empty, missing = inspect.Parameter.empty, dataclasses.MISSING
-    keyword, positional = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
-    assert [(p.name, p.kind, p.default) for p in parameters] == [
-        (f.name, keyword if f.kw_only else positional, empty if f.default is missing else f.default) for f in fields
-    ]
-    values = {f.name: f"value of {f.name}" for f in fields}
-    if kind.__name__ == "MachineDefinition":  # its __post_init__ checks the machine: give it a real one
-        from mcpfsm._machines.tool_call import TOOL_CALL
-
-        values = {f.name: getattr(TOOL_CALL, f.name) for f in fields}
-    made = kind(**values)
-    assert {f.name: getattr(made, f.name) for f in fields} == values
-    if kind.__dataclass_params__.frozen:
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            setattr(made, fields[0].name, "other")
+def test_every_dataclass_has_its_generated_init() -> None:
+    # Adding a field is one edit: no dataclass writes its __init__ out. The per-call values are built on their
+    # fast paths instead (tool_call_event, ToolResult.from_complete), each measured by bench/layer.py.
+    assert _written_out() == []

@@ -749,3 +749,22 @@ async def test_an_authorization_flow_is_a_span_under_the_request_that_was_challe
             **failure,
         )
     )
+
+
+async def test_a_run_is_a_span_named_by_its_machine_and_a_machine_naming_none_has_none(otel: Otel) -> None:
+    from mcpfsm._client.otel import Instrumentation
+    from mcpfsm._machines.input import INPUT
+    from mcpfsm._machines.tool_call import TOOL_CALL
+
+    telemetry = Instrumentation(trace.get_tracer("tests"), None, endpoint={})
+
+    async def body() -> str:
+        return "done"
+
+    assert INPUT.span is None
+    assert await telemetry.run(INPUT, "run-1", {"mcpfsm.call_id": "run-1"}, body) == "done"
+    assert otel.spans() == []
+    assert await telemetry.run(TOOL_CALL, "run-2", {"mcpfsm.call_id": "run-2"}, body, tool="echo") == "done"
+    assert [(span.name, dict(span.attributes or {})) for span in otel.spans()] == [
+        ("tool-call echo", {"mcpfsm.call_id": "run-2"})
+    ]

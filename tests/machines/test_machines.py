@@ -566,7 +566,7 @@ def test_machine_accepts_members_and_plain_names_alike(state: State) -> None:
     [
         pytest.param(
             _machine,
-            {"__future__", "collections", "definition", "enum", "input_loop", "types", "typing"},
+            {"__future__", "collections", "definition", "enum", "input_loop", "typing"},
             id="tool_call",
         ),
         pytest.param(
@@ -586,3 +586,39 @@ def test_machine_modules_import_nothing_but_the_standard_library_and_transitions
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
     assert imported == expected
+     definition = define(*FORWARD, edge(T.go, S.a, S.c))
+     with pytest.raises(ValueError, match=r"^toy: ambiguous transition 'go' from state 'a'$"):
+         CompiledMachine(definition)
+
+
+@pytest.mark.parametrize("definition", DEFINITIONS)
+def test_what_define_derives_follows_from_the_enums_and_the_edges(definition: MachineDefinition[Any, Any]) -> None:
+    # The initial state is the first declared, the terminal states are those no declared edge leaves, and the
+    # cancel trigger leads from every other state to one terminal state.
+    cancel = definition.cancel_trigger
+    assert cancel is not None
+    assert definition.initial == definition.states[0]
+    left = {e.source for e in definition.edges}
+    assert definition.terminal == {state for state in definition.states if state not in left}
+    cancel_edges = [e for e in definition.edges if e.trigger == cancel]
+    assert [e.source for e in cancel_edges] == [state for state in definition.states if state in left]
+    assert len({e.dest for e in cancel_edges}) == 1
+    assert definition.edges[-len(cancel_edges) :] == tuple(cancel_edges)
+
+
+@pytest.mark.parametrize("definition", DEFINITIONS)
+def test_each_walkthrough_names_a_tooling_module_with_render(definition: MachineDefinition[Any, Any]) -> None:
+    import importlib
+
+    assert definition.walkthrough is not None
+    assert definition.walkthrough.startswith("mcpfsm._tooling.walkthrough")
+    assert callable(importlib.import_module(definition.walkthrough).render)
+
+
+def test_the_registry_lists_every_machine_module_by_its_name_in_capitals() -> None:
+    import importlib
+
+    for name, definition in MACHINES.items():
+        module = importlib.import_module(f"mcpfsm._machines.{name.replace('-', '_')}")
+        assert getattr(module, name.replace("-", "_").upper()) is definition
+    assert list(MACHINES) == ["tool-call", "authorization", "input"]

@@ -1,6 +1,6 @@
 """The state names the pure OAuth readers put in their errors are the authorization machine's own.
 
-``mcpfsm._core`` may not import ``mcpfsm._machines`` (tests/test_layers.py), so the readers of
+``mcpfsm._core`` may not import ``mcpfsm._machines`` (tests/client/test_layers.py), so the readers of
 ``mcpfsm._core.oauth`` name the step they refuse in from ``_core/oauth/_steps.py``; this test holds those
 names to the machine definition, the single source of the states.
 """
