@@ -78,6 +78,8 @@ class CallEvent:
             never reach an event).
         machine: the machine the run belongs to: ``"tool-call"`` here, ``"authorization"`` for an
             :class:`AuthEvent`, ``"input"`` for an :class:`InputEvent` (input asked for outside a tool call).
+        server: the name of the server the client talks to inside a :class:`~mcpfsm.ClientGroup` (its key in
+            the configuration); ``None`` for a client outside a group.
     """
 
     call_id: str
@@ -95,6 +97,7 @@ class CallEvent:
     input_requests: Mapping[str, str] | None = None
     input_responses: Mapping[str, Any] | None = None
     machine: str = "tool-call"
+    server: str | None = None
 
     def __init__(
         self,
@@ -114,8 +117,10 @@ class CallEvent:
         input_requests: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         machine: str = "tool-call",
+        server: str | None = None,
     ) -> None:
         """Make the event: what the dataclass would generate, at about half its cost (four events per tool call)."""
+        object.__setattr__(self, "server", server)
         _fill(
             self,
             call_id,
@@ -153,6 +158,7 @@ class CallEvent:
             "round": self.round,
             "input_requests": None if self.input_requests is None else dict(self.input_requests),
             "input_responses": None if self.input_responses is None else dict(self.input_responses),
+            "server": self.server,
         }
 
     def to_json(self) -> str:
@@ -288,6 +294,7 @@ def tool_call_event(
     event.input_requests = input_requests
     event.input_responses = input_responses
     event.machine = "tool-call"
+    event.server = None
     event.__class__ = CallEvent
     made: CallEvent = event
     return made
@@ -309,6 +316,7 @@ def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "round": int(data.get("round", 0)),
         "input_requests": None if data.get("input_requests") is None else dict(data["input_requests"]),
         "input_responses": None if data.get("input_responses") is None else dict(data["input_responses"]),
+        "server": None if data.get("server") is None else str(data["server"]),
     }
 
 
@@ -352,6 +360,7 @@ class AuthEvent(CallEvent):
         input_requests: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         machine: str = MACHINE,
+        server: str | None = None,
         issuer: str | None = None,
         resource: str | None = None,
         scopes: tuple[str, ...] = (),
@@ -379,6 +388,7 @@ class AuthEvent(CallEvent):
             input_responses,
             machine,
         )
+        object.__setattr__(self, "server", server)
         object.__setattr__(self, "issuer", issuer)
         object.__setattr__(self, "resource", resource)
         object.__setattr__(self, "scopes", scopes)
@@ -467,6 +477,7 @@ class InputEvent(CallEvent):
         input_requests: Mapping[str, str] | None = None,
         input_responses: Mapping[str, Any] | None = None,
         machine: str = MACHINE,
+        server: str | None = None,
         request: str = "",
         target: str = "",
     ) -> None:
@@ -489,6 +500,7 @@ class InputEvent(CallEvent):
             input_responses,
             machine,
         )
+        object.__setattr__(self, "server", server)
         object.__setattr__(self, "request", request)
         object.__setattr__(self, "target", target)
 
