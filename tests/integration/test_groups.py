@@ -155,7 +155,11 @@ async def test_a_call_through_the_group_carries_its_members_headers_events_and_r
         assert text_of(result) == "executed 'select 1' on 'analytics'"
         calls = [entry for entry in modern.log() if entry["jsonrpc_method"] == "tools/call"]
         assert [
-            (entry["headers"]["mcp-name"], entry["headers"]["mcp-param-database"], entry["headers"].get("mcp-param-region"))
+            (
+                entry["headers"]["mcp-name"],
+                entry["headers"]["mcp-param-database"],
+                entry["headers"].get("mcp-param-region"),
+            )
             for entry in calls
         ] == [("execute-sql", "analytics", None), ("execute-sql", "analytics", "eu-west")]
         assert [entry["answered_by"] for entry in calls] == ["peer:mismatch", "sdk"]
@@ -174,9 +178,7 @@ async def test_a_call_through_the_group_carries_its_members_headers_events_and_r
     by_call: dict[str, list[mcpfsm.CallEvent]] = {}
     for event in tool_events:
         by_call.setdefault(event.call_id, []).append(event)
-    runs = [
-        (events[0].server, events[0].tool, [event.state for event in events]) for events in by_call.values()
-    ]
+    runs = [(events[0].server, events[0].tool, [event.state for event in events]) for events in by_call.values()]
     assert runs == [
         ("sql", "execute-sql", ["resolving", "planning", "sending", "relisting", "comparing", "retrying", "succeeded"]),
         ("local", "echo", ["resolving", "planning", "sending", "succeeded"]),
@@ -210,7 +212,9 @@ async def test_a_renamed_tool_that_collides_is_a_config_error_naming_both_server
         assert (await group.tools()).names == [*(f"peer_{name}" for name in own), "old_echo", "old_fail"]
 
 
-async def test_resources_and_prompts_are_aggregated_and_routed_to_their_member(peers: tuple[HttpPeer, HttpPeer]) -> None:
+async def test_resources_and_prompts_are_aggregated_and_routed_to_their_member(
+    peers: tuple[HttpPeer, HttpPeer],
+) -> None:
     modern, legacy = peers
     config = {"mcpServers": {"sql": {"url": modern.url}, "archive": {"url": legacy.url, "prefix": "old"}}}
     async with mcpfsm.ClientGroup(config) as group:
@@ -222,7 +226,10 @@ async def test_resources_and_prompts_are_aggregated_and_routed_to_their_member(p
             ("archive", "res://static/logo"),
         ]
         # Both members list the same URI: a plain URI cannot choose, a listed Resource or server= can.
-        with pytest.raises(mcpfsm.ConfigError, match=r"^servers 'sql', 'archive' all list the resource 'res://static/readme': pass server=$"):
+        with pytest.raises(
+            mcpfsm.ConfigError,
+            match=r"^servers 'sql', 'archive' all list the resource 'res://static/readme': pass server=$",
+        ):
             await group.read_resource("res://static/readme")
         legacy.clear_log()
         read = await group.read_resource(resources[2])
@@ -230,7 +237,9 @@ async def test_resources_and_prompts_are_aggregated_and_routed_to_their_member(p
         assert [entry["jsonrpc_method"] for entry in legacy.log()] == ["resources/read"]
         templated = await group.read_resource("res://items/42", server="sql")
         assert json.loads(templated.contents[0]["text"])["id"] == "42"
-        with pytest.raises(mcpfsm.McpError, match=r"^no server of the group lists the resource 'res://items/7': pass server=$"):
+        with pytest.raises(
+            mcpfsm.McpError, match=r"^no server of the group lists the resource 'res://items/7': pass server=$"
+        ):
             await group.read_resource("res://items/7")
 
         prompts = await group.prompts()
