@@ -37,7 +37,7 @@ from .tools import CallTool, Tool, ToolList
 if TYPE_CHECKING:
     from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
 
-__all__ = ["ClientGroup", "GroupTool", "Status"]
+__all__ = ["ClientGroup", "GroupTool", "Status", "member_client"]
 
 Status = Literal["connected", "failed", "disabled"]
 """What :attr:`ClientGroup.status` says of a member."""
@@ -226,13 +226,7 @@ class ClientGroup:
         logger.warning("server {!r} of the group failed to connect: {}", name, error)
 
     def _client(self, server: ServerConfig) -> Client:
-        options = {"protocol": server.protocol, "on_event": self._bus.publish, "server": server.name, **self._options}
-        if server.transport == "stdio":
-            return Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
-        assert server.url is not None
-        return Client.http(
-            server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options
-        )
+        return member_client(server, on_event=self._bus.publish, **self._options)
 
     # --- members ------------------------------------------------------------------------------------
 
@@ -464,12 +458,26 @@ class ClientGroup:
                 raise McpError(f"no server of the group lists the resource {uri!r}: pass server=")
             if len(owners) > 1:
                 raise ConfigError(
-                    f"servers {', '.join(repr(owner) for owner in owners)} all list the resource {uri!r}:"
-                    " pass server=",
+                    f"servers {', '.join(repr(owner) for owner in owners)} all list the resource {uri!r}: pass server=",
                     path=None,
                 )
             server = owners[0]
         return await self[server].read_resource(uri, fresh=fresh)
+
+
+def member_client(server: ServerConfig, **options: Any) -> Client:
+    """The :class:`Client` for one server of a configuration, not yet connected; its events carry ``server.name``.
+
+    ``options`` go to :meth:`Client.http` or :meth:`Client.stdio` (``on_event``, input handlers, ...).
+
+    Raises:
+        ValueError, TypeError, TransportError: as those factories.
+    """
+    options = {"protocol": server.protocol, "server": server.name, **options}
+    if server.transport == "stdio":
+        return Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
+    assert server.url is not None
+    return Client.http(server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options)
 
 
 def _selected(name: str, config: ServerConfig) -> bool:

@@ -46,8 +46,23 @@ _VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
 _NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KNOWN: Final = frozenset(
     {
-        "type", "command", "args", "env", "cwd", "url", "serverUrl", "headers", "auth", "protocol", "timeout",
-        "tasks", "include_tools", "exclude_tools", "prefix", "enabled", "disabled",
+        "type",
+        "command",
+        "args",
+        "env",
+        "cwd",
+        "url",
+        "serverUrl",
+        "headers",
+        "auth",
+        "protocol",
+        "timeout",
+        "tasks",
+        "include_tools",
+        "exclude_tools",
+        "prefix",
+        "enabled",
+        "disabled",
     }
 )
 _HTTP_TYPES: Final = frozenset({"http", "streamable-http", "streamableHttp", "streamable_http"})
