@@ -8,7 +8,8 @@
 - anything else: ``-32601``.
 
 With ``--linger`` it ignores SIGTERM and, once stdin ends, sleeps for an hour instead of exiting, so only
-SIGKILL ends it. Without it, it exits when stdin ends.
+SIGKILL ends it. Without it, it exits when stdin ends. ``--start-delay SECONDS`` waits that long before reading
+its first request (a server that loads something first; bench/group.py).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def text(request_id: object, value: str) -> str:
 
 def main() -> None:
     linger = "--linger" in sys.argv
+    if "--start-delay" in sys.argv:
+        time.sleep(float(sys.argv[sys.argv.index("--start-delay") + 1]))
     if linger:
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
     for line in sys.stdin:
