@@ -44,7 +44,7 @@ def mcpfsm(*args: str, cwd: Path, env: dict[str, str] | None = None, timeout: fl
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="modern") as peer:
+    with start_http_peer(mode="modern", timeout=60) as peer:
         yield peer
 
 
