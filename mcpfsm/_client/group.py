@@ -26,7 +26,7 @@ import trio
 
 from .._core.catalog import Exclusion
 from .._core.config import TOOL_NAME, Config, ServerConfig, load_config
-from .._core.errors import ConfigError, McpError, RpcError, TransportError
+from .._core.errors import ConfigError, McpError, ProtocolError, RpcError, TransportError
 from .._core.events import CallEvent
 from .._core.results import ToolResult
 from .._drivers.audit import AuditBus
@@ -215,7 +215,7 @@ class ClientGroup:
                 await client.connect()
         except trio.TooSlowError:
             error = TransportError(f"server {name!r} did not connect within {self._connect_timeout:g} s")
-        except (McpError, OSError, ValueError, TypeError) as exc:
+        except Exception as exc:  # whatever one member raises fails that member, never the group
             error = exc
         if error is None:
             member.client, member.status, member.error = client, "connected", None
@@ -254,9 +254,11 @@ class ClientGroup:
 
         Raises:
             KeyError: no server has that name.
-            McpError: the member is not connected (failed or disabled).
+            McpError: the member is not connected (failed or disabled), or the group is closed.
         """
         member = self._members[name]
+        if self._closed:
+            raise McpError("the client group is closed")
         if member.client is None:
             reason = f": {member.error}" if member.error is not None else ""
             raise McpError(f"server {name!r} is {member.status}{reason}")
@@ -304,16 +306,17 @@ class ClientGroup:
         return cleaned
 
     async def _gather(self, what: str, list_one: Any) -> dict[str, Any]:
-        # One listing per connected member, concurrently. A member that answers a JSON-RPC error is left out of
-        # this listing; one whose connection broke is "failed" (and closed): the group goes on without it.
+        # One listing per connected member, concurrently. A member that answers a JSON-RPC error or a malformed
+        # listing is left out of this listing; one whose connection broke is "failed" (and closed): the group
+        # goes on without it.
         results: dict[str, Any] = {}
 
         async def one(name: str, client: Client) -> None:
             try:
                 results[name] = await list_one(client)
-            except RpcError as exc:
-                logger.warning("server {!r} refused {}: {}", name, what, exc)
-            except McpError as exc:
+            except (RpcError, ProtocolError) as exc:
+                logger.warning("server {!r} could not list {}: {}", name, what, exc)
+            except TransportError as exc:
                 logger.warning("server {!r} failed while listing {}: {}", name, what, exc)
                 member = self._members[name]
                 if member.client is client:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -284,6 +285,13 @@ async def test_a_failed_member_reconnects_once_it_can_start(tmp_path: Path) -> N
         old = pid_of(group["early"])
         assert await group.reconnect("early") == "connected"
         assert pid_of(group["early"]) != old and not is_running(old)
+        # A member whose process dies is "failed" at the next listing; the others are still listed.
+        os.kill(pid_of(group["late"]), signal.SIGKILL)
+        assert (await group.tools(fresh=True)).names == ["early_pid", "early_getenv"]
+        assert group.status == {"early": "connected", "late": "failed"}
+        assert isinstance(group.errors["late"], mcpfsm.TransportError)
+    with pytest.raises(mcpfsm.McpError, match=r"^the client group is closed$"):
+        group["early"]
 
 
 async def test_closing_reaps_every_stdio_child_even_one_that_ignores_eof_and_sigterm() -> None:
