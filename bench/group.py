@@ -4,8 +4,8 @@ Run from the repository root:
 
     python bench/group.py [--members 10] [--start-delay 0] [--calls 500] [--rounds 15] [--skip-calls]
 
-1. **Opening.** Each of ``--members`` stdio servers (``tests/stdio_lingering.py``, a real subprocess speaking
-   MCP on stdio; ``--start-delay`` makes each wait that long before its first answer, as a server that loads
+1. **Opening.** Each of ``--members`` stdio servers (``python -I -S tests/stdio_lingering.py``, a real subprocess
+   speaking MCP on stdio; ``--start-delay`` makes each wait that long before its first answer, as a server that loads
    something first) is opened alone, one after another (``Client.connect``: process start and the
    ``server/discover`` handshake), and the slowest of those starts is taken; then one ``ClientGroup`` of all of
    them is entered (every member connected concurrently). Target (issue 22): the group's wall time at most
@@ -37,7 +37,8 @@ import mcpfsm  # noqa: E402
 
 
 def member(delay: float) -> dict[str, Any]:
-    args = ["-m", "tests.stdio_lingering"]
+    # -I -S: no site, no user paths; the cheapest start a Python MCP server can have (the server needs neither).
+    args = ["-I", "-S", str(ROOT / "tests" / "stdio_lingering.py")]
     if delay:
         args += ["--start-delay", str(delay)]
     return {"command": sys.executable, "args": args, "cwd": str(ROOT)}
