@@ -22,6 +22,7 @@ from ._core.codec import decode_header_value, encode_header_value
 from ._core.constants import MCPFSM_VERSION
 from ._core.errors import (
     AuthorizationError,
+    ConfigError,
     HeaderDecodeError,
     HeaderMismatchError,
     McpError,
@@ -44,9 +45,11 @@ from ._transports.base import Transport
 from ._transports.http import HttpTransport
 
 if TYPE_CHECKING:
+    from ._client.group import ClientGroup, GroupTool
     from ._client.loopback import LoopbackAuthorizer
     from ._client.stores import FileTokenStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
+    from ._core.config import Config, ServerConfig, load_config
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
     from ._core.surface import (
         Completion,
@@ -67,8 +70,13 @@ __version__ = MCPFSM_VERSION
 # What a client that only calls tools never uses is imported on first use of one of its names, so that
 # `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
 # many value types, the second machine); the results of resources, prompts and completion; the stdio
-# transport; subscriptions.
+# transport; subscriptions; server configurations and client groups.
 _LAZY = {
+    "ClientGroup": "._client.group",
+    "Config": "._core.config",
+    "GroupTool": "._client.group",
+    "ServerConfig": "._core.config",
+    "load_config": "._core.config",
     "Completion": "._core.surface",
     "Prompt": "._core.surface",
     "PromptArgument": "._core.surface",
@@ -120,12 +128,16 @@ __all__ = [
     "CallEvent",
     "Client",
     "ClientCredentials",
+    "ClientGroup",
     "Completion",
+    "Config",
+    "ConfigError",
     "EDGES",
     "Edge",
     "EnterpriseManaged",
     "Exclusion",
     "FileTokenStore",
+    "GroupTool",
     "HeaderDecodeError",
     "HeaderMismatchError",
     "HeaderPlan",
@@ -152,6 +164,7 @@ __all__ = [
     "RpcError",
     "STATES",
     "SchemaVerdict",
+    "ServerConfig",
     "ServerInfo",
     "SessionExpired",
     "State",
@@ -172,5 +185,6 @@ __all__ = [
     "decode_header_value",
     "encode_header_value",
     "inspect_input_schema",
+    "load_config",
     "plan_request",
 ]

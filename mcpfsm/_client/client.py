@@ -91,6 +91,8 @@ def __getattr__(name: str) -> object:
 
 
 _VERSION: Final = MCPFSM_VERSION
+_END_BOUND: Final = 5.0
+"""Seconds the ``DELETE`` ending a legacy session may take when the client closes (best effort)."""
 _VALIDATE_OUTPUT: Final = get_args(ValidateOutput)
 
 
@@ -179,6 +181,8 @@ class Client:
             sends every request.
         validate_output: check ``structuredContent`` against a listed tool's ``outputSchema``:
             ``"raise"`` (:class:`OutputValidationError`), ``"warn"`` (one WARNING) or ``"off"``.
+        server: the name every event of this client carries in ``CallEvent.server`` (a
+            :class:`~mcpfsm.ClientGroup` gives each member its name in the configuration); ``None`` by default.
 
     The client declares exactly the capabilities of the handlers given: in every modern request's
     ``_meta`` and in the legacy ``initialize``. A handler raising aborts the request with that error
@@ -209,6 +213,7 @@ class Client:
         log_level: LogLevel | None = None,
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
+        server: str | None = None,
     ) -> None:
         """Wrap ``transport``; nothing is sent until the client is entered."""
         if protocol != "auto" and protocol not in SPOKEN_VERSIONS:
@@ -239,7 +244,9 @@ class Client:
         # OpenTelemetry providers are read now (README, "Telemetry"); without one nothing is built per call.
         self._telemetry = telemetry.probe(transport)
         self._session.telemetry = self._telemetry
-        self._audit = AuditBus(on_event if self._telemetry is None else self._telemetry.observe(on_event))
+        self._audit = AuditBus(
+            on_event if self._telemetry is None else self._telemetry.observe(on_event), server=server
+        )
         self._session.audit = self._audit
         self._port = _Port(self._session, self._catalog, self._audit, validate_output)
         self._lifecycle = Lifecycle(self._handshake)
@@ -273,6 +280,7 @@ class Client:
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
         auth: Auth | None = None,
+        server: str | None = None,
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
 
@@ -336,6 +344,7 @@ class Client:
             log_level=log_level,
             cache=cache,
             validate_output=validate_output,
+            server=server,
         )
         if layer is not None:
             client._authorize_with(layer)
@@ -374,6 +383,7 @@ class Client:
         log_level: LogLevel | None = None,
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
+        server: str | None = None,
     ) -> Client:
         """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
 
@@ -397,6 +407,7 @@ class Client:
             log_level=log_level,
             cache=cache,
             validate_output=validate_output,
+            server=server,
         )
 
     async def __aenter__(self) -> Client:
@@ -415,13 +426,14 @@ class Client:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """End the session and release the transport. Idempotent."""
+        """End the session (a legacy ``DELETE`` is given 5 s) and release the transport. Idempotent."""
         if not self._lifecycle.close():
             return
         with trio.CancelScope(shield=True):
             try:
                 await self._session.aclose()
-                await self._session.end()
+                with trio.move_on_after(_END_BOUND):
+                    await self._session.end()
             finally:
                 await self._transport.aclose()
                 if self._session.authorization is not None:

@@ -13,8 +13,10 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │   └── SessionExpired       HTTP 404 on a request that carried a legacy Mcp-Session-Id
     ├── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
     │   └── OutputValidationError  a tool's structuredContent does not match its outputSchema
-    └── AuthorizationError       the OAuth 2.1 flow cannot go on (.state, .reason, .error,
-                                 .error_description); never quotes a token, code or secret
+    ├── AuthorizationError       the OAuth 2.1 flow cannot go on (.state, .reason, .error,
+    │                            .error_description); never quotes a token, code or secret
+    └── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
+                                 client group's aggregated names collide
 
 Foreign exceptions (httpx, trio, OS) are mapped to these in one place per transport and
 always chained with ``raise ... from exc``. Cancellation is never wrapped.
@@ -28,6 +30,7 @@ from .constants import HEADER_MISMATCH
 
 __all__ = [
     "AuthorizationError",
+    "ConfigError",
     "HeaderDecodeError",
     "HeaderMismatchError",
     "McpError",
@@ -186,6 +189,23 @@ class AuthorizationError(McpError):
         self.reason = reason
         self.error = error
         self.error_description = error_description
+
+
+class ConfigError(McpError):
+    """A server configuration (``mcpServers``, docs/groups.md) cannot be used, or aggregated names collide.
+
+    The message names where: the file (with line and column for a JSON syntax error) or the JSON path of the
+    field (``mcpServers.github.headers.Authorization``), and for an unset variable its name; never a value
+    the configuration holds (it may be a secret).
+
+    Attributes:
+        path: the JSON path of the problem (``"$"`` for the whole document), or ``None`` when it is not one
+            place in the configuration (a collision between two servers' tools).
+    """
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def rpc_error(code: int, message: str, data: Any = None) -> RpcError:

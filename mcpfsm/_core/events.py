@@ -81,6 +81,8 @@ class CallEvent:
             never reach an event).
         machine: the machine the run belongs to: ``"tool-call"`` here, ``"authorization"`` for an
             :class:`AuthEvent`, ``"input"`` for an :class:`InputEvent` (input asked for outside a tool call).
+        server: the name of the server the client talks to inside a :class:`~mcpfsm.ClientGroup` (its key in
+            the configuration); ``None`` for a client outside a group.
     """
 
     call_id: str
@@ -101,6 +103,7 @@ class CallEvent:
     """The ``machine`` of this class's events; ``from_dict`` reads a record into the class of its ``machine``."""
 
     machine: str = MACHINE
+    server: str | None = None
 
     def __init_subclass__(cls) -> None:
         # The event class of each machine, by its MACHINE: how from_dict finds it (the class the dataclass
@@ -197,6 +200,7 @@ def tool_call_event(
     event.input_requests = input_requests
     event.input_responses = input_responses
     event.machine = CallEvent.MACHINE
+    event.server = None
     event.__class__ = CallEvent
     made: CallEvent = event
     return made
@@ -229,6 +233,7 @@ def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "round": int(data.get("round", 0)),
         "input_requests": None if data.get("input_requests") is None else dict(data["input_requests"]),
         "input_responses": None if data.get("input_responses") is None else dict(data["input_responses"]),
+        "server": None if data.get("server") is None else str(data["server"]),
     }
 
 

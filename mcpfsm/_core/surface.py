@@ -42,6 +42,7 @@ class Resource:
         mime_type: ``mimeType``, if given.
         size: the size in bytes, if given.
         raw: the entry exactly as listed.
+        server: in a ``ClientGroup``'s listing, the name of the server that listed it; ``None`` otherwise.
     """
 
     uri: str
@@ -51,6 +52,7 @@ class Resource:
     mime_type: str | None = None
     size: int | None = None
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    server: str | None = None
 
     @classmethod
     def from_entry(cls, entry: object, index: int = 0) -> Resource:
@@ -197,6 +199,8 @@ class Prompt:
         description: a description, if given.
         arguments: the arguments it takes, in order.
         raw: the entry exactly as listed.
+        server: in a ``ClientGroup``'s listing, the name of the server that listed it (``name`` is then the
+            aggregated name, ``raw["name"]`` the server's own); ``None`` otherwise.
     """
 
     name: str
@@ -204,6 +208,7 @@ class Prompt:
     description: str | None = None
     arguments: tuple[PromptArgument, ...] = ()
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    server: str | None = None
 
     @classmethod
     def from_entry(cls, entry: object, index: int = 0) -> Prompt:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Final
 
 import trio
@@ -30,10 +31,15 @@ DEFAULT_BUFFER: Final = 1024
 class AuditBus:
     """Fans each event (:class:`CallEvent`, and its subclass ``AuthEvent``) out to its sinks."""
 
-    __slots__ = ("_dropped", "_on_event", "_subscribers", "observed")
+    __slots__ = ("_dropped", "_on_event", "_subscribers", "observed", "server")
 
-    def __init__(self, on_event: Callable[[CallEvent], object] | None = None) -> None:
-        """Create a bus; ``on_event`` is called synchronously with every event."""
+    def __init__(self, on_event: Callable[[CallEvent], object] | None = None, *, server: str | None = None) -> None:
+        """Create a bus; ``on_event`` is called synchronously with every event.
+
+        With ``server`` (a member of a ``ClientGroup``: its name in the configuration), every event published
+        carries it in ``CallEvent.server``.
+        """
+        self.server = server
         self._on_event = on_event
         self._subscribers: list[trio.MemorySendChannel[CallEvent]] = []
         self._dropped: dict[int, int] = {}
@@ -69,6 +75,8 @@ class AuditBus:
 
     def publish(self, event: CallEvent) -> None:
         """Deliver ``event`` (a :class:`CallEvent` or an ``AuthEvent``) to every sink without blocking."""
+        if self.server is not None and event.server is None:
+            event = replace(event, server=self.server)
         if "loguru" in _MODULES:
             # Before loguru is imported there is no sink for the record (what log checks first), and no call.
             self.log(event.call_id, event.tool, event.previous, event.state, event.trigger, machine=event.machine)

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from .._core.events import CallEvent, InputEvent
 
-__all__ = ["parse_events", "select_call", "sequence_diagram"]
+__all__ = ["parse_events", "select_call", "sequence_diagram", "servers_of", "summary_by_server"]
 
 # Mermaid reads `;` as a statement separator and `#…;` as an entity code, and renders message text
 # as HTML, so these characters are written as Mermaid entity codes (`#59;` is `;`). Line breaks
@@ -171,7 +171,7 @@ def sequence_diagram(events: Iterable[CallEvent]) -> str:
         "sequenceDiagram",
         f"    %% mcpfsm tool call {_text(first.call_id)} of {_text(first.tool)}, drawn by `mcpfsm trace`",
         "    participant Client",
-        "    participant Server",
+        _server_participant(first),
     ]
     for event in ordered:
         reply = _reply(event)
@@ -191,11 +191,52 @@ def _input_diagram(events: Sequence[InputEvent], first: InputEvent) -> str:
         + (f" (tool {_text(first.tool)})" if first.tool else "")
         + ", drawn by `mcpfsm trace`",
         "    participant Client",
-        "    participant Server",
+        _server_participant(first),
     ]
     for event in events:
         before, after = _input_wire(event, first)
         lines += [*before, _note(event), *after]
+    return "\n".join(lines) + "\n"
+
+
+def _server_participant(first: CallEvent) -> str:
+    # A member of a client group: the server participant shows the member's name (CallEvent.server).
+    if first.server is None:
+        return "    participant Server"
+    return f"    participant Server as {_text(first.server)}"
+
+
+def servers_of(events: Iterable[CallEvent]) -> list[str | None]:
+    """The servers a trail's drawable runs came from (``CallEvent.server``), in order of first appearance."""
+    return list(dict.fromkeys(event.server for event in events if event.machine in _DRAWN))
+
+
+def summary_by_server(events: Sequence[CallEvent]) -> str:
+    """A multi-server trail grouped by server: per server, each run's id, machine, tool and last state.
+
+    A run's line is ``CALL_ID  MACHINE  TOOL-OR-REQUEST  LAST-STATE (N events)``; runs of no server (a client
+    outside a group) come under ``(no server)``. Ends with a newline.
+
+    Raises:
+        ValueError: there are no tool-call or input events.
+    """
+    runs: dict[str | None, dict[str, list[CallEvent]]] = {}
+    for event in events:
+        if event.machine in _DRAWN:
+            runs.setdefault(event.server, {}).setdefault(event.call_id, []).append(event)
+    if not runs:
+        raise ValueError("no events recorded")
+    lines = []
+    for server, calls in runs.items():
+        lines.append(
+            f"server {server}: {len(calls)} run{'s' if len(calls) != 1 else ''}"
+            if server
+            else f"(no server): {len(calls)} run{'s' if len(calls) != 1 else ''}"
+        )
+        for call_id, run in calls.items():
+            last = max(run, key=lambda event: event.seq)
+            subject = f"{last.request} {last.target}" if isinstance(last, InputEvent) else last.tool
+            lines.append(f"  {call_id}  {last.machine}  {subject}  {last.state} ({len(run)} events)")
     return "\n".join(lines) + "\n"
 
 
@@ -226,19 +267,27 @@ def parse_events(text: str) -> list[CallEvent]:
     return events
 
 
-def select_call(events: Sequence[CallEvent], call_id: str | None = None) -> list[CallEvent]:
+def select_call(
+    events: Sequence[CallEvent], call_id: str | None = None, *, server: str | None = None
+) -> list[CallEvent]:
     """The events of run ``call_id``, or of the last run recorded when ``call_id`` is ``None``.
 
     A run is a tool call or a run of the input machine (its ``call_id``); authorization flows are skipped.
+    With ``server``, only the runs of that member of a client group count (``CallEvent.server``).
 
     Raises:
-        ValueError: there are no events, or none of run ``call_id``.
+        ValueError: there are no events, none of run ``call_id``, or none of ``server``.
     """
     # An audit log also holds the authorization flows' events (machine "authorization"); a trace shows
     # tool calls and input runs.
     events = [event for event in events if event.machine in _DRAWN]
     if not events:
         raise ValueError("no events recorded")
+    if server is not None:
+        known_servers = ", ".join(str(name) for name in servers_of(events))
+        events = [event for event in events if event.server == server]
+        if not events:
+            raise ValueError(f"no events of server {server!r} (servers recorded: {known_servers})")
     wanted = events[-1].call_id if call_id is None else call_id
     chosen = [event for event in events if event.call_id == wanted]
     if not chosen:

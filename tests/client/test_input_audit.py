@@ -91,6 +91,7 @@ def input_event(
         "round": round,
         "input_requests": asks,
         "input_responses": answers,
+        "server": None,
         "request": request,
         "target": target,
     }

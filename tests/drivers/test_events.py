@@ -55,6 +55,7 @@ def event(
         "round": round,
         "input_requests": input_requests,
         "input_responses": input_responses,
+        "server": None,
     }
 
 
@@ -437,7 +438,7 @@ def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None
     built = tool_call_event(*values.values())
     expected = mcpfsm.CallEvent(**values)
     fields = [field.name for field in dataclasses.fields(mcpfsm.CallEvent)]
-    assert fields == [*values, "machine"]  # a new field must be added to the factory too
+    assert fields == [*values, "machine", "server"]  # a new field must be added to the factory too
     assert [getattr(built, name) for name in fields] == [getattr(expected, name) for name in fields]
     assert (built, type(built), repr(built)) == (expected, mcpfsm.CallEvent, repr(expected))
     from mcpfsm._core.events import _Draft

@@ -21,13 +21,28 @@ from types import ModuleType
 from typing import Final
 
 from ... import __version__
-from . import call, demo, diagram, listen, login, logout, plan, prompt, prompts, read, resources, tools, trace
+from . import (
+    call,
+    demo,
+    diagram,
+    listen,
+    login,
+    logout,
+    plan,
+    prompt,
+    prompts,
+    read,
+    resources,
+    servers,
+    tools,
+    trace,
+)
 from .common import Exit, Parser, classify, configure_logging, error_line, formatter, leaf
 
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, tools, call, resources, read, prompts, prompt, listen, plan, trace, diagram, login, logout
+    demo, servers, tools, call, resources, read, prompts, prompt, listen, plan, trace, diagram, login, logout
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 

@@ -8,12 +8,15 @@ import itertools
 import json
 import sys
 from collections.abc import Awaitable, Callable, Iterator
+from functools import partial
 from types import TracebackType
 from typing import IO, Any, Final
 
 import trio
 
+from ..._client.group import GroupTool
 from ..._client.tools import ToolList
+from ..._core.config import Config
 from ..._core.events import CallEvent
 from ..._core.results import ToolResult
 from ..._log import logger
@@ -25,6 +28,7 @@ from .common import (
     add_server_options,
     connection_errors,
     error_line,
+    group_config,
     make_client,
     one_line,
     os_reason,
@@ -46,7 +50,9 @@ DESCRIPTION: Final = (
     "When the server asks the user something (elicitation), the question is asked on stderr and\n"
     "answered on stdin: a form field by field (defaults shown; an empty line keeps one), a URL by\n"
     "showing it in full and asking for consent (it is never opened). --yes asks nothing: forms are\n"
-    "accepted with their defaults, URLs declined."
+    "accepted with their defaults, URLs declined.\n"
+    "Without URL, TOOL is an aggregated name (server_tool) of the configuration's group (--config, or\n"
+    "./mcp.json): the call goes to that server with its headers; --events records which server in each event."
 )
 _SPINNER: Final = "|/-\\"
 
@@ -176,6 +182,11 @@ def run(args: argparse.Namespace) -> Exit:
     console = _Console(sys.stderr, args.tool)
     events = None if args.events is None else _EventLog(args.events, console)
     elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes, pause=console.paused)
+    config = group_config(args)
+    if config is not None:
+        with events or contextlib.nullcontext():
+            result = trio.run(partial(_call_in_group, args, config, arguments, console, events, elicitation))
+        return _print_result(args, result)
     # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
     client = make_client(
         args,
@@ -198,6 +209,39 @@ def run(args: argparse.Namespace) -> Exit:
 
     with events or contextlib.nullcontext():
         result = trio.run(call)
+    return _print_result(args, result)
+
+
+async def _call_in_group(
+    args: argparse.Namespace,
+    config: Config,
+    arguments: dict[str, Any],
+    console: _Console,
+    events: _EventLog | None,
+    elicitation: TerminalElicitation,
+) -> ToolResult:
+    from ..._client.group import ClientGroup
+
+    if args.by_name:
+        raise CliError(Exit.usage, "--by-name needs one server: name it where the URL goes")
+    async with ClientGroup(
+        config,
+        on_event=events,
+        on_notification=console.notification,
+        on_elicitation=elicitation,
+        elicitation_modes=("form", "url"),
+    ) as group:
+        tools = await group.tools()
+        tool = tools.get(args.tool)
+        if tool is None:
+            failed = "".join(f"; server {name!r} failed: {error}" for name, error in group.errors.items())
+            raise CliError(Exit.unknown_tool, unknown_tool(args.tool, tools) + failed)
+        args.server_name = tool.server if isinstance(tool, GroupTool) else None
+        with connection_errors(target(args)):
+            return await console.run(lambda: tool.call(arguments))
+
+
+def _print_result(args: argparse.Namespace, result: ToolResult) -> Exit:
     print_line(json.dumps(result.raw, indent=None if args.compact else 2, ensure_ascii=False))
     if result.is_error:
         detail = one_line(result.text)

@@ -14,17 +14,20 @@ import shlex
 import ssl
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, Final, NoReturn, TypeVar
 
 from ..._client.client import Client
 from ..._core.codec import HEADER_NAME_TOKEN
+from ..._core.config import Config
 from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
-from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
+from ..._core.errors import AuthorizationError, ConfigError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
 from ..._core.h1 import connection_header_problem, field_problem
 from ..._transports.tls import ssl_context
+from .configured import add_config_option, find_config, is_url, named_server, read_config
 
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
 from .credentials import add_auth_options, auth_from, positive
@@ -45,6 +48,7 @@ __all__ = [
     "connection_errors",
     "error_line",
     "formatter",
+    "group_config",
     "header_pairs",
     "json_kind",
     "leaf",
@@ -61,6 +65,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
 
 class Exit(IntEnum):
     """The exit codes of ``mcpfsm``; each failure class has its own."""
@@ -107,21 +112,23 @@ def formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -> None:
-    parser.add_argument("url", nargs="?", metavar="URL", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
+    parser.add_argument(
+        "url",
+        nargs="?",
+        metavar="URL",
+        help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp, or a server name of the configuration (--config)",
+    )
     if tool:
         parser.add_argument("tool", metavar="TOOL", help="the tool name")
-    parser.add_argument(
-        "--stdio", metavar='"CMD ARGS"', help="run this command as a stdio MCP server, in place of URL"
-    )
-    parser.add_argument(
-        "--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)"
-    )
+    parser.add_argument("--stdio", metavar='"CMD ARGS"', help="run this command as a stdio MCP server, in place of URL")
+    parser.add_argument("--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)")
     parser.add_argument(
         "--timeout",
         type=positive,
         metavar="SECONDS",
         help="bound each HTTP connect, write and read (default: 30 s, read 300 s)",
     )
+    add_config_option(parser)
     add_http_options(parser)
     add_auth_options(parser)
 
@@ -184,6 +191,8 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         return Exit.rpc_error, f"the server answered JSON-RPC error {exc.code}: {exc.message}"
     if isinstance(exc, TransportError):
         return Exit.unreachable, str(exc)
+    if isinstance(exc, ConfigError):
+        return Exit.usage, f"configuration: {exc}"
     if isinstance(exc, McpError):  # ProtocolError, HeaderDecodeError
         return Exit.protocol, f"protocol error: {exc}"
     return Exit.internal, f"internal error: {type(exc).__name__}: {exc}"
@@ -283,6 +292,9 @@ def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
 
 
 def target(args: argparse.Namespace) -> str:
+    server = getattr(args, "server_name", None)
+    if server is not None:
+        return f"server {server!r}"
     if args.stdio is not None:
         return f"stdio server {args.stdio!r}"
     import httpx
@@ -303,6 +315,9 @@ def make_client(
 ) -> Client:
     # `inputs`: the input handlers and their options (on_elicitation=, elicitation_modes=, ...).
     headers = header_pairs(args.header)
+    configured = _configured_client(args, headers, on_event, on_notification, inputs)
+    if configured is not None:
+        return configured
     if args.stdio is not None:
         if args.url is not None:
             raise CliError(Exit.usage, "give either URL or --stdio, not both")
@@ -325,7 +340,7 @@ def make_client(
             command, protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs
         )
     if args.url is None:
-        raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
+        raise CliError(Exit.usage, 'give the server URL, or --stdio "CMD ARGS"')
     verify = tls_verify(args)
     try:
         return Client.http(
@@ -339,6 +354,64 @@ def make_client(
             verify=verify,
             **inputs,
         )
+    except ValueError as exc:
+        raise CliError(Exit.usage, str(exc)) from exc
+    except TransportError as exc:
+        raise CliError(Exit.bad_url, str(exc)) from exc
+
+
+def group_config(args: argparse.Namespace) -> Config | None:
+    """The configuration a command given no URL and no ``--stdio`` opens as a group, or ``None``."""
+    if args.url is not None or args.stdio is not None:
+        return None
+    path = find_config(args)
+    return None if path is None else read_config(path)
+
+
+def _configured_client(
+    args: argparse.Namespace,
+    headers: dict[str, str],
+    on_event: Callable[[CallEvent], object] | None,
+    on_notification: Callable[[str, dict[str, Any]], object] | None,
+    inputs: dict[str, Any],
+) -> Client | None:
+    # A server of the configuration where the URL goes (or the configuration's only server, with no URL).
+    if args.stdio is not None or (args.url is not None and is_url(args.url)):
+        return None
+    path = find_config(args)
+    if path is None:
+        return None
+    config = read_config(path)
+    if args.url is not None and args.url not in config:
+        raise CliError(
+            Exit.bad_url,
+            f"{args.url!r} is neither an http(s) URL nor a server of {path} (its servers: {', '.join(config.names)})",
+        )
+    server = named_server(config, args.url, path)
+    args.server_name = server.name
+    if server.transport == "stdio":
+        for option, value in (("--header", headers), ("--cacert", args.cacert), ("--cert", args.cert)):
+            if value:
+                raise CliError(
+                    Exit.usage, f"{option} applies to HTTP servers only, not to stdio server {server.name!r}"
+                )
+    from ..._client.group import member_client
+
+    changes: dict[str, Any] = {"headers": {**server.headers, **headers}} if headers else {}
+    if args.protocol != "auto":
+        changes["protocol"] = args.protocol
+    if args.timeout is not None:
+        changes["timeout"] = args.timeout
+    if getattr(args, "token", None) is not None or getattr(args, "auth", None) is not None:
+        try:
+            changes["auth"] = auth_from(args)  # given on the command line: over the configuration's auth
+        except ValueError as exc:
+            raise CliError(Exit.usage, str(exc)) from exc
+    options: dict[str, Any] = {"on_event": on_event, "on_notification": on_notification, **inputs}
+    if server.transport == "http" and (args.cacert is not None or args.cert is not None):
+        options["verify"] = tls_verify(args)
+    try:
+        return member_client(replace(server, **changes) if changes else server, **options)
     except ValueError as exc:
         raise CliError(Exit.usage, str(exc)) from exc
     except TransportError as exc:

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final
 
@@ -28,6 +29,9 @@ DESCRIPTION: Final = (
     "Start the official MCP SDK server on 127.0.0.1, list its tools, call execute-sql showing the\n"
     "headers sent, change the server's schema, and call through the stale tool handle so the\n"
     "-32020 -> relist -> retry path runs, printing each state as the call enters it.\n"
+    "--group opens a client group instead: the same server over HTTP and as a stdio subprocess, from an\n"
+    "mcpServers configuration, lists their tools under aggregated names and calls one of each; every\n"
+    "event shows the server it came from.\n"
     "Needs the demo extra: pip install 'mcpfsm[demo]'."
 )
 
@@ -49,13 +53,20 @@ SENDING: Final = frozenset({State.sending, State.retrying})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """The demo takes no arguments."""
+    """Add ``--group``."""
+    parser.add_argument(
+        "--group", action="store_true", help="a client group: the server over HTTP and over stdio, one tool list"
+    )
 
 
 def run(args: argparse.Namespace) -> Exit:
     """Run the demo."""
     if missing_modules():
         raise CliError(Exit.missing_component, "the demo needs the official MCP SDK: pip install 'mcpfsm[demo]'")
+    if getattr(args, "group", False):
+        print_line(f"starting the demo server (official MCP SDK, protocol {MODERN_VERSION}) on 127.0.0.1 ...")
+        with _demo_server() as peer:
+            return trio.run(_group_demo, peer)
     print_line(f"starting the demo server (official MCP SDK, protocol {MODERN_VERSION}) on 127.0.0.1 ...")
     with _demo_server() as peer:
         return trio.run(_demo, peer)
@@ -152,3 +163,54 @@ def _summary(events: Sequence[CallEvent], log: Sequence[Mapping[str, Any]]) -> s
         added = f"\nthe retry carried what the fresh schema asks for: {', '.join(new) or 'the same headers'}"
     outcome = "recovered" if events and events[-1].state == "succeeded" else "ended"
     return f"{outcome} in {len(steps)} requests: {' -> '.join(steps)}\nstates: {states}{added}"
+
+
+_GROUP_START_TIMEOUT: Final = 60.0
+
+
+def group_config(url: str) -> dict[str, Any]:
+    """The ``mcpServers`` configuration of ``mcpfsm demo --group``: the demo server over HTTP and over stdio."""
+    return {
+        "mcpServers": {
+            "web": {"url": url},
+            "local": {
+                "command": sys.executable,
+                "args": ["-m", "mcpfsm._tooling.peer", "--stdio"],
+                "include_tools": ["echo", "execute-*"],
+            },
+        }
+    }
+
+
+async def _group_demo(peer: RunningPeer) -> Exit:
+    from ..._client.group import ClientGroup
+
+    def show(event: CallEvent) -> None:
+        if event.machine == "tool-call":
+            for line in event_lines(event):
+                print_line(f"  [{event.server}]{line[1:]}" if line.startswith("  [") else line)
+
+    config = group_config(peer.url)
+    print_line("the configuration (an mcpServers file says the same):")
+    print_line("\n".join("  " + line for line in json.dumps(config, indent=2).splitlines()))
+    print_line("starting the stdio member (the same server as a subprocess) ...")
+    async with ClientGroup(config, on_event=show, connect_timeout=_GROUP_START_TIMEOUT) as group:
+        print_line("")
+        for name, status in group.status.items():
+            era = group[name].protocol_version if status == "connected" else None
+            reason = f": {group.errors[name]}" if name in group.errors else ""
+            print_line(f"server {name}: {status}" + (f", protocol {era}" if era else "") + reason)
+        print_line("")
+        print_line("tools/list of the group (server_tool):")
+        tools = await group.tools()
+        print_line("\n".join("  " + line for line in render_tools(tools).splitlines()))
+        for name, arguments in (("web_execute-sql", DEMO_ARGUMENTS), ("local_echo", {"text": "hello from stdio"})):
+            if name not in tools:
+                raise CliError(Exit.unknown_tool, unknown_tool(name, tools))
+            print_line("")
+            print_line(f"call {name} {json.dumps(arguments)}")
+            result = await group.call_tool(name, arguments)
+            print_line(f"  result: {result.text}")
+    print_line("")
+    print_line("closed: the stdio member's process was reaped, the HTTP member's connections released")
+    return Exit.ok

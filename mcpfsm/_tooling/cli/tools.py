@@ -9,8 +9,18 @@ from typing import Any, Final
 import trio
 
 from ..._client.tools import ToolList
+from ..._core.config import Config
 from ..._core.schema import json_pointer
-from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+from .common import (
+    CliError,
+    Exit,
+    add_server_options,
+    connection_errors,
+    group_config,
+    make_client,
+    print_line,
+    target,
+)
 from .elicit import shown
 
 __all__ = ["NAME", "configure", "render_instructions", "render_tools", "run"]
@@ -20,7 +30,9 @@ SUMMARY: Final = "list a server's tools and their mirrored headers"
 DESCRIPTION: Final = (
     "List the tools of a server: each with its mirrored x-mcp-header arguments (path -> header),\n"
     "then the tools excluded because of invalid annotations, with the reason. --instructions first prints\n"
-    "the server's instructions (meant for a model's system prompt), control characters escaped."
+    "the server's instructions (meant for a model's system prompt), control characters escaped.\n"
+    "Without URL, every server of the configuration (--config, or ./mcp.json) is listed as one group:\n"
+    "each tool under its aggregated name (server_tool); a server that cannot be reached is reported on stderr."
 )
 
 
@@ -78,6 +90,9 @@ def _tools_json(tools: ToolList, protocol: str | None) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> Exit:
     """List the tools."""
+    config = group_config(args)
+    if config is not None:
+        return _run_group(args, config)
     client = make_client(args)
 
     async def list_tools() -> tuple[ToolList, str | None, bool, str | None]:
@@ -96,4 +111,23 @@ def run(args: argparse.Namespace) -> Exit:
         if args.instructions:
             print_line(render_instructions(instructions))
         print_line(render_tools(tools, mirroring=mirroring))
+    return Exit.ok
+
+
+def _run_group(args: argparse.Namespace, config: Config) -> Exit:
+    from ..._client.group import ClientGroup
+
+    if args.instructions:
+        raise CliError(Exit.usage, "--instructions needs one server: name it where the URL goes")
+
+    async def list_group() -> ToolList:
+        # A server that fails is reported by the group's WARNING on stderr; the others are listed.
+        async with ClientGroup(config) as group:
+            return await group.tools()
+
+    tools = trio.run(list_group)
+    if args.json:
+        print_line(json.dumps({"protocol": None, **_tools_json(tools, None)}, indent=2, ensure_ascii=False))
+    else:
+        print_line(render_tools(tools))
     return Exit.ok
