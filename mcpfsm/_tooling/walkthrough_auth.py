@@ -508,7 +508,8 @@ def _markdown(runs: Sequence[_Run]) -> str:
         "",
         "Not run here, but tested against the same server: the other metadata locations, Client ID Metadata "
         "Documents, pre-registered clients, `client_secret_post`, `private_key_jwt`, workload identity "
-        "(`JwtBearer`), DPoP with and without nonces, and the other refusals (`tests/integration/test_authorization.py`).",
+        "(`JwtBearer`), DPoP with and without nonces, and the other refusals "
+        "(`tests/integration/test_authorization.py`).",
         "",
     ]
     for number, run in enumerate(runs, 1):

@@ -3,8 +3,9 @@
 Unlike the pages of the tool-call and authorization machines, this one records no runs: every part of it
 (the states, what happens in each, the edges with their guards and the loop's bound, the diagram) is read
 off :data:`mcpfsm._machines.input.INPUT`, and the whole event lists of its runs are asserted in
-``tests/client/test_input_audit.py`` and ``tests/integration/test_input_peer.py``. ``mcpfsm._tooling.diagram`` registers it, so
-``mcpfsm diagram`` regenerates the file and ``tests/tooling/test_diagram_drift.py`` fails when it drifts.
+``tests/client/test_input_audit.py`` and ``tests/integration/test_input_peer.py``. ``mcpfsm._tooling.diagram``
+registers it, so ``mcpfsm diagram`` regenerates the file and ``tests/tooling/test_diagram_drift.py``
+fails when it drifts.
 """
 
 from __future__ import annotations

@@ -38,7 +38,8 @@ def test_the_page_carries_the_generated_diagram_and_every_state(rendered: str) -
 def test_every_edge_but_the_unlikely_ones_is_taken_by_an_example(rendered: str) -> None:
     taken = set(re.findall(r"^\| \d+ \| \d+ \| `(\w+)` \| `(\w+)` \| `(\w+)` \|", rendered, flags=re.MULTILINE))
     declared = {(str(e.dest), str(e.source), str(e.trigger)) for e in EDGES}
-    # Refusals of the other states run in tests/integration/test_authorization.py; cancellation is shown from authorizing.
+    # Refusals of the other states run in tests/integration/test_authorization.py; cancellation is shown from
+    # authorizing.
     shown = {("failed", "discovering_resource", "refused"), ("failed", "authorizing", "refused")}
     shown.add(("cancelled", "authorizing", "cancelled"))
     left_out = {edge for edge in declared if edge[2] in ("refused", "cancelled")} - shown
