@@ -49,7 +49,12 @@ SENDING: Final = frozenset({State.sending, State.retrying})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """The demo takes no arguments."""
+    """The demo's one option: ``--html OUT``."""
+    parser.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="also write the demo's trail (every event of both calls) as an HTML report (docs/trail-viewer.md)",
+    )
 
 
 def run(args: argparse.Namespace) -> Exit:
@@ -57,8 +62,16 @@ def run(args: argparse.Namespace) -> Exit:
     if missing_modules():
         raise CliError(Exit.missing_component, "the demo needs the official MCP SDK: pip install 'mcpfsm[demo]'")
     print_line(f"starting the demo server (official MCP SDK, protocol {MODERN_VERSION}) on 127.0.0.1 ...")
+    trail: list[CallEvent] = []
     with _demo_server() as peer:
-        return trio.run(_demo, peer)
+        code = trio.run(_demo, peer, trail)
+    html = getattr(args, "html", None)
+    if html is not None:
+        from .trace import write_report  # here: the report needs Graphviz, the demo alone does not
+
+        text = "".join(event.to_json() + "\n" for event in trail)
+        write_report(text, html, title="mcpfsm demo: the -32020 recovery", source="the demo's trail")
+    return code
 
 
 @contextlib.contextmanager
@@ -90,11 +103,12 @@ def event_lines(event: CallEvent) -> list[str]:
     return lines
 
 
-async def _demo(peer: RunningPeer) -> Exit:
+async def _demo(peer: RunningPeer, trail: list[CallEvent]) -> Exit:
     recorded: list[CallEvent] = []
 
     def show(event: CallEvent) -> None:
         recorded.append(event)
+        trail.append(event)
         for line in event_lines(event):
             print_line(line)
 
