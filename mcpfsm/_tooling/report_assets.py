@@ -262,10 +262,15 @@ SCRIPT: Final = r"""
     if (move) { event.preventDefault(); move(); }
   });
 
+  function fromHash() {
+    // #call=ID selects that run (a link into the report).
+    const wanted = decodeURIComponent((location.hash.match(/^#call=(.*)$/) || [])[1] || "");
+    return runs.findIndex((run) => run.id === wanted);
+  }
+  window.addEventListener("hashchange", () => { const index = fromHash(); if (index >= 0) select(index); });
+
   drawIndex();
-  const wanted = decodeURIComponent((location.hash.match(/^#call=(.*)$/) || [])[1] || "");
-  const start = runs.findIndex((run) => run.id === wanted);
-  select(start >= 0 ? start : 0);
+  select(Math.max(0, fromHash()));
   document.body.dataset.ready = "1";
 })();
 """
