@@ -287,9 +287,9 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
     """Check the chain of one audit log's files, oldest first (``(name, content)`` pairs), and find its first break.
 
     A line is *edited* when its tag does not match its bytes (or, without a key, when the next line's
-    ``log_prev`` does not match it); lines are *removed* when the sequence jumps ahead; a line is *inserted* when
-    its sequence repeats or goes back, or when it is not signed under ``key``; lines are *reordered* when a
-    sequence missing at one line turns up later. With ``key=None`` a log of HMAC lines is checked for its
+    ``log_prev`` does not match it); a line is *inserted* when its sequence appeared before, or when it is not
+    signed under ``key``; lines are *reordered* when a sequence missing at one line turns up later; lines are
+    *removed* when the sequence jumps ahead for good. With ``key=None`` a log of HMAC lines is checked for its
     sequence and links only (``authenticated=False``).
     """
     count = 0
@@ -320,6 +320,7 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
             authenticated=authenticated, problem=problem,
         )
 
+    seen: dict[int, tuple[str, int]] = {}
     for index, (name, number, _raw) in enumerate(lines):
         line = parsed_all[index]
         if isinstance(line, str):
@@ -339,6 +340,10 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
         else:
             expected = previous.seq + 1
             if line.seq != expected:
+                if line.seq in seen:
+                    at_name, at_number = seen[line.seq]
+                    earlier = f"line {at_number}" + ("" if at_name == name else f" of {at_name}")
+                    return broken(f"{where}: inserted: sequence {line.seq} appears twice, at {earlier} and here")
                 if expected in seqs_after[index]:
                     return broken(
                         f"{where}: reordered: sequence {line.seq} comes where {expected} belongs, which comes later"
@@ -346,7 +351,10 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
                 if line.seq > expected:
                     gap = f"{expected}" if line.seq == expected + 1 else f"{expected} to {line.seq - 1}"
                     return broken(f"{where}: removed: sequence {gap} is missing before this line")
-                return broken(f"{where}: inserted or reordered: sequence {line.seq} after {previous.seq}")
+                return broken(
+                    f"{where}: reordered: sequence {line.seq} comes after {previous.seq} "
+                    f"(lines moved, or the files given out of order)"
+                )
             if line.prev != previous.tag:
                 before = lines[index - 1]
                 return broken(
@@ -354,6 +362,7 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
                     f"(the next line's log_prev does not match it)"
                 )
         previous = line
+        seen[line.seq] = (name, number)
         count += 1
     return ChainReport(
         intact=True, lines=count, first_seq=first_seq, last_seq=None if previous is None else previous.seq,

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from typing import Any, Final
 
+import pytest
 import trio
 
 import mcpfsm
@@ -150,10 +151,8 @@ async def _group_run(urls: dict[str, str], peers: dict[str, Any]) -> list[dict[s
                 await trio.to_thread.run_sync(
                     peers[name].control, {"action": "mismatch", "tool": "execute-sql", "count": 1}
                 )
-                try:
+                with pytest.raises(mcpfsm.HeaderMismatchError):
                     await sql.call(_SQL)
-                except mcpfsm.HeaderMismatchError:
-                    pass
     return records
 
 
