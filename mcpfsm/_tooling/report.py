@@ -165,7 +165,7 @@ def machine_svg(definition: MachineDefinition[Any, Any]) -> str:
     return ElementTree.tostring(root, encoding="unicode")
 
 
-def _compact(run: Run) -> dict[str, Any]:
+def _compact(run: Run, machines: Mapping[str, MachineDefinition[Any, Any]]) -> dict[str, Any]:
     # The run as the page reads it: run-wide fields once, per event only what is set, headers only when they
     # change (a call's events share one plan).
     events: list[dict[str, Any]] = []
@@ -182,7 +182,7 @@ def _compact(run: Run) -> dict[str, Any]:
             item[name] = value
         events.append(item)
     last = run.events[-1]
-    definition = MACHINES.get(run.machine)
+    definition = machines.get(run.machine)
     ended = definition is not None and last["state"] in {str(state) for state in definition.terminal}
     return {
         "id": run.call_id,
@@ -197,26 +197,34 @@ def _compact(run: Run) -> dict[str, Any]:
 
 
 def _script_json(value: Any) -> str:
-    # Inside <script>, `</` would end the element; `<\/` is the same JSON string.
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    # Inside <script>, `</script` would end the element and `<!--` change how it ends: no `<` at all, `\u003c`
+    # is the same JSON string.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
 
 
-def report_html(records: Sequence[Mapping[str, Any]], *, title: str) -> str:
+def report_html(
+    records: Sequence[Mapping[str, Any]],
+    *,
+    title: str,
+    machines: Mapping[str, MachineDefinition[Any, Any]] | None = None,
+) -> str:
     """The whole report page for ``records`` (see the module docstring); ``title`` heads it (escaped).
+
+    ``machines`` maps machine names to definitions (default: every machine of mcpfsm,
+    :data:`mcpfsm._machines.MACHINES`); a run of a machine not there gets a timeline and no diagram.
 
     Raises:
         ValueError: ``records`` is empty.
         GraphvizNotFound: a machine the trail uses must be drawn and Graphviz's ``dot`` is not installed.
     """
+    known = MACHINES if machines is None else machines
     runs = runs_of(records)
     if not runs:
         raise ValueError("no events recorded")
     used = dict.fromkeys(run.machine for run in runs)
-    diagrams = {name: machine_svg(MACHINES[name]) for name in used if name in MACHINES}
-    machines = {
-        name: {"title": MACHINES[name].title, "initial": str(MACHINES[name].initial)} for name in diagrams
-    }
-    data = {"title": title, "machines": machines, "runs": [_compact(run) for run in runs]}
+    diagrams = {name: machine_svg(known[name]) for name in used if name in known}
+    described = {name: {"title": known[name].title, "initial": str(known[name].initial)} for name in diagrams}
+    data = {"title": title, "machines": described, "runs": [_compact(run, known) for run in runs]}
     figures = "\n".join(
         f'<div class="figure" data-machine="{html.escape(name)}" hidden>{text}</div>' for name, text in diagrams.items()
     )

@@ -5,7 +5,8 @@
   event tables into audit records;
 - :func:`input_records`: a live run of the input machine (two SEP-2322 rounds of a ``prompts/get``);
 - :func:`group_records`: live tool calls against two real test servers, each record naming its server in a
-  ``server`` field, as a trail of a group of servers does.
+  ``server`` field, as a trail of a group of servers does;
+- :data:`TASK` and :func:`task_records`: a machine mcpfsm does not define, and a run of it.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from enum import StrEnum
 from typing import Any, Final
 
 import pytest
 import trio
 
 import mcpfsm
+from mcpfsm._machines.definition import MachineDefinition, edge
 from tests.fakeserver import FakeServer, result
 from tests.peer.fixtures import REPO_ROOT, start_http_peer
 
@@ -167,3 +170,60 @@ def group_records() -> list[dict[str, Any]]:
 def jsonl(records: list[dict[str, Any]]) -> str:
     """The records as JSON Lines."""
     return "".join(json.dumps(record) + "\n" for record in records)
+
+
+# --- a machine mcpfsm does not have yet: the viewer needs no code for it ----------------------------------------
+
+
+class TaskState(StrEnum):
+    submitted = "submitted"
+    working = "working"
+    input_required = "input_required"
+    completed = "completed"
+    failed = "failed"
+
+
+class TaskTrigger(StrEnum):
+    accepted = "accepted"
+    polled = "polled"
+    needs_input = "needs_input"
+    answered = "answered"
+    done = "done"
+    errored = "errored"
+
+
+TASK: Final = MachineDefinition(
+    name="task",
+    title="A long-running task, polled",
+    states=tuple(TaskState),
+    triggers=tuple(TaskTrigger),
+    initial=TaskState.submitted,
+    terminal=frozenset({TaskState.completed, TaskState.failed}),
+    edges=(
+        edge(TaskTrigger.accepted, TaskState.submitted, TaskState.working, "task created"),
+        edge(TaskTrigger.polled, TaskState.working, TaskState.working, "still working", "poll < max_polls"),
+        edge(TaskTrigger.needs_input, TaskState.working, TaskState.input_required, "status input_required"),
+        edge(TaskTrigger.answered, TaskState.input_required, TaskState.working, "input sent", "round < max_rounds"),
+        edge(TaskTrigger.done, TaskState.working, TaskState.completed, "status completed"),
+        edge(TaskTrigger.errored, TaskState.working, TaskState.failed, "status failed"),
+    ),
+    descriptions={state: f"the task is {state}" for state in TaskState},
+)
+
+
+def task_records() -> list[dict[str, Any]]:
+    """One recorded run of :data:`TASK`: two polls, an input round, a poll, then completed; each with its poll."""
+    path = [
+        ("submitted", None), ("working", "accepted"), ("working", "polled"), ("input_required", "needs_input"),
+        ("working", "answered"), ("working", "polled"), ("completed", "done"),
+    ]
+    records = []
+    previous = None
+    for seq, (state, trigger) in enumerate(path):
+        records.append({
+            "machine": "task", "call_id": "task-1", "seq": seq, "tool": "render-video", "state": state,
+            "previous": previous, "trigger": trigger, "attempt": 1, "at": _AT, "elapsed": seq * 0.5,
+            "task_id": "t-42", "poll": seq, "status": state,
+        })
+        previous = state
+    return records

@@ -26,8 +26,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.ui import WebDriverWait
 
+from mcpfsm._tooling.report import report_html
 from tests.peer.fixtures import REPO_ROOT
-from tests.tooling.recordings import group_records, input_records, jsonl, walkthrough_records
+from tests.tooling.recordings import TASK, group_records, input_records, jsonl, task_records, walkthrough_records
 
 CHROMEDRIVER: Final = "/usr/bin/chromedriver"
 CHROMIUM: Final = "/usr/bin/chromium"
@@ -232,3 +233,21 @@ def test_chromium_is_the_debian_one_and_no_driver_was_downloaded(driver: WebDriv
     assert driver.capabilities["browserName"] == "chrome"
     assert shutil.which("chromedriver") == CHROMEDRIVER or Path(CHROMEDRIVER).exists()
     assert not (Path.home() / ".cache" / "selenium" / "chromedriver").exists()
+
+
+def test_a_machine_the_viewer_has_no_code_for_is_lit_the_same_way(driver: WebDriver, tmp_path: Path) -> None:
+    records = task_records()
+    page = tmp_path / "task.html"
+    page.write_text(report_html(records, title="a task", machines={"task": TASK}), encoding="utf-8")
+    load(driver, page)
+    shown = lit(driver)
+    assert (shown["machine"], shown["edges"]) == ("task", recorded_path(records))
+    # The loop edge taken twice carries both step numbers, on the diagram and in its badge.
+    polled = driver.find_element(By.CSS_SELECTOR, "g.edge[data-edge='working:polled']")
+    assert polled.get_attribute("data-steps") == "3 6"
+    assert polled.find_element(By.CSS_SELECTOR, "text.badge").get_attribute("textContent") == "3,6"
+    details = driver.find_element(By.CSS_SELECTOR, "#events tr[data-step='2'] td:last-child").text
+    assert details.splitlines() == ["task_id t-42", "poll 2", "status working"]
+    driver.find_element(By.TAG_NAME, "body").send_keys(Keys.HOME)
+    step_is(driver, 0)
+    assert lit(driver)["current"] == ["submitted"]
