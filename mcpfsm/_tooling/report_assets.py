@@ -26,6 +26,11 @@ h2 { font-size:16px; margin:0 0 4px; }
 table { border-collapse:collapse; width:100%; }
 th, td { text-align:left; padding:3px 6px; border-bottom:1px solid var(--line); vertical-align:top; }
 thead th { position:sticky; top:0; background:#fff; z-index:1; }
+#index table { table-layout:fixed; }
+#index th:nth-child(1) { width:4.5em; } #index th:nth-child(2) { width:18%; } #index th:nth-child(3) { width:10%; }
+#index th:nth-child(4) { width:7.5em; } #index th:nth-child(5) { width:5em; } #index th:nth-child(6) { width:8em; }
+#rows td { white-space:nowrap; overflow:hidden; text-overflow:ellipsis; height:26px; padding-top:0; padding-bottom:0; }
+#rows tr.pad td, #rows tr.pad { padding:0; border:0; }
 #rows tr { cursor:pointer; }
 #rows tr:hover { background:#f6f8fa; }
 #rows tr.selected { background:#ddf4ff; }
@@ -86,21 +91,69 @@ SCRIPT: Final = r"""
     select.addEventListener("change", () => { chosen[field] = select.value; drawIndex(); });
   }
 
+  // The index draws only the rows in view (and a margin): 10,000 calls stay one quick page (bench/report.py).
+  let shown = [];
+  let rowHeight = 0;
+  let pending = false;
+  let lastDrawn = "";
+
   function drawIndex() {
-    const rows = [];
-    let count = 0;
+    shown = [];
     for (let i = 0; i < runs.length; i++) {
       const run = runs[i];
-      if (!FIELDS.every((field) => !chosen[field] || run[field] === chosen[field])) continue;
-      count++;
-      rows.push(`<tr data-run="${i}" data-call="${esc(run.id)}" class="o-${esc(run.outcome)}` +
-        `${i === selected ? " selected" : ""}"><td>${i + 1}</td><td>${esc(run.label)}</td>` +
-        `<td>${esc(run.server)}</td><td class="outcome">${esc(run.outcome)}</td><td class="num">${run.ms}</td>` +
-        `<td>${esc(run.machine)}</td><td class="states">` +
-        `${esc(run.events.map((event) => event.state).join(" \u2192 "))}</td></tr>`);
+      if (FIELDS.every((field) => !chosen[field] || run[field] === chosen[field])) shown.push(i);
     }
-    $("rows").innerHTML = rows.join("");
-    $("shown").textContent = `${count} of ${runs.length} calls`;
+    $("shown").textContent = `${shown.length} of ${runs.length} calls`;
+    lastDrawn = "";
+    drawWindow();
+  }
+
+  function rowHtml(i) {
+    const run = runs[i];
+    const states = esc(run.events.map((event) => event.state).join(" \u2192 "));
+    return `<tr data-run="${i}" data-call="${esc(run.id)}" class="o-${esc(run.outcome)}` +
+      `${i === selected ? " selected" : ""}"><td>${i + 1}</td><td>${esc(run.label)}</td>` +
+      `<td>${esc(run.server)}</td><td class="outcome">${esc(run.outcome)}</td><td class="num">${run.ms}</td>` +
+      `<td>${esc(run.machine)}</td><td class="states" title="${states}">${states}</td></tr>`;
+  }
+
+  function drawWindow() {
+    pending = false;
+    const box = $("index");
+    const height = rowHeight || 26;
+    const first = Math.max(0, Math.floor(box.scrollTop / height) - 30);
+    const last = Math.min(shown.length, first + Math.ceil(box.clientHeight / height) + 60);
+    const drawn = `${first} ${last} ${selected} ${shown.length} ${shown[0]}`;
+    if (drawn === lastDrawn) return;  // the rows in the DOM are the ones wanted: keep them
+    lastDrawn = drawn;
+    const html = [];
+    if (first > 0) html.push(`<tr class="pad" style="height:${first * height}px"></tr>`);
+    for (let k = first; k < last; k++) html.push(rowHtml(shown[k]));
+    if (last < shown.length) html.push(`<tr class="pad" style="height:${(shown.length - last) * height}px"></tr>`);
+    $("rows").innerHTML = html.join("");
+    if (!rowHeight) {
+      const row = document.querySelector("#rows tr[data-run]");
+      if (row) rowHeight = row.getBoundingClientRect().height || 26;
+    }
+  }
+
+  $("index").addEventListener("scroll", () => {
+    if (!pending) { pending = true; requestAnimationFrame(drawWindow); }
+  });
+
+  function reveal(index) {
+    // Scroll the index so the selected run's row is in view, then draw that window.
+    const at = shown.indexOf(index);
+    if (at < 0) return;
+    const box = $("index");
+    const height = rowHeight || 26;
+    const top = at * height;
+    const header = box.querySelector("thead").getBoundingClientRect().height;
+    if (top < box.scrollTop) box.scrollTop = top;
+    else if (top + height > box.scrollTop + box.clientHeight - header) {
+      box.scrollTop = top + height - box.clientHeight + header;
+    }
+    drawWindow();
   }
 
   function edgeKey(run, event, index) {
@@ -142,9 +195,7 @@ SCRIPT: Final = r"""
     if (index < 0 || index >= runs.length) return;
     selected = index;
     const run = runs[index];
-    for (const row of document.querySelectorAll("#rows tr.selected")) row.classList.remove("selected");
-    const row = document.querySelector(`#rows tr[data-run="${index}"]`);
-    if (row) { row.classList.add("selected"); row.scrollIntoView({ block: "nearest" }); }
+    reveal(index);
     $("empty").hidden = true;
     $("run").hidden = false;
     $("run").dataset.call = run.id;
@@ -246,10 +297,9 @@ SCRIPT: Final = r"""
     }
   });
   function neighbour(offset) {
-    const rows = [...document.querySelectorAll("#rows tr[data-run]")].map((row) => Number(row.dataset.run));
-    if (rows.length === 0) return;
-    const at = rows.indexOf(selected);
-    select(rows[Math.max(0, Math.min(rows.length - 1, at < 0 ? 0 : at + offset))]);
+    if (shown.length === 0) return;
+    const at = shown.indexOf(selected);
+    select(shown[Math.max(0, Math.min(shown.length - 1, at < 0 ? 0 : at + offset))]);
   }
   document.addEventListener("keydown", (event) => {
     if (event.target instanceof HTMLSelectElement || event.altKey || event.ctrlKey || event.metaKey) return;

@@ -47,7 +47,9 @@ def verify(*paths: Path, key: bytes | None = None) -> ChainReport:
     return verify_chain([(str(path), path.read_bytes()) for path in paths], key)
 
 
-@pytest.mark.parametrize("key", [None, KEY], ids=["sha256", "hmac"])
+@pytest.mark.parametrize(
+    "key", [None, KEY, b"a key longer than SHA-256's block " * 3], ids=["sha256", "hmac", "long-key"]
+)
 def test_an_untouched_log_is_intact_and_still_reads_as_events(tmp_path: Path, key: bytes | None) -> None:
     path = tmp_path / "audit.jsonl"
     write(path, 6, key)

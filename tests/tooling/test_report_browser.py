@@ -122,11 +122,14 @@ def test_every_run_lights_its_recorded_path_on_its_own_machine(
     assert machines == {"tool-call", "authorization", "input"}
     assert {events[0].get("server") for events in recorded.values()} >= {"alpha", "beta"}
     load(driver, page)
-    rows = driver.find_elements(By.CSS_SELECTOR, "#rows tr")
-    assert [row.get_attribute("data-call") for row in rows] == list(recorded)
-    for row, (call_id, events) in zip(rows, recorded.items(), strict=True):
-        row.click()
+    assert driver.find_element(By.ID, "shown").text == f"{len(recorded)} of {len(recorded)} calls"
+    body = driver.find_element(By.TAG_NAME, "body")
+    for number, (call_id, events) in enumerate(recorded.items()):
+        if number:
+            body.send_keys(Keys.ARROW_DOWN)  # the next call in the index
         WebDriverWait(driver, WAIT).until(lambda d, call_id=call_id: lit(d)["call"] == call_id)
+        selected = driver.find_element(By.CSS_SELECTOR, "#rows tr.selected")
+        assert selected.get_attribute("data-call") == call_id
         shown = lit(driver)
         assert shown["machine"] == events[0]["machine"], call_id
         assert shown["edges"] == recorded_path(events), call_id
@@ -137,6 +140,16 @@ def test_every_run_lights_its_recorded_path_on_its_own_machine(
         assert driver.find_elements(By.CSS_SELECTOR, "#events tr.stray") == [], call_id
         timeline = [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#events tr td:nth-child(2)")]
         assert timeline == [event["state"] for event in events], call_id
+    # A click selects too: the first row, back at the top of the index.
+    body.send_keys(Keys.ARROW_UP)
+    first = next(iter(recorded))
+    driver.execute_script("document.getElementById('index').scrollTop = 0")
+    row = WebDriverWait(driver, WAIT).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, f"#rows tr[data-call='{first}']")
+    )
+    row.click()
+    WebDriverWait(driver, WAIT).until(lambda d: lit(d)["call"] == first)
+    assert lit(driver)["edges"] == recorded_path(recorded[first])
 
 
 def test_the_step_control_walks_the_path_with_buttons_and_arrow_keys(
@@ -185,7 +198,8 @@ def test_the_filters_narrow_the_index(driver: WebDriver, trail: tuple[list[dict[
     load(driver, page)
 
     def shown() -> list[str]:
-        return [row.get_attribute("data-call") or "" for row in driver.find_elements(By.CSS_SELECTOR, "#rows tr")]
+        rows = driver.find_elements(By.CSS_SELECTOR, "#rows tr[data-run]")
+        return [row.get_attribute("data-call") or "" for row in rows]
 
     Select(driver.find_element(By.ID, "f-server")).select_by_visible_text("beta")
     beta = [call_id for call_id, events in recorded.items() if events[0].get("server") == "beta"]
@@ -204,7 +218,7 @@ def test_the_filters_narrow_the_index(driver: WebDriver, trail: tuple[list[dict[
     Select(driver.find_element(By.ID, "f-machine")).select_by_visible_text("all")
     Select(driver.find_element(By.ID, "f-label")).select_by_visible_text("prompts/get greet")
     WebDriverWait(driver, WAIT).until(lambda d: shown() == inputs)
-    driver.find_element(By.CSS_SELECTOR, "#rows tr").click()
+    driver.find_element(By.CSS_SELECTOR, "#rows tr[data-run]").click()
     WebDriverWait(driver, WAIT).until(lambda d: lit(d)["call"] == inputs[0])
     assert lit(driver)["edges"] == recorded_path(recorded[inputs[0]])
     asks = driver.find_element(By.CSS_SELECTOR, "#events tr[data-step='0'] [data-field='input_requests']").text
