@@ -37,8 +37,12 @@ _XLINK_NS: Final = "http://www.w3.org/1999/xlink"
 _REQUIRED: Final = ("call_id", "seq", "tool", "state", "attempt", "at", "elapsed")
 # Fields every event has, shown in their own timeline columns or on the run; the rest are details.
 _RUN_FIELDS: Final = frozenset({"call_id", "machine", "tool", "server"})
-# The chain's hashes are for `mcpfsm audit verify`; the page keeps log_seq only.
-_CHAIN_HASHES: Final = frozenset({"log_prev", "log_sha256", "log_hmac"})
+# Left out of each event on the page: the chain's hashes (for `mcpfsm audit verify`; the page keeps log_seq),
+# and the wall-clock time (the run keeps its first; each event has its elapsed time). A third less to parse for
+# a large trail (bench/report.py).
+_LEFT_OUT: Final = frozenset({"log_prev", "log_sha256", "log_hmac", "at"})
+# Values the page assumes when an event leaves them out.
+_DEFAULTS: Final = {"attempt": 1, "round": 0}
 
 
 def parse_trail(text: str) -> list[dict[str, Any]]:
@@ -166,14 +170,16 @@ def machine_svg(definition: MachineDefinition[Any, Any]) -> str:
 
 
 def _compact(run: Run, machines: Mapping[str, MachineDefinition[Any, Any]]) -> dict[str, Any]:
-    # The run as the page reads it: run-wide fields once, per event only what is set, headers only when they
-    # change (a call's events share one plan).
+    # The run as the page reads it: run-wide fields once, per event only what is set and differs from the
+    # defaults, headers only when they change (a call's events share one plan).
     events: list[dict[str, Any]] = []
     headers: Any = None
     for event in run.events:
         item: dict[str, Any] = {}
         for name, value in event.items():
-            if name in _RUN_FIELDS or name in _CHAIN_HASHES or value is None or value == [] or value == {}:
+            if name in _RUN_FIELDS or name in _LEFT_OUT or value is None or value == [] or value == {}:
+                continue
+            if name in _DEFAULTS and value == _DEFAULTS[name]:
                 continue
             if name == "headers":
                 if value == headers:

@@ -70,6 +70,7 @@ svg.machine g.current rect.badge { fill:var(--now); }
 SCRIPT: Final = r"""
 "use strict";
 (function () {
+  const began = performance.now();
   const data = JSON.parse(document.getElementById("trail").textContent);
   const runs = data.runs;
   const $ = (id) => document.getElementById(id);
@@ -210,7 +211,7 @@ SCRIPT: Final = r"""
     $("events").innerHTML = run.events.map((event, i) =>
       `<tr data-step="${i}"><td>${i + 1}</td><td><code>${esc(event.state)}</code></td>` +
       `<td>${event.trigger == null ? "" : `<code>${esc(event.trigger)}</code>`}</td>` +
-      `<td class="num">${(event.elapsed * 1000).toFixed(1)}</td><td>${event.attempt ?? ""}</td>` +
+      `<td class="num">${(event.elapsed * 1000).toFixed(1)}</td><td>${event.attempt ?? 1}</td>` +
       `<td>${event.round ?? 0}</td><td>${details(event)}</td></tr>`).join("");
     setStep(run.events.length - 1);
   }
@@ -313,7 +314,9 @@ SCRIPT: Final = r"""
   });
 
   function fromHash() {
-    // #call=ID selects that run (a link into the report).
+    // #call=ID selects that run, #run=N the N-th of the index (a link into the report).
+    const number = location.hash.match(/^#run=(\d+)$/);
+    if (number) return Number(number[1]) >= 1 && Number(number[1]) <= runs.length ? Number(number[1]) - 1 : -1;
     const wanted = decodeURIComponent((location.hash.match(/^#call=(.*)$/) || [])[1] || "");
     return runs.findIndex((run) => run.id === wanted);
   }
@@ -321,6 +324,7 @@ SCRIPT: Final = r"""
 
   drawIndex();
   select(Math.max(0, fromHash()));
+  document.body.dataset.scriptMs = (performance.now() - began).toFixed(1);  // read by bench/report.py
   document.body.dataset.ready = "1";
 })();
 """
