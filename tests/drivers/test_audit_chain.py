@@ -13,7 +13,7 @@ import pytest
 import mcpfsm
 from mcpfsm._drivers.audit_log import AuditLog, ChainReport, verify_chain
 from mcpfsm._tooling.trace import parse_events
-from tests.test_cli import mcpfsm as run_cli
+from tests.tooling.recordings import run_mcpfsm as run_cli
 
 KEY: Final = b"an HMAC key of 32 bytes, for me!"
 

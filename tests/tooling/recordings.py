@@ -12,8 +12,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
@@ -227,3 +231,27 @@ def task_records() -> list[dict[str, Any]]:
         })
         previous = state
     return records
+
+
+@dataclass(frozen=True, slots=True)
+class Ran:
+    """What one ``python -m mcpfsm ...`` run left."""
+
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_mcpfsm(*args: str, timeout: float = 120) -> Ran:
+    """Run ``python -m mcpfsm ARGS`` from the repository root and wait for it to exit."""
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpfsm", *args],
+        cwd=REPO_ROOT,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=timeout,
+        check=False,
+    )
+    return Ran(done.returncode, done.stdout, done.stderr)

@@ -14,8 +14,7 @@ import pytest
 from mcpfsm._machines import MACHINES
 from mcpfsm._machines.definition import MachineDefinition
 from mcpfsm._tooling.report import machine_svg, parse_trail, report_html, runs_of
-from tests.test_cli import mcpfsm
-from tests.tooling.recordings import TASK, jsonl, task_records, walkthrough_records
+from tests.tooling.recordings import TASK, jsonl, run_mcpfsm, task_records, walkthrough_records
 
 
 def marks(svg_text: str) -> tuple[list[str], list[str]]:
@@ -104,26 +103,26 @@ def test_trace_html_on_the_command_line(tmp_path: Path) -> None:
     source = tmp_path / "trail.jsonl"
     source.write_text(jsonl(walkthrough_records()), encoding="utf-8")
     out = tmp_path / "trail.html"
-    done = mcpfsm("trace", str(source), "--html", str(out))
+    done = run_mcpfsm("trace", str(source), "--html", str(out))
     runs = len({record["call_id"] for record in walkthrough_records()})
     wrote = f"wrote {out}: {runs} runs, {len(walkthrough_records())} events\n"
     assert (done.code, done.stdout, done.stderr) == (0, wrote, "")
     assert len(page_data(out.read_text(encoding="utf-8"))["runs"]) == runs
-    done = mcpfsm("trace", str(source), "--html", str(out), "--call", "tool-call-1")
+    done = run_mcpfsm("trace", str(source), "--html", str(out), "--call", "tool-call-1")
     assert (done.code, done.stderr) == (
         2, "mcpfsm: error: --html writes every run of the trail: it takes neither --call nor --output\n"
     )
     source.write_text("not json\n", encoding="utf-8")
-    done = mcpfsm("trace", str(source), "--html", str(out))
+    done = run_mcpfsm("trace", str(source), "--html", str(out))
     assert done.code == 2 and done.stderr.startswith(f"mcpfsm: error: {source}: line 1: not JSON")
     source.write_text("", encoding="utf-8")
-    done = mcpfsm("trace", str(source), "--html", str(out))
+    done = run_mcpfsm("trace", str(source), "--html", str(out))
     assert (done.code, done.stderr) == (2, f"mcpfsm: error: {source}: no events recorded\n")
 
 
 def test_demo_html_writes_the_demos_trail(tmp_path: Path) -> None:
     out = tmp_path / "demo.html"
-    done = mcpfsm("demo", "--html", str(out))
+    done = run_mcpfsm("demo", "--html", str(out))
     assert done.code == 0, done.stderr
     assert done.stdout.endswith(f"wrote {out}: 2 runs, 11 events\n")
     runs = page_data(out.read_text(encoding="utf-8"))["runs"]
