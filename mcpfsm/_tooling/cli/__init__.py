@@ -22,6 +22,7 @@ from typing import Final
 
 from ... import __version__
 from . import (
+    audit,
     call,
     demo,
     diagram,
@@ -42,7 +43,7 @@ from .common import Exit, Parser, classify, configure_logging, error_line, forma
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, servers, tools, call, resources, read, prompts, prompt, listen, plan, trace, diagram, login, logout
+    demo, servers, tools, call, resources, read, prompts, prompt, listen, plan, trace, audit, diagram, login, logout
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
@@ -59,7 +60,8 @@ exit codes:
   {Exit.unknown_tool:<4} the tool is not listed (or was excluded for invalid x-mcp-header annotations)
   {Exit.invalid_schema:<4} invalid inputSchema (plan), or an argument cannot be mirrored into its header
   {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included)
-  {Exit.drift:<4} diagram --check: the generated diagrams are out of date
+  {Exit.drift:<4} diagram --check: the generated diagrams are out of date; audit verify: the log's
+       chain is broken (a line edited, removed, inserted or reordered)
   {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,
        Graphviz for diagram)
   {Exit.unauthorized:<4} authorization failed (login refused or not completed, tokens refused, an HTTP 401

@@ -53,9 +53,14 @@ SENDING: Final = frozenset({State.sending, State.retrying})
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add ``--group``."""
+    """Add ``--group`` and ``--html OUT``."""
     parser.add_argument(
         "--group", action="store_true", help="a client group: the server over HTTP and over stdio, one tool list"
+    )
+    parser.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="also write the demo's trail (every event of both calls) as an HTML report (docs/trail-viewer.md)",
     )
 
 
@@ -68,8 +73,16 @@ def run(args: argparse.Namespace) -> Exit:
         with _demo_server() as peer:
             return trio.run(_group_demo, peer)
     print_line(f"starting the demo server (official MCP SDK, protocol {MODERN_VERSION}) on 127.0.0.1 ...")
+    trail: list[CallEvent] = []
     with _demo_server() as peer:
-        return trio.run(_demo, peer)
+        code = trio.run(_demo, peer, trail)
+    html = getattr(args, "html", None)
+    if html is not None:
+        from .trace import write_report  # here: the report needs Graphviz, the demo alone does not
+
+        text = "".join(event.to_json() + "\n" for event in trail)
+        write_report(text, html, title="mcpfsm demo: the -32020 recovery", source="the demo's trail")
+    return code
 
 
 @contextlib.contextmanager
@@ -101,11 +114,12 @@ def event_lines(event: CallEvent) -> list[str]:
     return lines
 
 
-async def _demo(peer: RunningPeer) -> Exit:
+async def _demo(peer: RunningPeer, trail: list[CallEvent]) -> Exit:
     recorded: list[CallEvent] = []
 
     def show(event: CallEvent) -> None:
         recorded.append(event)
+        trail.append(event)
         for line in event_lines(event):
             print_line(line)
 
