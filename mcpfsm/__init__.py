@@ -37,7 +37,7 @@ from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
-from ._log import disable_library_logs
+from ._log import disable_library_logs, log_to_stdlib
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
@@ -172,5 +172,6 @@ __all__ = [
     "decode_header_value",
     "encode_header_value",
     "inspect_input_schema",
+    "log_to_stdlib",
     "plan_request",
 ]

@@ -9,14 +9,16 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, get_args
 
 import trio
 
+from ..._client.client import LogLevel
 from ..._client.tools import ToolList
 from ..._core.events import CallEvent
 from ..._core.results import ToolResult
 from ..._log import logger
+from .arguments import apply_pairs, is_pair, schema_problems
 from .common import (
     CliError,
     Exit,
@@ -42,7 +44,15 @@ DESCRIPTION: Final = (
     "Call TOOL and print its result (the JSON-RPC result object) as JSON on stdout.\n"
     "By default the tools are listed first and the listed tool is called, so its annotated\n"
     "arguments are mirrored into Mcp-Param-* headers; --by-name sends the name only.\n"
-    "Progress and log notifications of the server are printed to stderr as they arrive.\n"
+    "The arguments: --args (a JSON object, @FILE or - for stdin), then KEY=VALUE pairs typed by the\n"
+    "tool's inputSchema (count=3, flag=true, name=Ada) and KEY:=JSON (obj:='{\"a\": 1}'). They are\n"
+    "checked against the inputSchema before anything is sent: a missing required argument or a wrong\n"
+    "type is exit 2, naming its JSON path (not with --by-name, which knows no schema).\n"
+    "Progress notifications are printed to stderr as they arrive, and so are the server's log messages\n"
+    "when the server sends any. The server is asked for log messages only with --log-level LEVEL:\n"
+    "a 2025-11-25 server gets logging/setLevel when it declares the logging capability; a 2026-07-28\n"
+    "server is asked on each request only when it still declares logging (SEP-2577 deprecates it),\n"
+    "otherwise nothing is asked and none are printed.\n"
     "When the server asks the user something (elicitation), the question is asked on stderr and\n"
     "answered on stdin: a form field by field (defaults shown; an empty line keeps one), a URL by\n"
     "showing it in full and asking for consent (it is never opened). --yes asks nothing: forms are\n"
@@ -62,6 +72,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
     parser.add_argument(
         "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=get_args(LogLevel),
+        metavar="LEVEL",
+        help="ask the server for its log messages at LEVEL and above (debug, info, notice, warning, error,"
+        " critical, alert, emergency), printed on stderr: legacy servers that declare logging get"
+        " logging/setLevel; 2026-07-28 servers are asked only while they still declare logging (SEP-2577)",
     )
 
 
@@ -172,7 +190,11 @@ class _EventLog:
 
 def run(args: argparse.Namespace) -> Exit:
     """Call the tool and print its result."""
+    pairs = _sort_words(args)
     arguments = parse_arguments(args.args)
+    for pair in pairs:
+        if not is_pair(pair):
+            raise CliError(Exit.usage, f"argument {pair!r} is not KEY=VALUE or KEY:=JSON")
     console = _Console(sys.stderr, args.tool)
     events = None if args.events is None else _EventLog(args.events, console)
     elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes, pause=console.paused)
@@ -183,18 +205,29 @@ def run(args: argparse.Namespace) -> Exit:
         on_notification=console.notification,
         on_elicitation=elicitation,
         elicitation_modes=("form", "url"),
+        log_level=args.log_level,
     )
 
     async def call() -> ToolResult:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 if args.by_name:
-                    return await console.run(lambda: client.call_tool(args.tool, arguments))
+                    by_name = apply_pairs(arguments, pairs, None)
+                    return await console.run(lambda: client.call_tool(args.tool, by_name))
                 tools = await client.tools()
                 tool = tools.get(args.tool)
                 if tool is None:
                     raise CliError(Exit.unknown_tool, unknown_tool(args.tool, tools))
-                return await console.run(lambda: tool.call(arguments))
+                checked = apply_pairs(arguments, pairs, tool.input_schema)
+                problems = schema_problems(tool.input_schema, checked)
+                if problems:
+                    raise CliError(
+                        Exit.usage,
+                        f"the arguments do not match the inputSchema of tool {args.tool!r}, so nothing was sent: "
+                        + "; ".join(problems)
+                        + f" (see 'mcpfsm tools {target(args)}')",
+                    )
+                return await console.run(lambda: tool.call(checked))
 
     with events or contextlib.nullcontext():
         result = trio.run(call)
@@ -204,6 +237,29 @@ def run(args: argparse.Namespace) -> Exit:
         error_line(f"tool {args.tool!r} answered isError: true" + (f": {detail}" if detail else ""))
         return Exit.tool_error
     return Exit.ok
+
+
+_USAGE: Final = "mcpfsm call URL TOOL [KEY=VALUE ...]"
+
+
+def _sort_words(args: argparse.Namespace) -> list[str]:
+    # The positional words are URL, TOOL and pairs, or, with --stdio, TOOL and pairs; the rest are the pairs.
+    words = list(args.words)
+    if args.stdio is None:
+        if not words:
+            raise CliError(Exit.usage, f'give the server URL and the tool to call: {_USAGE} (or --stdio "CMD" TOOL)')
+        if "://" not in words[0] and len(words) == 1:
+            raise CliError(Exit.usage, f"give the server URL before the tool {words[0]!r}: {_USAGE}")
+        args.url = words.pop(0)
+    elif words and "://" in words[0]:
+        raise CliError(Exit.usage, "give either URL or --stdio, not both")
+    if not words:
+        lister = "mcpfsm tools URL" if args.stdio is None else 'mcpfsm tools --stdio "CMD"'
+        raise CliError(Exit.usage, f"give the tool to call after the server: {_USAGE} ('{lister}' lists them)")
+    if is_pair(words[0]):
+        raise CliError(Exit.usage, f"{words[0]!r} is an argument, not a tool: give the tool first: {_USAGE}")
+    args.tool = words.pop(0)
+    return words
 
 
 def unknown_tool(name: str, tools: ToolList) -> str:

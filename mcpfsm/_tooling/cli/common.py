@@ -20,7 +20,7 @@ from typing import Any, Final, NoReturn, TypeVar
 
 from ..._client.client import Client
 from ..._core.codec import HEADER_NAME_TOKEN
-from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
+from ..._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION
 from ..._core.errors import AuthorizationError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
 from ..._core.h1 import field_problem
@@ -28,6 +28,7 @@ from ..._transports.tls import ssl_context
 
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
 from .credentials import add_auth_options, auth_from, positive
+from .wire import method_not_found, wire_of
 
 __all__ = [
     "MAX_ERROR",
@@ -58,6 +59,7 @@ __all__ = [
     "read_text",
     "target",
     "tls_verify",
+    "verbosity",
 ]
 
 T = TypeVar("T")
@@ -107,9 +109,18 @@ def formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -> None:
-    parser.add_argument("url", nargs="?", metavar="URL", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
     if tool:
-        parser.add_argument("tool", metavar="TOOL", help="the tool name")
+        # URL, TOOL and KEY=VALUE pairs in one list: which word is which depends on --stdio (`call` sorts them).
+        parser.add_argument(
+            "words",
+            nargs="*",
+            metavar="URL TOOL [KEY=VALUE ...]",
+            help="the MCP endpoint (not with --stdio), the tool, then its arguments: KEY=VALUE typed by the tool's"
+            " inputSchema (count=3, flag=true) or KEY:=JSON (obj:='{\"a\": 1}')",
+        )
+        parser.set_defaults(url=None, tool=None)
+    else:
+        parser.add_argument("url", nargs="?", metavar="URL", help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp")
     parser.add_argument(
         "--stdio", metavar='"CMD ARGS"', help="run this command as a stdio MCP server, in place of URL"
     )
@@ -155,7 +166,10 @@ def tls_verify(args: argparse.Namespace) -> ssl.SSLContext | bool:
 
 def add_args_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--args", default="{}", metavar="JSON", help="the arguments: a JSON object, or @FILE to read one (default: {})"
+        "--args",
+        default="{}",
+        metavar="JSON",
+        help="the arguments: a JSON object, @FILE to read one from FILE, or - to read one from stdin (default: {})",
     )
 
 
@@ -240,7 +254,10 @@ def load_json(text: str, source: str) -> Any:
 
 def parse_arguments(text: str) -> dict[str, Any]:
     source = "--args"
-    if text.startswith("@"):
+    if text == "-":
+        source = "--args from stdin"
+        text = read_text("-", "--args from stdin")
+    elif text.startswith("@"):
         source = f"--args file {text[1:]!r}"
         text = read_text(text[1:], "--args file")
     value = load_json(text, source)
@@ -315,14 +332,16 @@ def make_client(
         if not command:
             raise CliError(Exit.usage, "--stdio needs a command")
         # Client sends a progressToken on tools/call whenever on_notification is set.
-        return Client.stdio(
+        client = Client.stdio(
             command, protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs
         )
+        wire_of(client, verbosity=verbosity(args))
+        return client
     if args.url is None:
         raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
     verify = tls_verify(args)
     try:
-        return Client.http(
+        client = Client.http(
             args.url,
             headers=headers,
             protocol=args.protocol,
@@ -337,12 +356,29 @@ def make_client(
         raise CliError(Exit.usage, str(exc)) from exc
     except TransportError as exc:
         raise CliError(Exit.bad_url, str(exc)) from exc
+    wire_of(client, verbosity=verbosity(args), secrets=[getattr(args, "token", None) or "", *headers.values()])
+    return client
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """How many ``-v`` were given: 1 logs each request's and reply's head, 2 their bodies too."""
+    return int(getattr(args, "verbose", 0) or 0)
 
 
 @contextlib.contextmanager
-def connection_errors(target: str) -> Iterator[None]:
+def connection_errors(target: str, client: Client | None = None) -> Iterator[None]:
+    """Turn what talking to the server raised into the command's error line.
+
+    With ``client``, a ``-32601 Method not found`` names the method and the capability the server did not
+    declare (see :func:`~mcpfsm._tooling.cli.wire.method_not_found`).
+    """
     try:
         yield
+    except RpcError as exc:
+        method = None if client is None else wire_of(client).unknown_method
+        if exc.code != METHOD_NOT_FOUND or client is None or method is None:
+            raise
+        raise CliError(Exit.rpc_error, f"{target}: {method_not_found(client, method)}") from exc
     except TransportError as exc:
         if exc.status == 401:
             # A bare 401: --auth none, a refused --token or Authorization header (--auth oauth runs a flow instead).
