@@ -130,13 +130,15 @@ def log_to_stdlib() -> int:
     what is shown: ``logging.getLogger("mcpfsm").setLevel(logging.WARNING)`` keeps the warnings only. Other
     code's loguru records are not forwarded. Calling it again changes nothing.
 
-    This imports loguru. It enables the library's records in loguru (``logger.enable("mcpfsm")``), so loguru's
-    own sinks, if the application added any, see them too.
+    This imports loguru and enables the library's records in it (``logger.enable("mcpfsm")``). So that nothing is
+    printed twice, loguru's default sink (id 0, the stderr sink loguru installs at import) is removed if it is
+    still there; sinks the application added stay, and see the library's records too.
 
     Returns:
         The id of the loguru sink (``loguru.logger.remove(sink_id)`` stops the forwarding).
     """
     global _stdlib_sink
+    import contextlib
     import logging
 
     from loguru import logger as loguru_logger
@@ -144,6 +146,8 @@ def log_to_stdlib() -> int:
     loguru_logger.enable(_LIBRARY)
     if _stdlib_sink is not None:
         return _stdlib_sink
+    with contextlib.suppress(ValueError):  # already removed by the application
+        loguru_logger.remove(0)
 
     def forward(message: Any) -> None:
         record = message.record
