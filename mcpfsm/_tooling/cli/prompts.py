@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args)
 
     async def listing() -> list[Prompt]:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 return await client.prompts()
 

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args)
 
     async def listing() -> tuple[list[Resource], list[ResourceTemplate]]:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 return await client.resources(), await client.resource_templates()
 
