@@ -39,6 +39,7 @@ __all__ = [
     "T",
     "add_args_option",
     "add_http_options",
+    "add_listing_options",
     "add_server_options",
     "classify",
     "columns",
@@ -57,6 +58,7 @@ __all__ = [
     "positive",
     "print_line",
     "read_text",
+    "refused_options",
     "target",
     "tls_verify",
     "verbosity",
@@ -340,7 +342,7 @@ def make_client(
     if args.url is None:
         raise CliError(Exit.usage, "give the server URL, or --stdio \"CMD ARGS\"")
     verify = tls_verify(args)
-    try:
+    with refused_options():
         client = Client.http(
             args.url,
             headers=headers,
@@ -352,12 +354,25 @@ def make_client(
             verify=verify,
             **inputs,
         )
+    wire_of(client, verbosity=verbosity(args), secrets=[getattr(args, "token", None) or "", *headers.values()])
+    return client
+
+
+@contextlib.contextmanager
+def refused_options() -> Iterator[None]:
+    """Around ``Client.http(...)``: a ``ValueError`` it raises is a usage error, a ``TransportError`` a bad URL."""
+    try:
+        yield
     except ValueError as exc:
         raise CliError(Exit.usage, str(exc)) from exc
     except TransportError as exc:
         raise CliError(Exit.bad_url, str(exc)) from exc
-    wire_of(client, verbosity=verbosity(args), secrets=[getattr(args, "token", None) or "", *headers.values()])
-    return client
+
+
+def add_listing_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that lists what a server offers: the server, and ``--json``."""
+    add_server_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output (the entries as listed)")
 
 
 def verbosity(args: argparse.Namespace) -> int:
