@@ -238,7 +238,7 @@ class Client:
             log_level=log_level,
         )
         self._catalog = Catalog(self._session)
-        # OpenTelemetry providers are read now (README, "Telemetry"); without one nothing is built per call.
+        # OpenTelemetry providers are read now (docs/telemetry.md); without one nothing is built per call.
         self._telemetry = telemetry.probe(transport)
         self._session.telemetry = self._telemetry
         self._audit = AuditBus(on_event if self._telemetry is None else self._telemetry.observe(on_event))
@@ -276,7 +276,7 @@ class Client:
         validate_output: ValidateOutput = "raise",
         auth: Auth | None = None,
     ) -> Client:
-        """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
+        """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (docs/http.md).
 
         ``headers`` are sent on every request, except names starting with ``mcp-``; credentials in
         ``url`` become ``Authorization: Basic``. ``timeout`` bounds each connect, write and read (as
@@ -288,7 +288,7 @@ class Client:
         (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that
         pool, and the HTTP client of the authorization side. ``max_response_bytes`` bounds a JSON body and
         one event of a stream. The input handlers and their options are those of :class:`Client`. ``auth``
-        authorizes the client (README, "Authorization"): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
+        authorizes the client (docs/authorization.md): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
         :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`, or a static bearer token; the token
         goes on every request to ``url`` and nowhere else.
 
