@@ -38,7 +38,7 @@ from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
-from ._log import disable_library_logs
+from ._log import disable_library_logs, log_to_stdlib
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
@@ -186,5 +186,6 @@ __all__ = [
     "encode_header_value",
     "inspect_input_schema",
     "load_config",
+    "log_to_stdlib",
     "plan_request",
 ]

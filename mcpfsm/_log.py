@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
     from loguru import Logger
 
-__all__ = ["disable_library_logs", "logger", "loguru_imported"]
+__all__ = ["disable_library_logs", "log_to_stdlib", "logger", "loguru_imported"]
 
 _LIBRARY = "mcpfsm"
 
@@ -115,3 +115,67 @@ def disable_library_logs() -> None:
         return
     if not any(isinstance(finder, _OnLoguruImport) for finder in sys.meta_path):
         sys.meta_path.insert(0, _OnLoguruImport())
+
+
+_stdlib_sink: int | None = None
+
+
+def log_to_stdlib() -> int:
+    """Send the library's loguru records to the standard :mod:`logging` module, and enable them.
+
+    Most applications configure ``logging``, not loguru: after this call every mcpfsm record (an excluded tool's
+    WARNING, the DEBUG audit events, ...) goes to the ``logging`` logger named after the module that logged it
+    (``mcpfsm._client.catalog``, ...), at the same level (loguru's ``TRACE`` as 5, ``SUCCESS`` as 25), with the
+    file, line, function and exception of the loguru record. ``logging``'s own levels and handlers then decide
+    what is shown: ``logging.getLogger("mcpfsm").setLevel(logging.WARNING)`` keeps the warnings only. Other
+    code's loguru records are not forwarded. Calling it again changes nothing.
+
+    This imports loguru and enables the library's records in it (``logger.enable("mcpfsm")``). So that nothing is
+    printed twice, loguru's default sink (id 0, the stderr sink loguru installs at import) is removed if it is
+    still there; sinks the application added stay, and see the library's records too.
+
+    Returns:
+        The id of the loguru sink (``loguru.logger.remove(sink_id)`` stops the forwarding).
+    """
+    global _stdlib_sink
+    import contextlib
+    import logging
+
+    from loguru import logger as loguru_logger
+
+    loguru_logger.enable(_LIBRARY)
+    if _stdlib_sink is not None:
+        return _stdlib_sink
+    with contextlib.suppress(ValueError):  # already removed by the application
+        loguru_logger.remove(0)
+
+    def forward(message: Any) -> None:
+        record = message.record
+        target = logging.getLogger(record["name"])
+        level = record["level"].no
+        if not target.isEnabledFor(level):
+            return
+        exception = record["exception"]
+        exc_info = None if exception is None else (exception.type, exception.value, exception.traceback)
+        target.handle(
+            target.makeRecord(
+                target.name,
+                level,
+                record["file"].path,
+                record["line"],
+                record["message"],
+                (),
+                exc_info,
+                record["function"],
+                {"loguru_extra": record["extra"]},
+            )
+        )
+
+    _stdlib_sink = loguru_logger.add(
+        forward,
+        level=0,
+        format="{message}",
+        filter=lambda record: (record["name"] or "").partition(".")[0] == _LIBRARY,
+        catch=True,
+    )
+    return _stdlib_sink

@@ -22,6 +22,7 @@ The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
@@ -175,8 +176,10 @@ class Client:
         audit_answers: also record the handlers' answers in the audit events
             (``CallEvent.input_responses``); off by default, so what a user typed never reaches an event.
         log_level: ask the server for its log messages at this level and above (MCP "Logging"):
-            modern requests carry ``_meta["io.modelcontextprotocol/logLevel"]``, a legacy session sends
-            ``logging/setLevel`` after ``initialize``; the messages reach ``on_notification``.
+            modern requests carry ``_meta["io.modelcontextprotocol/logLevel"]`` unless the server's
+            ``server/discover`` result does not declare ``logging`` (SEP-2577 deprecates it), a legacy session
+            sends ``logging/setLevel`` after ``initialize`` when the server declares ``logging``; the messages
+            reach ``on_notification``.
         cache: keep cacheable modern results for the ``ttlMs`` the server allows (SEP-2549); ``False``
             sends every request.
         validate_output: check ``structuredContent`` against a listed tool's ``outputSchema``:
@@ -241,7 +244,7 @@ class Client:
             log_level=log_level,
         )
         self._catalog = Catalog(self._session)
-        # OpenTelemetry providers are read now (README, "Telemetry"); without one nothing is built per call.
+        # OpenTelemetry providers are read now (docs/telemetry.md); without one nothing is built per call.
         self._telemetry = telemetry.probe(transport)
         self._session.telemetry = self._telemetry
         self._audit = AuditBus(
@@ -282,24 +285,26 @@ class Client:
         auth: Auth | None = None,
         server: str | None = None,
     ) -> Client:
-        """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (see the README).
+        """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (docs/http.md).
 
         ``headers`` are sent on every request, except names starting with ``mcp-``; credentials in
         ``url`` become ``Authorization: Basic``. ``timeout`` bounds each connect, write and read (as
         httpx); bound a whole call with the caller's cancel scope (``trio.fail_after``).
         ``http_transport`` replaces the keep-alive connection pool (e.g. ``httpx.MockTransport``);
-        ``verify`` (``True``, ``False``, a CA bundle path or an ``ssl.SSLContext``), ``cert`` (a client
-        certificate), ``proxy`` and ``trust_env`` (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``,
-        ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that pool, and the HTTP client of the authorization
-        side. ``max_response_bytes`` bounds a JSON body and one event of a stream. The input handlers and
-        their options are those of :class:`Client`. ``auth`` authorizes the client (README,
-        "Authorization"): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
+        ``verify`` (``True``, ``False``, a CA bundle path, an ``ssl.SSLContext``, or ``"system"``: the
+        operating system's trust store through the ``truststore`` package, ``pip install
+        'mcpfsm[system-trust]'``), ``cert`` (a client certificate), ``proxy`` and ``trust_env``
+        (``HTTP(S)_PROXY``, ``ALL_PROXY``, ``NO_PROXY``, ``SSL_CERT_FILE``, ``SSL_CERT_DIR``) configure that
+        pool, and the HTTP client of the authorization side. ``max_response_bytes`` bounds a JSON body and
+        one event of a stream. The input handlers and their options are those of :class:`Client`. ``auth``
+        authorizes the client (docs/authorization.md): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
         :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`, or a static bearer token; the token
         goes on every request to ``url`` and nowhere else.
 
         Raises:
             TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
                 client certificate cannot be loaded.
+            ImportError: ``verify="system"`` without the ``truststore`` package (the ``system-trust`` extra).
             ValueError: ``verify``, ``cert`` or ``proxy`` together with ``http_transport``; ``auth``
                 together with an ``Authorization`` header or credentials in ``url``, or a malformed ``auth``; a
                 header in ``headers`` that cannot be sent (named, its value never quoted), or that the
@@ -310,6 +315,8 @@ class Client:
         for name in headers or {}:
             if (problem := connection_header_problem(name)) is not None:
                 raise ValueError(problem)
+        if isinstance(verify, str) and verify == "system":
+            verify = system_trust()
         layer: AuthorizationLayer | StaticToken | None = None
         if auth is not None:
             if any(name.lower() == "authorization" for name in headers or {}) or carries_credentials(url):
@@ -522,6 +529,18 @@ class Client:
             await self._transport.open(self._session.inbound)
             self._opened = True
         await negotiation.negotiate(self._session, self._requested)
+        self._keep_log_level_if_offered()
+
+    def _keep_log_level_if_offered(self) -> None:
+        # SEP-2577 deprecates logging in 2026-07-28: a modern server whose server/discover result does not declare
+        # `logging` is not asked for log messages (unknown, pinned without discover: asked, as before).
+        session = self._session
+        if session.log_level is None or not is_modern(session.version) or session.server is None:
+            return
+        if "logging" not in session.server.capabilities:
+            logger.debug("the server does not declare logging; log level {!r} not asked for", session.log_level)
+            session.log_level = None
+            session._meta = None  # rebuilt without the level on the next request
 
     # --- public API -----------------------------------------------------------------------------
 
@@ -793,6 +812,26 @@ def _completion_argument(argument: tuple[str, str] | Mapping[str, str]) -> dict[
         if isinstance(name, str) and isinstance(value, str):
             return {"name": name, "value": value}
     raise TypeError("argument must be (name, value) or {'name': ..., 'value': ...} with string name and value")
+
+
+def system_trust() -> ssl.SSLContext:
+    """A client TLS context that verifies with the operating system's trust store (``verify="system"``).
+
+    It comes from the ``truststore`` package (the ``system-trust`` extra): the platform's verifier on macOS and
+    Windows, the system's CA bundle on Linux, so certificates an administrator installed are trusted as they
+    are by the system's own programs.
+
+    Raises:
+        ImportError: ``truststore`` is not installed; the message says how to install it.
+    """
+    try:
+        import truststore
+    except ImportError as exc:
+        raise ImportError(
+            "verify='system' uses the operating system's trust store through the truststore package, which is not"
+            " installed: pip install 'mcpfsm[system-trust]' (or pass verify=True, a CA bundle path or an SSLContext)"
+        ) from exc
+    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _authorization(

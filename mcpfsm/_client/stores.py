@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -140,11 +139,12 @@ class FileTokenStore:
 
 
 def default_token_path() -> Path:
-    """Where ``mcpfsm login`` keeps tokens: ``$XDG_CONFIG_HOME/mcpfsm/tokens.json`` (``~/.config`` by default).
+    """Where ``mcpfsm login`` keeps tokens: ``tokens.json`` in the user's configuration directory for mcpfsm.
 
-    On Windows, ``%APPDATA%/mcpfsm/tokens.json``.
+    The directory is the platform's own, from ``platformdirs``: ``$XDG_CONFIG_HOME/mcpfsm`` (``~/.config/mcpfsm``)
+    on Linux and the BSDs, ``~/Library/Application Support/mcpfsm`` on macOS, ``%APPDATA%/mcpfsm`` on Windows.
     """
-    if sys.platform == "win32" and os.environ.get("APPDATA"):
-        return Path(os.environ["APPDATA"]) / "mcpfsm" / "tokens.json"
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "mcpfsm" / "tokens.json"
+    # Imported here: only `mcpfsm login`/`logout` and the CLI's default store need it.
+    from platformdirs import user_config_path
+
+    return user_config_path("mcpfsm", appauthor=False, roaming=True) / "tokens.json"

@@ -194,8 +194,8 @@ def code_cell(text: str) -> str:
 
 
 def slug(title: str) -> str:
-    """GitHub's anchor of a heading: lowercase, punctuation dropped, spaces to hyphens."""
-    kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -")
+    """GitHub's anchor of a heading: lowercase, punctuation but ``_`` dropped, spaces to hyphens."""
+    kept = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -_")
     return kept.replace(" ", "-")
 
 

@@ -20,7 +20,10 @@ FILES: Final = sorted(
         *REPO_ROOT.glob("tests/**/*.py"),
         *REPO_ROOT.glob("bench/*.py"),
         *REPO_ROOT.glob("specs/*.md"),
+        *REPO_ROOT.glob("docs/**/*.md"),
+        *REPO_ROOT.glob("docs/**/*.py"),
         REPO_ROOT / "README.md",
+        REPO_ROOT / "CHANGELOG.md",
     ]
 )
 

@@ -69,19 +69,22 @@ def test_console_script_is_installed() -> None:
 
 # The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
 TOOLS_TABLE = """\
-TOOL             MIRRORED HEADERS (argument -> header)
-execute-sql      /database -> Mcp-Param-Database
-                 /options/readOnly -> Mcp-Param-Read-Only
-echo             -
-slow             -
+TOOL             PARAMETER         TYPE         REQUIRED  MIRRORED HEADER
+execute-sql      query             string       yes       -
+                 database          string       yes       Mcp-Param-Database
+                 region            string|null  no        -
+                 options           object       no        -
+                 options.readOnly  boolean      no        Mcp-Param-Read-Only
+echo             text              string       yes       -
+slow             seconds           number       yes       -
 fail             -
-ask-name         -
-ask-model        -
-list-roots       -
-interview        -
-ask-url          -
-state-only       -
-echo-state       -
+ask-name         stream            string       no        -
+ask-model        stream            string       no        -
+list-roots       stream            string       no        -
+interview        stream            string       no        -
+ask-url          stream            string       no        -
+state-only       rounds            integer      yes       -
+echo-state       state             string|null  no        -
 elicit-defaults  -
 excluded: none
 """
@@ -92,27 +95,21 @@ def test_tools_table(peer: HttpPeer) -> None:
 
 
 def test_tools_json(peer: HttpPeer) -> None:
+    # The listing as the server sent it (each tool with its inputSchema), and mcpfsm's mirrored headers beside it.
     run = mcpfsm("tools", peer.url, "--json")
     assert (run.code, run.stderr) == (0, "")
     listing = json.loads(run.stdout)
-    for tool in listing["tools"]:
-        assert isinstance(tool.pop("description"), str)
-    assert listing == {
-        "protocol": "2026-07-28",
-        "tools": [
-            {
-                "name": "execute-sql",
-                "mirrored": [
-                    {"path": ["database"], "pointer": "/database", "header": "Mcp-Param-Database"},
-                    {"path": ["options", "readOnly"], "pointer": "/options/readOnly", "header": "Mcp-Param-Read-Only"},
-                ],
-            },
-            {"name": "echo", "mirrored": []},
-            {"name": "slow", "mirrored": []},
-            {"name": "fail", "mirrored": []},
-            *({"name": name, "mirrored": []} for name in INPUT_TOOLS),
+    assert [tool["name"] for tool in listing["tools"]] == ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
+    assert all(isinstance(tool["inputSchema"], dict) for tool in listing["tools"])
+    assert listing["tools"][1]["inputSchema"]["required"] == ["text"]
+    assert listing["protocol"] == "2026-07-28"
+    assert listing["excluded"] == []
+    assert listing["mirrored"] == {
+        "execute-sql": [
+            {"path": ["database"], "pointer": "/database", "header": "Mcp-Param-Database"},
+            {"path": ["options", "readOnly"], "pointer": "/options/readOnly", "header": "Mcp-Param-Read-Only"},
         ],
-        "excluded": [],
+        **{name: [] for name in ["echo", "slow", "fail", *INPUT_TOOLS]},
     }
 
 
@@ -129,7 +126,7 @@ def test_tools_table_lists_exclusions() -> None:
     definition = ToolDefinition(
         name="q",
         description="",
-        input_schema={},
+        input_schema={"type": "object", "properties": {"region": {"type": "string"}}, "required": ["region"]},
         mirrored=(MirroredParam(path=("region",), token="Region", type="string"),),
         raw={},
     )
@@ -138,8 +135,8 @@ def test_tools_table_lists_exclusions() -> None:
         [Exclusion(name="bad", reason="x-mcp-header 'Bad Header' at /region is not a valid header-name token")],
     )
     assert render_tools(tools) + "\n" == (
-        "TOOL  MIRRORED HEADERS (argument -> header)\n"
-        "q     /region -> Mcp-Param-Region\n"
+        "TOOL  PARAMETER  TYPE    REQUIRED  MIRRORED HEADER\n"
+        "q     region     string  yes       Mcp-Param-Region\n"
         "excluded:\n"
         "  bad: x-mcp-header 'Bad Header' at /region is not a valid header-name token\n"
     )
@@ -321,16 +318,31 @@ def test_unrecovered_mismatch_exits_8_and_traces_the_recovery(peer: HttpPeer, tm
 # --- stdio ---------------------------------------------------------------------------------------------
 
 
+STDIO_TOOLS_TABLE = """\
+TOOL             PARAMETER  TYPE         REQUIRED  MIRRORED HEADER
+execute-sql      query      string       yes       -
+                 database   string       yes       -
+                 region     string|null  no        -
+                 options    object       no        -
+echo             text       string       yes       -
+slow             seconds    number       yes       -
+fail             -
+ask-name         stream     string       no        -
+ask-model        stream     string       no        -
+list-roots       stream     string       no        -
+interview        stream     string       no        -
+ask-url          stream     string       no        -
+state-only       rounds     integer      yes       -
+echo-state       state      string|null  no        -
+elicit-defaults  -
+(this connection does not mirror: x-mcp-header annotations are inert on stdio and legacy)
+excluded: none
+"""
+
+
 def test_stdio_tools_keep_annotations_inert() -> None:
-    run = mcpfsm("tools", "--stdio", STDIO_SERVER)
-    assert run == Run(
-        0,
-        "TOOL             MIRRORED HEADERS (argument -> header)\n"
-        + "".join(f"{name:<15}  -\n" for name in TOOLS)
-        + "(this connection does not mirror: x-mcp-header annotations are inert on stdio and legacy)\n"
-        "excluded: none\n",
-        "",
-    )
+    # The same tools and parameters as over HTTP, but no header: nothing is mirrored on stdio.
+    assert mcpfsm("tools", "--stdio", STDIO_SERVER) == Run(0, STDIO_TOOLS_TABLE, "")
 
 
 def test_stdio_call_with_progress() -> None:
@@ -521,12 +533,13 @@ def test_unknown_tool(peer: HttpPeer) -> None:
     assert one_error_line(run) == f"mcpfsm: error: unknown tool 'nope'; the server lists: {listed}"
 
 
-def test_mirroring_error_sends_nothing(peer: HttpPeer) -> None:
+def test_a_wrong_type_is_refused_by_the_input_schema_before_anything_is_sent(peer: HttpPeer) -> None:
+    # The inputSchema is checked first (exit 2, the JSON path); the mirroring rules would refuse it too (exit 7).
     run = mcpfsm("call", peer.url, "execute-sql", "--args", '{"query": "q", "database": 42}')
-    assert (run.code, run.stdout) == (Exit.invalid_schema, "")
+    assert (run.code, run.stdout) == (Exit.usage, "")
     assert one_error_line(run) == (
-        "mcpfsm: error: argument /database cannot be mirrored into Mcp-Param-Database (declared string): "
-        "expected a string, got int 42"
+        "mcpfsm: error: the arguments do not match the inputSchema of tool 'execute-sql', so nothing was sent:"
+        f" /database: the value is not of type \"string\" (see 'mcpfsm tools {peer.url}')"
     )
     assert _calls(peer) == []
 

@@ -291,7 +291,7 @@ async def test_the_cli_trusts_cacert_and_presents_cert(ca: Any, ca_file: str, cl
     assert refused[0] == 4 and "CERTIFICATE_VERIFY_FAILED" in refused[2]
     assert (trusted[0], json.loads(trusted[1]), trusted[2]) == (
         0,
-        {"protocol": MODERN, "tools": [], "excluded": []},
+        {"protocol": MODERN, "tools": [], "mirrored": {}, "excluded": []},
         "",
     )
 

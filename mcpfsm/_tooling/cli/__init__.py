@@ -78,7 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``mcpfsm`` argument parser, one subparser per module in :data:`COMMANDS`."""
     verbose = Parser(add_help=False)
     verbose.add_argument(
-        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="log mcpfsm DEBUG messages to stderr"
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="log mcpfsm's DEBUG messages and each request's and reply's head to stderr (secrets redacted);"
+        " -vv also their bodies",
     )
     parser = Parser(
         prog="mcpfsm", description=_DESCRIPTION, epilog=_EXIT_CODES, formatter_class=formatter, parents=[verbose]
@@ -106,8 +111,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     verbose = False
     try:
-        args = build_parser().parse_args(argv)
-        verbose = bool(getattr(args, "verbose", False))
+        parser = build_parser()
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # `call URL TOOL --args X key=value`: argparse leaves positionals after an option unparsed.
+            if isinstance(getattr(args, "words", None), list) and not any(word.startswith("-") for word in extra):
+                args.words += extra
+            else:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        verbose = bool(getattr(args, "verbose", 0))
         configure_logging(verbose)
         return int(_RUN[args.command](args))
     except SystemExit as exc:  # --help and --version

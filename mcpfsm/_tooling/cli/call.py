@@ -7,19 +7,21 @@ import contextlib
 import itertools
 import json
 import sys
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
 from types import TracebackType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, get_args
 
 import trio
 
+from ..._client.client import LogLevel
 from ..._client.group import GroupTool
 from ..._client.tools import ToolList
 from ..._core.config import Config
 from ..._core.events import CallEvent
 from ..._core.results import ToolResult
 from ..._log import logger
+from .arguments import apply_pairs, is_pair, schema_problems
 from .common import (
     CliError,
     Exit,
@@ -36,6 +38,7 @@ from .common import (
     print_line,
     target,
 )
+from .configured import find_config, is_url, read_config
 from .elicit import TerminalElicitation
 
 __all__ = ["NAME", "configure", "run", "unknown_tool"]
@@ -46,7 +49,15 @@ DESCRIPTION: Final = (
     "Call TOOL and print its result (the JSON-RPC result object) as JSON on stdout.\n"
     "By default the tools are listed first and the listed tool is called, so its annotated\n"
     "arguments are mirrored into Mcp-Param-* headers; --by-name sends the name only.\n"
-    "Progress and log notifications of the server are printed to stderr as they arrive.\n"
+    "The arguments: --args (a JSON object, @FILE or - for stdin), then KEY=VALUE pairs typed by the\n"
+    "tool's inputSchema (count=3, flag=true, name=Ada) and KEY:=JSON (obj:='{\"a\": 1}'). They are\n"
+    "checked against the inputSchema before anything is sent: a missing required argument or a wrong\n"
+    "type is exit 2, naming its JSON path (not with --by-name, which knows no schema).\n"
+    "Progress notifications are printed to stderr as they arrive, and so are the server's log messages\n"
+    "when the server sends any. The server is asked for log messages only with --log-level LEVEL:\n"
+    "a 2025-11-25 server gets logging/setLevel when it declares the logging capability; a 2026-07-28\n"
+    "server is asked on each request only when it still declares logging (SEP-2577 deprecates it),\n"
+    "otherwise nothing is asked and none are printed.\n"
     "When the server asks the user something (elicitation), the question is asked on stderr and\n"
     "answered on stdin: a form field by field (defaults shown; an empty line keeps one), a URL by\n"
     "showing it in full and asking for consent (it is never opened). --yes asks nothing: forms are\n"
@@ -68,6 +79,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
     parser.add_argument(
         "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=get_args(LogLevel),
+        metavar="LEVEL",
+        help="ask the server for its log messages at LEVEL and above (debug, info, notice, warning, error,"
+        " critical, alert, emergency), printed on stderr: legacy servers that declare logging get"
+        " logging/setLevel; 2026-07-28 servers are asked only while they still declare logging (SEP-2577)",
     )
 
 
@@ -178,14 +197,18 @@ class _EventLog:
 
 def run(args: argparse.Namespace) -> Exit:
     """Call the tool and print its result."""
+    pairs = _sort_words(args)
     arguments = parse_arguments(args.args)
+    for pair in pairs:
+        if not is_pair(pair):
+            raise CliError(Exit.usage, f"argument {pair!r} is not KEY=VALUE or KEY:=JSON")
     console = _Console(sys.stderr, args.tool)
     events = None if args.events is None else _EventLog(args.events, console)
     elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes, pause=console.paused)
     config = group_config(args)
     if config is not None:
         with events or contextlib.nullcontext():
-            result = trio.run(partial(_call_in_group, args, config, arguments, console, events, elicitation))
+            result = trio.run(partial(_call_in_group, args, config, arguments, pairs, console, events, elicitation))
         return _print_result(args, result)
     # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
     client = make_client(
@@ -194,18 +217,21 @@ def run(args: argparse.Namespace) -> Exit:
         on_notification=console.notification,
         on_elicitation=elicitation,
         elicitation_modes=("form", "url"),
+        log_level=args.log_level,
     )
 
     async def call() -> ToolResult:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 if args.by_name:
-                    return await console.run(lambda: client.call_tool(args.tool, arguments))
+                    by_name = apply_pairs(arguments, pairs, None)
+                    return await console.run(lambda: client.call_tool(args.tool, by_name))
                 tools = await client.tools()
                 tool = tools.get(args.tool)
                 if tool is None:
                     raise CliError(Exit.unknown_tool, unknown_tool(args.tool, tools))
-                return await console.run(lambda: tool.call(arguments))
+                checked = _checked(args, tool.input_schema, arguments, pairs)
+                return await console.run(lambda: tool.call(checked))
 
     with events or contextlib.nullcontext():
         result = trio.run(call)
@@ -216,6 +242,7 @@ async def _call_in_group(
     args: argparse.Namespace,
     config: Config,
     arguments: dict[str, Any],
+    pairs: list[str],
     console: _Console,
     events: _EventLog | None,
     elicitation: TerminalElicitation,
@@ -237,8 +264,25 @@ async def _call_in_group(
             failed = "".join(f"; server {name!r} failed: {error}" for name, error in group.errors.items())
             raise CliError(Exit.unknown_tool, unknown_tool(args.tool, tools) + failed)
         args.server_name = tool.server if isinstance(tool, GroupTool) else None
+        checked = _checked(args, tool.input_schema, arguments, pairs)
         with connection_errors(target(args)):
-            return await console.run(lambda: tool.call(arguments))
+            return await console.run(lambda: tool.call(checked))
+
+
+def _checked(
+    args: argparse.Namespace, schema: Mapping[str, Any] | None, arguments: dict[str, Any], pairs: list[str]
+) -> dict[str, Any]:
+    # The pairs typed by the tool's inputSchema, and the whole checked against it before anything is sent.
+    checked = apply_pairs(arguments, pairs, schema)
+    problems = schema_problems(schema, checked)
+    if problems:
+        raise CliError(
+            Exit.usage,
+            f"the arguments do not match the inputSchema of tool {args.tool!r}, so nothing was sent: "
+            + "; ".join(problems)
+            + f" (see 'mcpfsm tools {target(args)}')",
+        )
+    return checked
 
 
 def _print_result(args: argparse.Namespace, result: ToolResult) -> Exit:
@@ -248,6 +292,39 @@ def _print_result(args: argparse.Namespace, result: ToolResult) -> Exit:
         error_line(f"tool {args.tool!r} answered isError: true" + (f": {detail}" if detail else ""))
         return Exit.tool_error
     return Exit.ok
+
+
+_USAGE: Final = "mcpfsm call URL TOOL [KEY=VALUE ...]"
+
+
+def _sort_words(args: argparse.Namespace) -> list[str]:
+    # The positional words are URL, TOOL and pairs, or, with --stdio, TOOL and pairs; the rest are the pairs.
+    # Where a configuration is found (--config, ./mcp.json, the user's config dir), the first word may instead
+    # be one of its server names, or the tool's aggregated name when no server is named (docs/groups.md).
+    words = list(args.words)
+    if args.stdio is None:
+        if not words:
+            raise CliError(Exit.usage, f'give the server URL and the tool to call: {_USAGE} (or --stdio "CMD" TOOL)')
+        if not is_url(words[0]):
+            path = find_config(args)
+            if path is not None:
+                config = read_config(path)
+                named = words[0] in config and len(words) > 1 and not is_pair(words[1])
+                args.url = words.pop(0) if named else None
+                args.tool = words.pop(0)
+                return words
+        if not is_url(words[0]) and len(words) == 1:
+            raise CliError(Exit.usage, f"give the server URL before the tool {words[0]!r}: {_USAGE}")
+        args.url = words.pop(0)
+    elif words and is_url(words[0]):
+        raise CliError(Exit.usage, "give either URL or --stdio, not both")
+    if not words:
+        lister = "mcpfsm tools URL" if args.stdio is None else 'mcpfsm tools --stdio "CMD"'
+        raise CliError(Exit.usage, f"give the tool to call after the server: {_USAGE} ('{lister}' lists them)")
+    if is_pair(words[0]):
+        raise CliError(Exit.usage, f"{words[0]!r} is an argument, not a tool: give the tool first: {_USAGE}")
+    args.tool = words.pop(0)
+    return words
 
 
 def unknown_tool(name: str, tools: ToolList) -> str:

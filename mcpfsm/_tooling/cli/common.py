@@ -22,7 +22,7 @@ from typing import Any, Final, NoReturn, TypeVar
 from ..._client.client import Client
 from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.config import Config
-from ..._core.constants import LEGACY_VERSIONS, MODERN_VERSION
+from ..._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION
 from ..._core.errors import AuthorizationError, ConfigError, McpError, MirroringError, RpcError, TransportError
 from ..._core.events import CallEvent
 from ..._core.h1 import connection_header_problem, field_problem
@@ -31,6 +31,7 @@ from .configured import add_config_option, find_config, is_url, named_server, re
 
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
 from .credentials import add_auth_options, auth_from, positive
+from .wire import method_not_found, wire_of
 
 __all__ = [
     "MAX_ERROR",
@@ -41,6 +42,7 @@ __all__ = [
     "T",
     "add_args_option",
     "add_http_options",
+    "add_listing_options",
     "add_server_options",
     "classify",
     "columns",
@@ -60,8 +62,10 @@ __all__ = [
     "positive",
     "print_line",
     "read_text",
+    "refused_options",
     "target",
     "tls_verify",
+    "verbosity",
 ]
 
 T = TypeVar("T")
@@ -112,16 +116,30 @@ def formatter(prog: str) -> argparse.HelpFormatter:
 
 
 def add_server_options(parser: argparse.ArgumentParser, *, tool: bool = False) -> None:
-    parser.add_argument(
-        "url",
-        nargs="?",
-        metavar="URL",
-        help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp, or a server name of the configuration (--config)",
-    )
     if tool:
-        parser.add_argument("tool", metavar="TOOL", help="the tool name")
-    parser.add_argument("--stdio", metavar='"CMD ARGS"', help="run this command as a stdio MCP server, in place of URL")
-    parser.add_argument("--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)")
+        # URL, TOOL and KEY=VALUE pairs in one list: which word is which depends on --stdio (`call` sorts them).
+        parser.add_argument(
+            "words",
+            nargs="*",
+            metavar="URL TOOL [KEY=VALUE ...]",
+            help="the MCP endpoint or a server name of the configuration (not with --stdio), the tool (its"
+            " aggregated name when no server is named), then its arguments: KEY=VALUE typed by the tool's"
+            " inputSchema (count=3, flag=true) or KEY:=JSON (obj:='{\"a\": 1}')",
+        )
+        parser.set_defaults(url=None, tool=None)
+    else:
+        parser.add_argument(
+            "url",
+            nargs="?",
+            metavar="URL",
+            help="the MCP endpoint, e.g. http://127.0.0.1:8000/mcp, or a server name of the configuration (--config)",
+        )
+    parser.add_argument(
+        "--stdio", metavar='"CMD ARGS"', help="run this command as a stdio MCP server, in place of URL"
+    )
+    parser.add_argument(
+        "--protocol", choices=PROTOCOLS, default="auto", help="protocol version to pin (default: auto)"
+    )
     parser.add_argument(
         "--timeout",
         type=positive,
@@ -162,7 +180,10 @@ def tls_verify(args: argparse.Namespace) -> ssl.SSLContext | bool:
 
 def add_args_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--args", default="{}", metavar="JSON", help="the arguments: a JSON object, or @FILE to read one (default: {})"
+        "--args",
+        default="{}",
+        metavar="JSON",
+        help="the arguments: a JSON object, @FILE to read one from FILE, or - to read one from stdin (default: {})",
     )
 
 
@@ -249,7 +270,10 @@ def load_json(text: str, source: str) -> Any:
 
 def parse_arguments(text: str) -> dict[str, Any]:
     source = "--args"
-    if text.startswith("@"):
+    if text == "-":
+        source = "--args from stdin"
+        text = read_text("-", "--args from stdin")
+    elif text.startswith("@"):
         source = f"--args file {text[1:]!r}"
         text = read_text(text[1:], "--args file")
     value = load_json(text, source)
@@ -336,14 +360,16 @@ def make_client(
         if not command:
             raise CliError(Exit.usage, "--stdio needs a command")
         # Client sends a progressToken on tools/call whenever on_notification is set.
-        return Client.stdio(
+        client = Client.stdio(
             command, protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs
         )
+        wire_of(client, verbosity=verbosity(args))
+        return client
     if args.url is None:
         raise CliError(Exit.usage, 'give the server URL, or --stdio "CMD ARGS"')
     verify = tls_verify(args)
-    try:
-        return Client.http(
+    with refused_options():
+        client = Client.http(
             args.url,
             headers=headers,
             protocol=args.protocol,
@@ -354,6 +380,15 @@ def make_client(
             verify=verify,
             **inputs,
         )
+    wire_of(client, verbosity=verbosity(args), secrets=[getattr(args, "token", None) or "", *headers.values()])
+    return client
+
+
+@contextlib.contextmanager
+def refused_options() -> Iterator[None]:
+    """Around ``Client.http(...)``: a ``ValueError`` it raises is a usage error, a ``TransportError`` a bad URL."""
+    try:
+        yield
     except ValueError as exc:
         raise CliError(Exit.usage, str(exc)) from exc
     except TransportError as exc:
@@ -418,10 +453,31 @@ def _configured_client(
         raise CliError(Exit.bad_url, str(exc)) from exc
 
 
+def add_listing_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a command that lists what a server offers: the server, and ``--json``."""
+    add_server_options(parser)
+    parser.add_argument("--json", action="store_true", help="machine-readable output (the entries as listed)")
+
+
+def verbosity(args: argparse.Namespace) -> int:
+    """How many ``-v`` were given: 1 logs each request's and reply's head, 2 their bodies too."""
+    return int(getattr(args, "verbose", 0) or 0)
+
+
 @contextlib.contextmanager
-def connection_errors(target: str) -> Iterator[None]:
+def connection_errors(target: str, client: Client | None = None) -> Iterator[None]:
+    """Turn what talking to the server raised into the command's error line.
+
+    With ``client``, a ``-32601 Method not found`` names the method and the capability the server did not
+    declare (see :func:`~mcpfsm._tooling.cli.wire.method_not_found`).
+    """
     try:
         yield
+    except RpcError as exc:
+        method = None if client is None else wire_of(client).unknown_method
+        if exc.code != METHOD_NOT_FOUND or client is None or method is None:
+            raise
+        raise CliError(Exit.rpc_error, f"{target}: {method_not_found(client, method)}") from exc
     except TransportError as exc:
         if exc.status == 401:
             # A bare 401: --auth none, a refused --token or Authorization header (--auth oauth runs a flow instead).

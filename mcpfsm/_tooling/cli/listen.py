@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args)
 
     async def listen() -> None:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client, client.listen(
                 tools=args.tools or every,
                 prompts=args.prompts or every,

@@ -9,7 +9,6 @@ import trio
 
 from ..._client.client import Client
 from ..._client.stores import default_token_path
-from ..._core.errors import TransportError
 from ..._core.events import AuthEvent, CallEvent
 from .common import (
     PROTOCOLS,
@@ -20,6 +19,7 @@ from .common import (
     header_pairs,
     positive,
     print_line,
+    refused_options,
     tls_verify,
 )
 from .credentials import add_login_options, auth_from
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> Exit:
     headers = header_pairs(args.header)
     if any(name.lower() == "authorization" for name in headers):
         raise CliError(Exit.usage, "login runs the OAuth login: --header Authorization would send other credentials")
-    try:
+    with refused_options():
         client = Client.http(
             args.url,
             headers=headers,
@@ -67,10 +67,6 @@ def run(args: argparse.Namespace) -> Exit:
             verify=tls_verify(args),
             on_event=keep,
         )
-    except ValueError as exc:
-        raise CliError(Exit.usage, str(exc)) from exc
-    except TransportError as exc:
-        raise CliError(Exit.bad_url, str(exc)) from exc
 
     async def login() -> None:
         with connection_errors(args.url):

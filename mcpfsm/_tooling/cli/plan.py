@@ -18,8 +18,9 @@ SUMMARY: Final = "show the headers a tools/call would send (no network)"
 DESCRIPTION: Final = (
     "Validate a tool's inputSchema (SEP-2243 x-mcp-header rules) and print the headers a tools/call\n"
     f"with --args would carry at protocol {MODERN_VERSION}, one 'Name: value' per line. FILE holds a\n"
-    "bare inputSchema, a tool object with an inputSchema, or a tools/list result (pick a tool\n"
-    "with --tool). Nothing is sent."
+    "bare inputSchema, a tool object with an inputSchema, or a tools/list result such as the\n"
+    "output of 'mcpfsm tools URL --json' (pick a tool with --tool); a listed tool without an\n"
+    "inputSchema is refused (exit 7). Nothing is sent."
 )
 
 
@@ -70,7 +71,14 @@ def _pick_schema(document: object, wanted: str | None, path: str) -> tuple[str, 
             wanted = entries[0]["name"]
         for entry in entries:
             if entry["name"] == wanted:
-                return wanted, entry.get("inputSchema", {})
+                if "inputSchema" not in entry:
+                    # MCP "Tools": inputSchema is required; planning without it would show no mirrored header.
+                    raise CliError(
+                        Exit.invalid_schema,
+                        f"tool {wanted!r} in {path!r} has no inputSchema, so its headers cannot be planned"
+                        " ('mcpfsm tools URL --json' prints the listing with each tool's inputSchema)",
+                    )
+                return wanted, entry["inputSchema"]
         raise CliError(Exit.unknown_tool, f"no tool {wanted!r} in {path!r} (tools: {names})")
     if "inputSchema" in document:
         own = document.get("name")

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args, on_elicitation=elicitation, elicitation_modes=("form", "url"))
 
     async def get() -> PromptResult:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 return await client.get_prompt(args.name, arguments)
 

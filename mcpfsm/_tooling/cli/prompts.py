@@ -9,7 +9,7 @@ from typing import Final
 import trio
 
 from ..._core.surface import Prompt
-from .common import Exit, add_server_options, columns, connection_errors, make_client, print_line, target
+from .common import Exit, add_listing_options, columns, connection_errors, make_client, print_line, target
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
 
@@ -23,8 +23,7 @@ DESCRIPTION: Final = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
-    add_server_options(parser)
-    parser.add_argument("--json", action="store_true", help="machine-readable output (the entries as listed)")
+    add_listing_options(parser)
 
 
 def render(prompts: list[Prompt]) -> str:
@@ -43,7 +42,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args)
 
     async def listing() -> list[Prompt]:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 return await client.prompts()
 

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args, on_elicitation=elicitation, elicitation_modes=("form", "url"))
 
     async def read() -> ResourceResult:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 return await client.read_resource(args.uri)
 

@@ -9,7 +9,7 @@ from typing import Any, Final
 import trio
 
 from ..._core.surface import Resource, ResourceTemplate
-from .common import Exit, add_server_options, columns, connection_errors, make_client, print_line, target
+from .common import Exit, add_listing_options, columns, connection_errors, make_client, print_line, target
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
 
@@ -23,8 +23,7 @@ DESCRIPTION: Final = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
-    add_server_options(parser)
-    parser.add_argument("--json", action="store_true", help="machine-readable output (the entries as listed)")
+    add_listing_options(parser)
 
 
 def render(resources: list[Resource], templates: list[ResourceTemplate]) -> str:
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args)
 
     async def listing() -> tuple[list[Resource], list[ResourceTemplate]]:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 return await client.resources(), await client.resource_templates()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 import trio
@@ -11,10 +12,12 @@ import trio
 from ..._client.tools import ToolList
 from ..._core.config import Config
 from ..._core.schema import json_pointer
+from .arguments import describe_type
 from .common import (
     CliError,
     Exit,
     add_server_options,
+    columns,
     connection_errors,
     group_config,
     make_client,
@@ -23,14 +26,17 @@ from .common import (
 )
 from .elicit import shown
 
-__all__ = ["NAME", "configure", "render_instructions", "render_tools", "run"]
+__all__ = ["NAME", "configure", "parameter_rows", "render_instructions", "render_tools", "run"]
 
 NAME: Final = "tools"
 SUMMARY: Final = "list a server's tools and their mirrored headers"
 DESCRIPTION: Final = (
-    "List the tools of a server: each with its mirrored x-mcp-header arguments (path -> header),\n"
-    "then the tools excluded because of invalid annotations, with the reason. --instructions first prints\n"
-    "the server's instructions (meant for a model's system prompt), control characters escaped.\n"
+    "List the tools of a server with their parameters: name, type, whether it is required, and the\n"
+    "Mcp-Param-* header it is mirrored into (its x-mcp-header annotation); then the tools excluded\n"
+    "because of invalid annotations, with the reason. --json prints the listing as the server sent it\n"
+    "(each tool with its inputSchema, which 'mcpfsm plan --schema FILE' reads), with mcpfsm's mirrored\n"
+    "headers and exclusions beside it. --instructions first prints the server's instructions (meant for\n"
+    "a model's system prompt), control characters escaped.\n"
     "Without URL, every server of the configuration (--config, or ./mcp.json) is listed as one group:\n"
     "each tool under its aggregated name (server_tool); a server that cannot be reached is reported on stderr."
 )
@@ -39,20 +45,19 @@ DESCRIPTION: Final = (
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
     add_server_options(parser)
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--json", action="store_true", help="the raw listing (with inputSchema), machine-readable")
     parser.add_argument(
         "--instructions", action="store_true", help="also print the server's instructions (for a model's prompt)"
     )
 
 
 def render_tools(tools: ToolList, *, mirroring: bool = True) -> str:
-    """The human-readable ``mcpfsm tools`` table: name, mirrored headers, then the excluded tools."""
-    width = max([len("TOOL"), *(len(tool.name) for tool in tools)])
-    lines = [f"{'TOOL':<{width}}  MIRRORED HEADERS (argument -> header)"]
+    """The human-readable ``mcpfsm tools`` table: one row per parameter, then the excluded tools."""
+    rows: list[tuple[str, ...]] = []
     for tool in tools:
-        mirrored = [f"{json_pointer(path)} -> {header}" for path, header in tool.mirrored.items()] or ["-"]
-        lines.append(f"{tool.name:<{width}}  {mirrored[0]}")
-        lines += [f"{'':<{width}}  {line}" for line in mirrored[1:]]
+        parameters = parameter_rows(tool.input_schema, tool.mirrored) or [("-", "", "", "")]
+        rows += [(tool.name if i == 0 else "", *row) for i, row in enumerate(parameters)]
+    lines = [columns(("TOOL", "PARAMETER", "TYPE", "REQUIRED", "MIRRORED HEADER"), rows)] if rows else ["no tools"]
     if not mirroring:
         lines.append("(this connection does not mirror: x-mcp-header annotations are inert on stdio and legacy)")
     if tools.excluded:
@@ -63,6 +68,35 @@ def render_tools(tools: ToolList, *, mirroring: bool = True) -> str:
     return "\n".join(lines)
 
 
+def parameter_rows(schema: Mapping[str, Any], mirrored: Mapping[tuple[str, ...], str]) -> list[tuple[str, ...]]:
+    """``(parameter, type, required, header)`` for each top-level property and each nested mirrored one."""
+    rows: list[tuple[str, ...]] = []
+    properties = schema.get("properties")
+    required = schema.get("required")
+    required = required if isinstance(required, list) else []
+    for name, definition in properties.items() if isinstance(properties, Mapping) else ():
+        rows.append((name, describe_type(definition), "yes" if name in required else "no", mirrored.get((name,), "-")))
+        rows += [
+            (".".join(path), *_nested(definition, path[1:]), header)
+            for path, header in mirrored.items()
+            if len(path) > 1 and path[0] == name
+        ]
+    return rows
+
+
+def _nested(schema: object, path: tuple[str, ...]) -> tuple[str, str]:
+    # The type of a nested property and whether its parent object requires it.
+    required = False
+    for part in path:
+        if not isinstance(schema, Mapping):
+            return "any", "no"
+        inner = schema.get("required")
+        required = isinstance(inner, list) and part in inner
+        properties = schema.get("properties")
+        schema = properties.get(part) if isinstance(properties, Mapping) else None
+    return describe_type(schema), "yes" if required else "no"
+
+
 def render_instructions(instructions: str | None) -> str:
     """The ``--instructions`` block: each line indented, control characters escaped (``shown``)."""
     if instructions is None:
@@ -71,19 +105,17 @@ def render_instructions(instructions: str | None) -> str:
 
 
 def _tools_json(tools: ToolList, protocol: str | None) -> dict[str, Any]:
+    # The listing as the server sent it (what `mcpfsm plan --schema FILE` reads), and what mcpfsm made of it.
     return {
         "protocol": protocol,
-        "tools": [
-            {
-                "name": tool.name,
-                "description": tool.description,
-                "mirrored": [
-                    {"path": list(path), "pointer": json_pointer(path), "header": header}
-                    for path, header in tool.mirrored.items()
-                ],
-            }
+        "tools": [dict(tool.raw) for tool in tools],
+        "mirrored": {
+            tool.name: [
+                {"path": list(path), "pointer": json_pointer(path), "header": header}
+                for path, header in tool.mirrored.items()
+            ]
             for tool in tools
-        ],
+        },
         "excluded": [{"name": e.name, "reason": e.reason} for e in tools.excluded],
     }
 
@@ -96,7 +128,7 @@ def run(args: argparse.Namespace) -> Exit:
     client = make_client(args)
 
     async def list_tools() -> tuple[ToolList, str | None, bool, str | None]:
-        with connection_errors(target(args)):
+        with connection_errors(target(args), client):
             async with client:
                 instructions = (await client.discover()).instructions if args.instructions else None
                 return await client.tools(), client.protocol_version, client.mirrors, instructions

@@ -1,0 +1,233 @@
+"""Every Python example of the manual (``docs/*.md``) runs against a real server and prints what the page says.
+
+Each example is found by its marker, ``<!-- example: NAME -->`` on the line before its fence, never by its
+position, and each name has one test here. A Python block without a marker, a marker on no Python block, a
+repeated name, or a name without a test fails :func:`test_every_python_example_has_a_marker_and_a_test`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from mcpfsm._tooling.peer_process import run_authserver
+from tests.peer.fixtures import start_http_peer
+from tests.rawserver import Server, rpc, serving
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+DOCS: Final = ROOT / "docs"
+_MARKED: Final = re.compile(r"<!-- example: ([a-z0-9-]+) -->\n```python\n(.*?)```", re.DOTALL)
+
+
+def _pages() -> dict[str, str]:
+    return {path.name: path.read_text(encoding="utf-8") for path in sorted(DOCS.glob("*.md"))}
+
+
+def example(name: str) -> tuple[str, str]:
+    """The page holding the example ``name``, and its code."""
+    found = [
+        (page, match[2]) for page, text in _pages().items() for match in _MARKED.finditer(text) if match[1] == name
+    ]
+    assert len(found) == 1, f"example {name!r} is marked {len(found)} times in docs/"
+    return found[0]
+
+
+def shown_after(page: str, lead: str) -> list[str]:
+    """The lines of the first plain code block after the sentence ``lead`` on ``page``."""
+    text = (DOCS / page).read_text(encoding="utf-8")
+    block = re.search(re.escape(lead) + r".*?\n```\n(.*?)```", text, flags=re.DOTALL)
+    assert block is not None, f"{page}: no output block after {lead!r}"
+    return block[1].splitlines()
+
+
+def run_example(
+    name: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    _, code = example(name)
+    script = tmp_path / f"{name}.py"
+    script.write_text(code, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, script.name, *args], capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env
+    )
+
+
+TESTED: Final = {
+    "first-call",
+    "input-handlers",
+    "surface",
+    "telemetry",
+    "log-to-stdlib",
+    "login-interactive",
+    "agent-headless",
+}
+"""The examples the tests below run, by marker name."""
+
+
+def test_every_python_example_has_a_marker_and_a_test() -> None:
+    marked: list[str] = []
+    for page, text in _pages().items():
+        fences = text.count("```python\n")
+        names = [match[1] for match in _MARKED.finditer(text)]
+        assert len(names) == fences, f"{page}: {fences} Python blocks, {len(names)} marked <!-- example: NAME -->"
+        marked += names
+    assert len(marked) == len(set(marked)), f"an example name is used twice: {sorted(marked)}"
+    assert set(marked) == TESTED
+
+
+def test_the_first_call_runs_against_the_real_server(tmp_path: Path) -> None:
+    with start_http_peer(mode="modern") as peer:
+        done = run_example("first-call", tmp_path, peer.url)
+        log = peer.log()
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "protocol: 2026-07-28"
+    assert lines[1] == "instructions: Use execute-sql for queries; echo repeats text."
+    assert lines[2] == "mirrored: {('database',): 'Mcp-Param-Database', ('options', 'readOnly'): 'Mcp-Param-Read-Only'}"
+    assert lines[3] == "result: executed 'select 1' on 'analytics' is_error: False"
+    assert [line.split(" ", 3)[:3] for line in lines[4:8]] == [
+        ["0", "resolving", "None"],
+        ["1", "planning", "resolved"],
+        ["2", "sending", "planned"],
+        ["3", "succeeded", "answered"],
+    ]
+    assert lines[8:] == [
+        "echo: hi",
+        "refused before sending: argument /database cannot be mirrored into Mcp-Param-Database"
+        " (declared string): expected a string, got int 42",
+    ]
+    calls = [entry for entry in log if entry["jsonrpc_method"] == "tools/call"]
+    # The refused call never reached the server; the custom header went out, mcp-* names stayed protocol-owned.
+    assert [entry["name"] for entry in calls] == ["execute-sql", "echo"]
+    assert calls[0]["headers"]["mcp-param-database"] == "analytics"
+    assert calls[0]["headers"]["mcp-param-read-only"] == "true"
+    assert not any(name.startswith("mcp-param") for name in calls[1]["headers"])
+
+
+def test_the_input_handlers_answer_two_rounds(tmp_path: Path) -> None:
+    with start_http_peer(mode="modern") as peer:
+        done = run_example("input-handlers", tmp_path, peer.url)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # One round's two questions are answered concurrently, so they print in either order.
+    assert sorted(lines[:2]) == ["server asks: First name?", "server asks: Last name?"]
+    assert lines[2:] == shown_after("input.md", "It prints the two questions")
+
+
+def test_the_surface_example_reads_resources_prompts_and_completions(tmp_path: Path) -> None:
+    with start_http_peer(mode="dual") as peer:
+        done = run_example("surface", tmp_path, peer.url)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "resources: ['res://static/readme', 'res://static/logo'] ['res://items/{item_id}', 'res://ask/{key}']",
+        "read: hello from a static resource",
+        "prompt: Say hello to Ada in a plain style.",
+        "completions: ('fancy', 'formal')",
+        "listening: {'toolsListChanged': True, 'resourceSubscriptions': ['res://static/readme']}",
+    ]
+
+
+def test_the_telemetry_example_prints_its_spans_and_its_audit_log_draws_the_call(tmp_path: Path) -> None:
+    with start_http_peer(mode="modern") as peer:
+        done = run_example("telemetry", tmp_path, peer.url)
+        log = peer.log()
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == shown_after("telemetry.md", "draws the call:")
+    # The server received each request's trace context.
+    assert [(entry["jsonrpc_method"], sorted(entry["trace"] or {})) for entry in log] == [
+        ("server/discover", ["traceparent"]),
+        ("tools/list", ["traceparent"]),
+        ("tools/call", ["traceparent"]),
+    ]
+    drawn = subprocess.run(
+        [sys.executable, "-m", "mcpfsm", "trace", "audit.jsonl"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert (drawn.returncode, drawn.stderr) == (0, "")
+    notes = [line.strip() for line in drawn.stdout.splitlines() if "Note over" in line]
+    assert notes == [
+        "Note over Client: resolving",
+        "Note over Client: planning (resolved)",
+        "Note over Client: sending (planned)",
+        "Note over Client: succeeded (answered)",
+    ]
+
+
+_BAD_HEADER_LISTING: Final = {
+    "tools": [
+        {
+            "name": "bad-header",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"region": {"type": "string", "x-mcp-header": "Bad Header"}},
+            },
+        }
+    ]
+}
+
+
+async def test_log_to_stdlib_sends_the_library_warning_through_logging(tmp_path: Path) -> None:
+    _, code = example("log-to-stdlib")
+    (tmp_path / "logs.py").write_text(code, encoding="utf-8")
+    server = Server()
+    server.queue(rpc({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}), rpc(_BAD_HEADER_LISTING))
+    async with serving(server):
+        done = await trio.run_process(
+            [sys.executable, "logs.py", f"http://127.0.0.1:{server.port}/mcp"],
+            capture_stdout=True,
+            capture_stderr=True,
+            cwd=tmp_path,
+            check=False,
+        )
+    assert (done.returncode, done.stderr.decode()) == (0, "")
+    assert done.stdout.decode().splitlines() == shown_after("telemetry.md", "then the exclusion:")
+    assert len(server.seen) == 2
+
+
+def test_the_interactive_login_runs_with_a_browser(tmp_path: Path) -> None:
+    # The "browser" is a command that follows the login's redirects to the client's loopback listener.
+    browser = tmp_path / "browser.py"
+    browser.write_text("import sys, httpx\nhttpx.get(sys.argv[1], follow_redirects=True, timeout=30)\n")
+    env = {**os.environ, "BROWSER": f"{sys.executable} {browser} %s"}
+    runs = []
+    with run_authserver({"challenge_scope": "mcp:basic"}) as server:
+        for _ in range(2):
+            done = run_example("login-interactive", tmp_path, server.mcp_url, env=env)
+            assert done.returncode == 0, done.stderr
+            runs.append(done)
+        paths = [entry["path"] for entry in server.log()]
+    issuer = server.base_url
+    assert runs[0].stdout.splitlines() == [
+        "auth: starting None None ",
+        "auth: discovering_resource unauthorized None ",
+        "auth: discovering_issuer resource_found None mcp:basic",
+        f"auth: registering issuer_found {issuer} mcp:basic",
+        f"auth: authorizing identified {issuer} mcp:basic",
+        f"auth: exchanging redirected {issuer} mcp:basic",
+        f"auth: authorized granted {issuer} mcp:basic",
+        "tools: ['test-tool']",
+    ]
+    assert runs[0].stderr.startswith(
+        "mcpfsm: log in to authorize access (waiting up to 300 s for http://127.0.0.1:27418/callback):\n"
+    )
+    assert (runs[1].stdout, runs[1].stderr) == ("tools: ['test-tool']\n", "")  # the stored token: no login
+    assert paths.count("/authorize") == 1
+    assert stat.S_IMODE((tmp_path / "tokens.json").stat().st_mode) == 0o600
+
+
+def test_the_headless_agent_runs(tmp_path: Path) -> None:
+    scenario = {"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}}
+    with run_authserver(scenario) as server:
+        done = run_example("agent-headless", tmp_path, server.mcp_url)
+        grants = [entry["form"]["grant_type"] for entry in server.log() if entry["path"] == "/token"]
+    assert (done.returncode, done.stdout, done.stderr) == (0, "test-tool called\n", "")
+    assert grants == ["client_credentials"]
