@@ -7,6 +7,7 @@ repeated name, or a name without a test fails :func:`test_every_python_example_h
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -66,6 +67,8 @@ TESTED: Final = {
     "log-to-stdlib",
     "login-interactive",
     "agent-headless",
+    "group-from-file",
+    "chained-audit-log",
 }
 """The examples the tests below run, by marker name."""
 
@@ -231,3 +234,53 @@ def test_the_headless_agent_runs(tmp_path: Path) -> None:
         grants = [entry["form"]["grant_type"] for entry in server.log() if entry["path"] == "/token"]
     assert (done.returncode, done.stdout, done.stderr) == (0, "test-tool called\n", "")
     assert grants == ["client_credentials"]
+
+
+def test_the_api_reference_documents_every_public_name() -> None:
+    import mcpfsm
+
+    api = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^::: mcpfsm\.(\w+)$", api, flags=re.MULTILINE))
+    assert sorted(set(mcpfsm.__all__) - documented - {"__version__"}) == []
+
+
+def test_the_group_example_opens_http_and_stdio_members_and_survives_one_down(tmp_path: Path) -> None:
+    with start_http_peer(mode="modern") as peer:
+        done = run_example("group-from-file", tmp_path, peer.url)
+    assert (done.returncode, done.stderr.count("Traceback")) == (0, 0), done.stderr
+    assert done.stdout.splitlines() == shown_after("groups.md", "It prints:")
+    assert json.loads((tmp_path / "mcp.json").read_text())["mcpServers"]["web"] == {"url": peer.url}
+
+
+def test_the_chained_audit_log_example_writes_a_log_that_verifies_only_with_its_key(tmp_path: Path) -> None:
+    with start_http_peer(mode="modern") as peer:
+        done = run_example("chained-audit-log", tmp_path, peer.url)
+    assert (done.returncode, done.stderr) == (0, "")
+    promised = re.search(
+        r"`mcpfsm audit verify (\S+) --key-file (\S+)` then prints `([^`]+)`", example_page("trail-viewer.md")
+    )
+    assert promised is not None
+    mcpfsm_command = Path(sys.executable).with_name("mcpfsm")
+    verified = subprocess.run(
+        [str(mcpfsm_command), "audit", "verify", promised[1], "--key-file", promised[2]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert (verified.returncode, verified.stdout.strip()) == (0, promised[3])
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    lines[1] = lines[1].replace("on the record", "off the record") if "on the record" in lines[1] else lines[1] + " "
+    (tmp_path / "audit.jsonl").write_text("\n".join(lines) + "\n")
+    tampered = subprocess.run(
+        [str(mcpfsm_command), "audit", "verify", promised[1], "--key-file", promised[2]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert tampered.returncode != 0
+
+
+def example_page(page: str) -> str:
+    return (DOCS / page).read_text(encoding="utf-8")
