@@ -182,7 +182,11 @@ def test_the_readme_headless_agent_runs(tmp_path: Path) -> None:
     scenario = {"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}}
     with run_authserver(scenario) as server:
         done = subprocess.run(
-            [sys.executable, "agent.py", server.mcp_url], capture_output=True, text=True, timeout=60, cwd=tmp_path
+            [sys.executable, "agent.py", server.mcp_url, server.base_url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
         )
         grants = [entry["form"]["grant_type"] for entry in server.log() if entry["path"] == "/token"]
     assert (done.returncode, done.stdout, done.stderr) == (0, "test-tool called\n", "")
