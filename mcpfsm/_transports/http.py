@@ -360,6 +360,12 @@ class HttpTransport:
             self._credentials = [(n, v) for n, v in self._credentials if n.lower() != "authorization"]
             self._credentials.append(("Authorization", _basic(parsed.username, parsed.password)))
         self._endpoint = parsed.copy_with(username=None, password=None, fragment=None)
+        self.scrub: Callable[[BaseException], None] | None = None
+        """Takes the client's secrets out of an error in place; set by the client that holds credentials.
+
+        Applied to what this transport raises or logs on its own, outside any message's trip (the
+        standalone stream): a server may quote a token back in an error body.
+        """
         self._home: Origin = _origin(self._endpoint)
         # The endpoint's origin and request target, worked out once (and again when a 308 moves it).
         self._endpoint_place: tuple[Origin, str] = self._home, _target(self._endpoint)
@@ -870,9 +876,12 @@ class HttpTransport:
         if response.status == 405:
             logger.debug("the server offers no standalone event stream (HTTP 405)")
             return None
-        raise TransportError(
+        refused = TransportError(
             _status_message(response, body, self._refusal_hint(response.status)), status=response.status
         )
+        if self.scrub is not None:
+            self.scrub(refused)
+        raise refused
 
     async def _listen(self, response: HttpResponse, headers: Mapping[str, str]) -> None:
         # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network; silence is no

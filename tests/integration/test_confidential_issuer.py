@@ -12,8 +12,8 @@ passes ``issuer="http://127.0.0.1:PORT"``; the server's request log shows that n
 from __future__ import annotations
 
 import base64
-import re
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -33,7 +33,9 @@ ID_TOKEN = "idp-id-token-93ab-never-sent"
 
 def _private_key() -> bytes:
     key = ec.generate_private_key(ec.SECP256R1())
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +119,7 @@ async def test_another_named_issuer_still_gets_nothing(server: RunningAuthServer
     # Naming an issuer is no licence for the one the metadata names: the credentials belong to theirs (SEP-2352).
     url = _configure(server)
     auth = mcpfsm.ClientCredentials("agent", client_secret=SECRET, issuer="http://localhost:1")
-    with pytest.raises(mcpfsm.AuthorizationError, match="^registering: the client credentials belong to"):
+    with pytest.raises(mcpfsm.AuthorizationError, match=r"^registering: the client credentials belong to"):
         async with mcpfsm.Client.http(url, auth=auth) as client:
             await client.call_tool("test-tool", {})
     assert "/token" not in [entry["path"] for entry in server.log()]
