@@ -339,6 +339,7 @@ class Client:
             held = header_secrets(headers, url)
             if held is not None:
                 client._session.secrets = lambda: held
+                client._audit.redact = held.text
                 transport.scrub = held.scrub
         return client
 
@@ -356,6 +357,7 @@ class Client:
         self._session.authorization = layer
         # No text leaving the client quotes a secret it holds (README, "Authorization").
         self._session.secrets = layer.secrets
+        self._audit.redact = lambda text: layer.secrets().text(text)
         transport = self._session.transport
         if isinstance(transport, HttpTransport):
             transport.scrub = lambda error: layer.secrets().scrub(error)

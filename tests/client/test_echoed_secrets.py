@@ -60,10 +60,16 @@ def leaks(text: str, value: str) -> list[str]:
     return [form for form in forms(value) if form in text]
 
 
-def legacy_server(tools_call: Any) -> Server:
-    """A 2025-11-25 server: initialize, initialized, no standalone stream; ``tools/call`` answered by ``tools_call``."""
+def legacy_server(tools_call: Any, *, stream_refused: bytes | None = None) -> Server:
+    """A 2025-11-25 server: initialize, initialized, no standalone stream; ``tools/call`` answered by ``tools_call``.
+
+    ``stream_refused``: the standalone stream's GET is answered 401 with this body (else 405: none offered).
+    """
 
     async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        if seen.request_line.startswith("GET") and stream_refused is not None:
+            headers = [("WWW-Authenticate", 'Bearer error="invalid_token"'), ("Content-Type", "text/plain")]
+            return await ok(stream_refused, status=401, headers=headers)(stream, seen)
         if seen.request_line.startswith("GET"):
             return await ok(b"", status=405, headers=[("Allow", "POST")])(stream, seen)
         message = json.loads(seen.body)
@@ -218,3 +224,50 @@ async def test_a_client_secret_the_token_endpoint_echoes_in_lower_case_percent_e
     assert leaks(text, SECRET) == [] and basic not in text and lower_escapes(quote(basic, safe="")) not in text
     shown = json.dumps([event.error for event in events if event.error is not None])
     assert "[redacted]" in shown and leaks(shown, SECRET) == [] and basic not in shown
+
+
+@pytest.mark.parametrize("credential", list(CREDENTIALS))
+def test_the_audit_bus_of_a_client_with_credentials_redacts_every_events_error(credential: str) -> None:
+    # The last net: an event whose error text the client did not scrub on the way (none does today) still
+    # reaches no sink with the token in it.
+    events: list[mcpfsm.CallEvent] = []
+    client = mcpfsm.Client.http("http://127.0.0.1:9/mcp", on_event=events.append, **CREDENTIALS[credential])
+    error = {"type": "RpcError", "code": -1, "message": f"quoted: {echo_text(TOKEN)}"}
+    client._audit.publish(
+        mcpfsm.CallEvent(
+            call_id="c",
+            seq=0,
+            tool="t",
+            state="failed",
+            previous=None,
+            trigger=None,
+            attempt=1,
+            at="",
+            elapsed=0.0,
+            error=error,
+        )
+    )
+    (event,) = events
+    assert event.error is not None and event.error["message"].startswith("quoted: [redacted]")
+    assert leaks(json.dumps(event.error), TOKEN) == []
+    assert leaks(error["message"], TOKEN) != []  # the event got a new mapping; the one it was built with is as given
+
+
+async def noop_call(stream: trio.abc.Stream, seen: Seen, message: dict[str, Any]) -> bool:
+    body = json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": {"content": []}}).encode()
+    return await ok(body)(stream, seen)
+
+
+@pytest.mark.parametrize("credential", list(CREDENTIALS))
+async def test_a_token_quoted_in_the_refusal_of_the_standalone_stream_reaches_no_log_line(
+    logs: list[dict[str, Any]], credential: str
+) -> None:
+    echoed = f"invalid token: {echo_text(TOKEN)}".encode()
+    async with serving(legacy_server(noop_call, stream_refused=echoed)) as server:
+        url = f"http://{HOST}:{server.port}/mcp"
+        async with mcpfsm.Client.http(url, protocol="2025-11-25", **CREDENTIALS[credential]) as client:
+            await client.call_tool("echo", {})
+    assert any(seen.request_line.startswith("GET") for seen in server.seen)
+    refused = [record["message"] for record in logs if "event stream" in record["message"]]
+    assert refused and all("[redacted]" in message for message in refused)
+    assert leaks(json.dumps([record["message"] for record in logs]), TOKEN) == []
