@@ -70,13 +70,23 @@ def _character(char: str) -> str:
     return forms[0] if len(forms) == 1 else f"(?:{'|'.join(forms)})"
 
 
+_SHORT: Final = 8
+"""A secret shorter than this is taken out only where it stands alone (no letter or digit next to it): a token
+``h`` must not turn "the" into "t[redacted]e", and a text that quotes it alone still loses it."""
+
+
+def _secret(value: str) -> str:
+    pattern = "".join(_character(char) for char in value)
+    return pattern if len(value) >= _SHORT else f"(?<![0-9A-Za-z]){pattern}(?![0-9A-Za-z])"
+
+
 @functools.lru_cache(maxsize=64)
 def _pattern(values: frozenset[str]) -> re.Pattern[str] | None:
     # One alternation, longest secret first, so a secret that contains another is taken out whole.
     if not values:
         return None
     ordered = sorted(values, key=lambda value: (-len(value), value))
-    return re.compile("|".join("".join(_character(char) for char in value) for value in ordered))
+    return re.compile("|".join(_secret(value) for value in ordered))
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -86,7 +96,8 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     said (an exception's message, an event's ``error``, a log line, a span's status) comes through it. A
     secret is found as is, percent-encoded with upper- or lower-case hex digits (a query or a form), with
     ``+`` for a space (a form), JSON-escaped (``\u0041``, ``\/``), or any mix of these character by
-    character; a Basic credential is one more secret (:func:`basic_credentials`). Empty secrets are ignored.
+    character; a Basic credential is one more secret (:func:`basic_credentials`). Empty secrets are ignored;
+    one shorter than 8 characters is taken out only where no letter or digit touches it.
     """
     if not text:
         return text
