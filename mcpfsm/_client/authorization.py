@@ -24,18 +24,30 @@ Two parts that share one :class:`~mcpfsm._drivers.authorization_binding.Binding`
 
 from __future__ import annotations
 
+import base64
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
 import trio
 
-from .._core.credentials import Authorize, Credential, OAuth, binding_key, tokens_key
+from .._core.credentials import (
+    Authorize,
+    ClientCredentials,
+    Credential,
+    EnterpriseManaged,
+    JwtBearer,
+    OAuth,
+    binding_key,
+    tokens_key,
+)
 from .._core.errors import AuthorizationError, TransportError
 from .._core.oauth.answers import Answer
 from .._core.oauth.authorization_request import new_jti
 from .._core.oauth.challenges import BearerChallenge, read_resource_challenge
 from .._core.oauth.dpop import dpop_proof, resource_nonce
+from .._core.oauth.redaction import Secrets
 from .._core.oauth.tokens import TokenSet
 from .._drivers.audit import AuditBus
 from .._drivers.authorization import AuthorizationFlow
@@ -47,10 +59,14 @@ from .loopback import LoopbackAuthorizer
 from .stores import MemoryTokenStore
 from .telemetry import Telemetry
 
-__all__ = ["AuthorizationLayer", "Send", "StaticToken"]
+__all__ = ["AuthorizationLayer", "Send", "StaticToken", "header_secrets"]
 
 Send = Callable[[str, Mapping[str, str]], Awaitable[Reply | None]]
 """One trip of a message through the transport (``Transport.send``)."""
+
+_PROOFS_KEPT: Final = 16
+"""The DPoP proofs last sent to the MCP endpoint that stay secrets to redact (a proof is single-use, and a
+server quotes the one it refuses right away)."""
 
 _MAX_SENDS: Final = 6
 """A message is sent at most this often: once, a DPoP nonce resend, one resend after a 401 flow and one
@@ -60,7 +76,7 @@ after a 403 step-up, and resends after another request's flow replaced the token
 class StaticToken:
     """``auth="…"``: one bearer token, sent on every request to the MCP endpoint (RFC 6750 §2.1); no flow."""
 
-    __slots__ = ("_value",)
+    __slots__ = ("_secrets", "_value")
 
     def __init__(self, token: str) -> None:
         """Hold ``token``.
@@ -71,9 +87,14 @@ class StaticToken:
         if not token or not all("\x21" <= char <= "\x7e" for char in token):
             raise ValueError("a bearer token is a non-empty string of visible ASCII characters")
         self._value = f"Bearer {token}"
+        self._secrets = Secrets().with_header(self._value)
 
     def __repr__(self) -> str:
         return "StaticToken(<hidden>)"
+
+    def secrets(self) -> Secrets:
+        """The token: what no text leaving the client may quote."""
+        return self._secrets
 
     def headers(self, method: str, url: str) -> Sequence[tuple[str, str]]:
         """``Authorization: Bearer <token>``."""
@@ -121,9 +142,31 @@ class AuthorizationLayer:
             self._authorize = credential.authorize or LoopbackAuthorizer(credential.redirect_uri)
         self._lock = trio.Lock()
         self._loaded = False
+        self._proofs: deque[str] = deque(maxlen=_PROOFS_KEPT)
+        credential_secrets = Secrets().with_values(
+            *(getattr(credential, name, None) for name in ("client_secret", "private_key_pem", "idp_id_token"))
+        )
+        if isinstance(credential, OAuth | ClientCredentials | EnterpriseManaged) and credential.client_id is not None:
+            credential_secrets = credential_secrets.with_client(credential.client_id, credential.client_secret)
+        if isinstance(credential, JwtBearer):
+            credential_secrets = credential_secrets.with_values(credential.assertion)
+        self._credential_secrets = credential_secrets
 
     def __repr__(self) -> str:
         return f"AuthorizationLayer({type(self.binding.credential).__name__}, {self.binding.mcp_url!r})"
+
+    def secrets(self) -> Secrets:
+        """Every secret this client holds now: what no text leaving the client may quote (README, "Authorization").
+
+        The credential's (a client secret and its Basic form, a private key, an ID token, a workload
+        assertion), a registered client's secret, the access and refresh tokens, the DPoP proofs last sent.
+        """
+        binding = self.binding
+        identity = binding.identity
+        held = self._credential_secrets.with_tokens(binding.tokens).with_values(*self._proofs)
+        if identity is not None:
+            held = held.with_client(identity.client_id, identity.client_secret)
+        return held
 
     # --- the driver's port ------------------------------------------------------------------------------
 
@@ -165,6 +208,7 @@ class AuthorizationLayer:
             nonce=self.binding.resource_nonce,
             access_token=tokens.access_token,
         )
+        self._proofs.append(proof)
         return (("Authorization", tokens.authorization), ("DPoP", proof))
 
     # --- the session layer --------------------------------------------------------------------------------
@@ -274,3 +318,23 @@ def _returned(reply: Reply | None, raised: TransportError | None) -> Reply | Non
     if raised is not None:
         raise raised
     return reply
+
+
+def header_secrets(headers: Mapping[str, str] | None, url: str) -> Secrets | None:
+    """The secrets a caller's ``Authorization`` header and the URL's credentials hold, or ``None``: none."""
+    from urllib.parse import unquote, urlsplit
+
+    held = Secrets()
+    for name, value in (headers or {}).items():
+        if name.lower() in ("authorization", "proxy-authorization"):
+            held = held.with_header(value)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        password = None
+    if password:
+        user = unquote(parts.username or "")
+        basic = base64.b64encode(f"{user}:{unquote(password)}".encode()).decode("ascii")
+        held = held.with_values(password, unquote(password), basic)
+    return held if held.values else None

@@ -355,6 +355,14 @@ class Client:
         )
         if layer is not None:
             client._authorize_with(layer)
+        elif any(name.lower() == "authorization" for name in headers or {}) or carries_credentials(url):
+            from .authorization import header_secrets
+
+            held = header_secrets(headers, url)
+            if held is not None:
+                client._session.secrets = lambda: held
+                client._audit.redact = held.text
+                transport.scrub = held.scrub
         return client
 
     def _authorize_with(self, layer: AuthorizationLayer | StaticToken) -> None:
@@ -369,6 +377,12 @@ class Client:
                 # SEP-2549: cached answers never cross authorization contexts; a new token or issuer empties it.
                 layer.binding.on_change.append(cache.clear)
         self._session.authorization = layer
+        # No text leaving the client quotes a secret it holds (README, "Authorization").
+        self._session.secrets = layer.secrets
+        self._audit.redact = lambda text: layer.secrets().text(text)
+        transport = self._session.transport
+        if isinstance(transport, HttpTransport):
+            transport.scrub = lambda error: layer.secrets().scrub(error)
 
     @classmethod
     def stdio(

@@ -68,7 +68,7 @@ from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ServerInfo
 from .._drivers.audit import AuditBus
 from .._drivers.input import WAITING_TOOL, InputHandlers
-from .._log import logger
+from .._log import logger, loguru_imported
 from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, OutgoingMessage, Reply, Transport
 from . import caching, negotiation
@@ -77,6 +77,7 @@ from .telemetry import Telemetry
 
 if TYPE_CHECKING:
     # Loaded with the first auth= (it brings the OAuth core): `import mcpfsm` stays quick.
+    from .._core.oauth.redaction import Secrets
     from .authorization import AuthorizationLayer, StaticToken
 
 __all__ = ["Session"]
@@ -138,6 +139,12 @@ class Session:
         """The telemetry layer of every request (``mcpfsm._client.telemetry``), or ``None``: switched off."""
         self.audit: AuditBus | None = None
         """Where the answers to legacy server requests are audited (the client's bus), or ``None``."""
+        self.secrets: Callable[[], Secrets] | None = None
+        """The secrets the client holds now (tokens, client secrets, a caller's ``Authorization``), or ``None``.
+
+        Every error of a message's trip is scrubbed of them in place (:meth:`Secrets.scrub`) before an event,
+        a span, a log line or the caller reads it: a server may quote a token back in any text.
+        """
         self._next_id = 0
         self._meta: dict[str, Any] | None = None
         self._handshake = trio.Lock()
@@ -347,6 +354,16 @@ class Session:
     async def _exchange(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
     ) -> dict[str, Any]:
+        try:
+            return await self._exchange_once(method, params, plan, request_id)
+        except McpError as exc:
+            if self.secrets is not None:
+                self.secrets().scrub(exc)
+            raise
+
+    async def _exchange_once(
+        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
+    ) -> dict[str, Any]:
         version = self.version
         modern = is_modern(version)
         if plan is None:
@@ -439,9 +456,14 @@ class Session:
 
         ``tool`` names the tool of a ``tools/call`` for the authorization events.
         """
-        if self.authorization is None:
-            return await self.transport.send(message, headers)
-        return await self.authorization.send(self.transport.send, message, headers, tool=tool)
+        try:
+            if self.authorization is None:
+                return await self.transport.send(message, headers)
+            return await self.authorization.send(self.transport.send, message, headers, tool=tool)
+        except McpError as exc:
+            if self.secrets is not None:
+                self.secrets().scrub(exc)
+            raise
 
     async def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification with the headers of the version in effect."""
@@ -504,7 +526,9 @@ class Session:
             self.cache.invalidate(message.method, message.params)
         self.hub.dispatch(message)
         if self.on_notification is None:
-            logger.debug("notification {} from the server: {}", message.method, message.params)
+            if loguru_imported():
+                shown = str(message.params) if self.secrets is None else self.secrets().text(str(message.params))
+                logger.debug("notification {} from the server: {}", message.method, shown)
             return
         try:
             outcome = self.on_notification(message.method, message.params)

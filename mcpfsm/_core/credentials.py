@@ -210,7 +210,9 @@ class ClientCredentials:
         signing_algorithm: the JWS algorithm of the assertion (``ES256`` by default).
         scope: the scopes to request; ``None`` requests what the server challenges with or lists.
         store: where tokens are kept; ``None`` keeps them in memory.
-        issuer: the issuer the credentials belong to; when given, they are only ever sent there (SEP-2352).
+        issuer: the issuer the credentials belong to: they are only ever sent there (SEP-2352). ``None``: only
+            to an authorization server on the MCP server's own host (any port); another one is an
+            ``AuthorizationError`` that names the ``issuer=`` to pass.
 
     Raises:
         ValueError: not exactly one of ``client_secret`` and ``private_key_pem``, or a key that cannot sign.
@@ -251,21 +253,27 @@ class JwtBearer:
             returning a fresh one for each token request (workload tokens rotate).
         scope: the scopes to request; ``None`` requests what the server challenges with or lists.
         store: where tokens are kept; ``None`` keeps them in memory.
+        issuer: the authorization server the assertion is for: it is only ever sent there. ``None``: only to
+            an authorization server on the MCP server's own host (any port); another one is an
+            ``AuthorizationError`` that names the ``issuer=`` to pass.
 
     Raises:
-        ValueError: an empty ``client_id`` or ``assertion``.
+        ValueError: an empty ``client_id`` or ``assertion``, or an ``issuer`` that is not an http(s) URL.
     """
 
     client_id: str
     assertion: str | Callable[[], Awaitable[str]] = field(repr=False)
     scope: str | Sequence[str] | None = None
     store: TokenStore | None = field(default=None, repr=False, kw_only=True)
+    issuer: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         if not isinstance(self.client_id, str) or not self.client_id:
             raise ValueError("client_id must be a non-empty string")
         if not callable(self.assertion) and (not isinstance(self.assertion, str) or not self.assertion):
             raise ValueError("assertion must be a JWT or an async callable returning one")
+        if self.issuer is not None:
+            _check_http_url("issuer", self.issuer)
         scope_tuple(self.scope)
 
     @property
@@ -290,9 +298,12 @@ class EnterpriseManaged:
         idp_token_endpoint: the IdP's token endpoint.
         scope: the scopes to request; ``None`` requests what the server challenges with or lists.
         store: where tokens are kept; ``None`` keeps them in memory.
+        issuer: the MCP server's authorization server, the only one the secret and the ID-JAG go to. ``None``:
+            only one on the MCP server's own host (any port); another one is an ``AuthorizationError`` that
+            names the ``issuer=`` to pass.
 
     Raises:
-        ValueError: an empty field, or an ``idp_token_endpoint`` that is not an http(s) URL.
+        ValueError: an empty field, or an ``idp_token_endpoint`` or ``issuer`` that is not an http(s) URL.
     """
 
     client_id: str
@@ -302,6 +313,7 @@ class EnterpriseManaged:
     idp_token_endpoint: str
     scope: str | Sequence[str] | None = None
     store: TokenStore | None = field(default=None, repr=False, kw_only=True)
+    issuer: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         for name in ("client_id", "client_secret", "idp_client_id", "idp_id_token", "idp_token_endpoint"):
@@ -309,6 +321,8 @@ class EnterpriseManaged:
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string")
         _check_http_url("idp_token_endpoint", self.idp_token_endpoint)
+        if self.issuer is not None:
+            _check_http_url("issuer", self.issuer)
         scope_tuple(self.scope)
 
     @property

@@ -31,7 +31,7 @@ DEFAULT_BUFFER: Final = 1024
 class AuditBus:
     """Fans each event (:class:`CallEvent`, and its subclass ``AuthEvent``) out to its sinks."""
 
-    __slots__ = ("_dropped", "_on_event", "_subscribers", "observed", "server")
+    __slots__ = ("_dropped", "_on_event", "_subscribers", "observed", "redact", "server")
 
     def __init__(self, on_event: Callable[[CallEvent], object] | None = None, *, server: str | None = None) -> None:
         """Create a bus; ``on_event`` is called synchronously with every event.
@@ -43,6 +43,12 @@ class AuditBus:
         self._on_event = on_event
         self._subscribers: list[trio.MemorySendChannel[CallEvent]] = []
         self._dropped: dict[int, int] = {}
+        self.redact: Callable[[str], str] | None = None
+        """Takes the client's secrets out of a text (``Secrets.text``); set by a client that holds credentials.
+
+        Every event's ``error`` message passes through it before any sink sees the event: the last net for a
+        server's text that quotes a token (the errors of a message's trip are scrubbed before this already).
+        """
         self.observed = on_event is not None
         """True when an ``on_event`` callback or an ``events()`` subscriber receives events.
 
@@ -77,6 +83,12 @@ class AuditBus:
         """Deliver ``event`` (a :class:`CallEvent` or an ``AuthEvent``) to every sink without blocking."""
         if self.server is not None and event.server is None:
             event = replace(event, server=self.server)
+        error = event.error
+        if error is not None and self.redact is not None:
+            message = error.get("message")
+            if isinstance(message, str) and (clean := self.redact(message)) != message:
+                # A new mapping: the event's own may be shared; a frozen event takes it past __setattr__.
+                object.__setattr__(event, "error", {**error, "message": clean})
         if "loguru" in _MODULES:
             # Before loguru is imported there is no sink for the record (what log checks first), and no call.
             self.log(event.call_id, event.tool, event.previous, event.state, event.trigger, machine=event.machine)

@@ -61,6 +61,7 @@ from .._core.oauth.identification import (
 from .._core.oauth.issuer import (
     AuthorizationServerMetadata,
     authorization_server_metadata_urls,
+    check_confidential_issuer,
     legacy_metadata_url,
     read_authorization_server_metadata,
     read_legacy_authorization_server_metadata,
@@ -362,6 +363,10 @@ class AuthorizationFlow:
                 assert self.resource_metadata is not None
                 issuer = choose_authorization_server(self.resource_metadata, await self._known_issuers())
                 self.issuer = issuer
+                confidential = _confidential(binding.credential)
+                if confidential is not None:
+                    # Before the authorization server is first contacted (README, "Authorization").
+                    check_confidential_issuer(issuer, mcp_url=binding.mcp_url, credential=confidential)
                 found: AuthorizationServerMetadata | None = None
                 for url in authorization_server_metadata_urls(issuer):
                     answer = await self._get(url, METADATA_REQUEST_HEADERS, state)
@@ -403,7 +408,7 @@ class AuthorizationFlow:
         known = set()
         if isinstance(credential, OAuth) and credential.client_issuer is not None:
             known.add(credential.client_issuer)
-        if isinstance(credential, ClientCredentials) and credential.issuer is not None:
+        if isinstance(credential, ClientCredentials | JwtBearer | EnterpriseManaged) and credential.issuer is not None:
             known.add(credential.issuer)
         assert self.resource_metadata is not None
         for issuer in self.resource_metadata.authorization_servers:
@@ -633,6 +638,21 @@ class AuthorizationFlow:
                 scopes=self.scopes,
             )
         )
+
+
+def _confidential(credential: Credential) -> str | None:
+    """What confidential credential ``credential`` sends to an issuer the caller did not name, or ``None``.
+
+    ``None`` too when the caller named the issuer (``issuer=``; ``OAuth`` needs ``client_issuer`` for any
+    secret of its own, and a secret a registration returned belongs to the issuer that returned it).
+    """
+    if isinstance(credential, OAuth) or credential.issuer is not None:
+        return None
+    if isinstance(credential, ClientCredentials):
+        return "the client secret" if credential.client_secret is not None else "the private-key assertion"
+    if isinstance(credential, JwtBearer):
+        return "the workload assertion"
+    return "the client secret with the enterprise assertion"
 
 
 _EFFECTS: Final[Mapping[str, Effect[AuthorizationFlow, Trigger]]] = {

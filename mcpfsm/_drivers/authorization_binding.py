@@ -258,11 +258,10 @@ async def known_identity(
     """
     issuer = metadata.issuer
     state = State.registering
+    named = credential.issuer if isinstance(credential, ClientCredentials | JwtBearer | EnterpriseManaged) else None
+    if named is not None and named != issuer:
+        raise AuthorizationError(f"the client credentials belong to {named!r}, not to {issuer!r}", state=state)
     if isinstance(credential, ClientCredentials):
-        if credential.issuer is not None and credential.issuer != issuer:
-            raise AuthorizationError(
-                f"the client credentials belong to {credential.issuer!r}, not to {issuer!r}", state=state
-            )
         if credential.private_key_pem is not None:
             return Identity(
                 issuer=issuer,

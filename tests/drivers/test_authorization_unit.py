@@ -237,7 +237,7 @@ async def test_dpop_bound_tokens_required_and_a_bearer_token_answered_is_refused
         f"{AS}/token": (200, {"access_token": "t", "token_type": "Bearer"}),
     }
     port = Port(answers)
-    credential = mcpfsm.ClientCredentials("c", client_secret="s")
+    credential = mcpfsm.ClientCredentials("c", client_secret="s", issuer=AS)
     flow = AuthorizationFlow(port, binding(credential), Entry.unauthorized, www_authenticate=("Bearer",))
     with pytest.raises(
         mcpfsm.AuthorizationError,
@@ -404,7 +404,7 @@ async def test_a_401_on_a_resuming_get_is_no_challenge_to_the_message_so_a_call_
 
     server = LegacyProtectedServer()
     mock = httpx.MockTransport(server)
-    credential = mcpfsm.ClientCredentials("agent", client_secret="s")
+    credential = mcpfsm.ClientCredentials("agent", client_secret="s", issuer=AS)
     layer = AuthorizationLayer(credential, mcp_url=MCP, protocol="2025-11-25", http=OAuthHttp(transport=mock))
 
     async def no_wait(seconds: float) -> None:

@@ -61,7 +61,7 @@ async def test_a_refresh_refused_with_the_refresh_token_and_secret_in_its_text_s
             f"{AS}/token": (500, {"error": "server_error", "error_description": echo}),
         }
     )
-    bound = binding(mcpfsm.ClientCredentials("c", client_secret="cs-held-value"))
+    bound = binding(mcpfsm.ClientCredentials("c", client_secret="cs-held-value", issuer="https://as.example"))
     bound.tokens = held
     port.audit = AuditBus(events.append)
     flow = AuthorizationFlow(port, bound, Entry.unauthorized, www_authenticate=("Bearer",))

@@ -230,7 +230,7 @@ def test_the_interactive_login_runs_with_a_browser(tmp_path: Path) -> None:
 def test_the_headless_agent_runs(tmp_path: Path) -> None:
     scenario = {"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}}
     with run_authserver(scenario) as server:
-        done = run_example("agent-headless", tmp_path, server.mcp_url)
+        done = run_example("agent-headless", tmp_path, server.mcp_url, server.base_url)
         grants = [entry["form"]["grant_type"] for entry in server.log() if entry["path"] == "/token"]
     assert (done.returncode, done.stdout, done.stderr) == (0, "test-tool called\n", "")
     assert grants == ["client_credentials"]

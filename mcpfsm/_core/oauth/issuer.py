@@ -10,11 +10,12 @@ from urllib.parse import urlsplit
 from ..errors import AuthorizationError
 from ._steps import DISCOVERING_ISSUER
 from .answers import _json_object, _raise_for_server_failure, _string_tuple
-from .urls import _drop_one_slash, _is_secure_url, _origin
+from .urls import _drop_one_slash, _is_secure_url, _origin, url_host
 
 __all__ = [
     "AuthorizationServerMetadata",
     "authorization_server_metadata_urls",
+    "check_confidential_issuer",
     "legacy_issuer",
     "legacy_metadata_url",
     "read_authorization_server_metadata",
@@ -63,6 +64,37 @@ def _check_issuer_url(issuer: str, state: str) -> None:
             f"issuer {issuer!r} is not an https URL (or http on a loopback host) without query and fragment",
             state=state,
         )
+
+
+def check_confidential_issuer(issuer: str, *, mcp_url: str, credential: str) -> None:
+    """Refuse to send a confidential credential the caller named no issuer for to ``issuer`` on another host.
+
+    A client secret, a private-key assertion, a workload or an enterprise assertion is presented only to an
+    authorization server the caller named (``issuer=``), or, when none is named, to one on the MCP server's
+    own host, any port (README, "Authorization"): otherwise any MCP server could name an authorization server
+    of its choosing in its protected resource metadata (RFC 9728 §2) and collect the credential there
+    (RFC 9700 §4.1, the RFC 6749 §10.1 duty to keep client credentials confidential). Hosts are compared as
+    :func:`~mcpfsm._core.oauth.urls.url_host` writes them: names are never resolved. Called before the
+    authorization server is first contacted.
+
+    Args:
+        issuer: the authorization server the MCP server's metadata chose.
+        mcp_url: the MCP endpoint.
+        credential: what would be sent, for the message (``"the client secret"``).
+
+    Raises:
+        AuthorizationError: ``issuer`` is not on the MCP server's host; the message names the ``issuer=`` to
+            pass to send the credential there.
+    """
+    host = url_host(mcp_url)
+    if host is not None and url_host(issuer) == host:
+        return
+    raise AuthorizationError(
+        f"the MCP server's metadata names the authorization server {issuer!r}, which is not on the MCP server's"
+        f" host {host!r}; {credential} goes only to an authorization server you name: pass issuer={issuer!r} to"
+        " send it there",
+        state=DISCOVERING_ISSUER,
+    )
 
 
 def authorization_server_metadata_urls(issuer: str) -> tuple[str, ...]:

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "is_loopback_host",
+    "url_host",
 ]
 
 
@@ -27,6 +28,28 @@ def is_loopback_host(host: str | None) -> bool:
         return ipaddress.ip_address(bare).is_loopback
     except ValueError:
         return False
+
+
+def url_host(url: str) -> str | None:
+    """The host of ``url`` as written, compared as a name: lower case, an IP address in its canonical form.
+
+    No name is resolved: ``localhost``, ``127.0.0.1`` and ``127.0.0.2`` are three hosts, as are ``example.com``
+    and ``example.com.``. What the URL names is what the caller can see and check; an address a name resolves
+    to is what a resolver says, and may change between the check and the request.
+
+    Returns:
+        The host, or ``None`` when ``url`` has none or cannot be parsed.
+    """
+    try:
+        host = urlsplit(url).hostname
+    except ValueError:
+        return None
+    if not host:
+        return None
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        return host
 
 
 def _origin(url: str) -> str:

@@ -171,7 +171,11 @@ def auth_from(args: argparse.Namespace) -> OAuth | ClientCredentials | str | Non
                 f"--auth client-credentials needs exactly one of --client-secret ({SECRET_VARIABLE}) and --private-key"
             )
         return ClientCredentials(
-            args.client_id, client_secret=None if key else secret, private_key_pem=key, scope=args.scope
+            args.client_id,
+            client_secret=None if key else secret,
+            private_key_pem=key,
+            scope=args.scope,
+            issuer=args.client_issuer,
         )
     login = BrowserLogin(args.redirect_uri, open_browser=not args.no_browser, timeout=args.login_timeout)
     return OAuth(

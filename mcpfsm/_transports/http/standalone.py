@@ -38,7 +38,7 @@ class StandaloneStream:
         sleep: the delay function used before reopening the stream.
     """
 
-    __slots__ = ("_background", "_endpoint", "_headers", "_max", "_sleep", "_streams", "_task")
+    __slots__ = ("_background", "_endpoint", "_headers", "_max", "_sleep", "_streams", "_task", "scrub")
 
     def __init__(
         self,
@@ -56,6 +56,8 @@ class StandaloneStream:
         self._max = max_event_bytes
         self._sleep = sleep
         self._task: BackgroundTask | None = None
+        self.scrub: Callable[[BaseException], None] | None = None
+        """Takes the client's secrets out of a refusal in place (``HttpTransport.scrub``)."""
 
     async def open(self, headers: Mapping[str, str]) -> bool:
         """Open the stream with ``headers`` (session id, version) and keep reading it in the background.
@@ -106,9 +108,12 @@ class StandaloneStream:
         if response.status == 405:
             logger.debug("the server offers no standalone event stream (HTTP 405)")
             return None
-        raise TransportError(
+        refused = TransportError(
             status_message(response, body, self._headers.refusal_hint(response.status)), status=response.status
         )
+        if self.scrub is not None:
+            self.scrub(refused)
+        raise refused
 
     async def _listen(self, response: HttpResponse, headers: Mapping[str, str]) -> None:
         # MCP 2025-11-25 "Resumability and Redelivery": a stream that broke (network; silence is no

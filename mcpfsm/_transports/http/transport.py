@@ -113,6 +113,19 @@ class HttpTransport:
         self._closed = False
 
     @property
+    def scrub(self) -> Callable[[BaseException], None] | None:
+        """Takes the client's secrets out of an error in place; set by the client that holds credentials.
+
+        Applied to what this transport raises or logs on its own, outside any message's trip (the standalone
+        stream): a server may quote a token back in an error body.
+        """
+        return self._standalone.scrub
+
+    @scrub.setter
+    def scrub(self, value: Callable[[BaseException], None] | None) -> None:
+        self._standalone.scrub = value
+
+    @property
     def carries_headers(self) -> bool:
         """True: HTTP carries the per-request headers, so ``x-mcp-header`` annotations apply."""
         return True
