@@ -226,11 +226,10 @@ def test_the_tools_command_prints_the_instructions_first(peer: HttpPeer, era: st
     run = run_cli("tools", peer.url, "--instructions", "--protocol", era)
 
     assert (run.code, run.stderr) == (0, "")
-    assert run.stdout.splitlines()[:3] == [
-        "instructions:",
-        f"  {PEER_INSTRUCTIONS}",
-        "TOOL             MIRRORED HEADERS (argument -> header)",
-    ]
+    lines = run.stdout.splitlines()
+    assert lines[:2] == ["instructions:", f"  {PEER_INSTRUCTIONS}"]
+    # The tools table follows (its column widths depend on the era's parameters).
+    assert lines[2].split() == ["TOOL", "PARAMETER", "TYPE", "REQUIRED", "MIRRORED", "HEADER"]
 
 
 def test_the_tools_command_puts_the_instructions_into_its_json(peer: HttpPeer) -> None:
