@@ -1,0 +1,143 @@
+"""Hostile HTTP servers on raw sockets: reconnect storms, broken call streams, stray answers, redirects across origins.
+
+Each test drives mcpfsm's own connection layer against a raw-socket server on 127.0.0.1 (``tests/rawserver.py``)
+that sends exactly the bytes a misbehaving server sent in a fault run, and checks what the client does about it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import pytest
+import trio
+import trio.testing
+
+import mcpfsm
+from mcpfsm._transports.http import HttpTransport
+from mcpfsm._transports.http.standalone import MAX_EMPTY_REOPENS, MIN_REOPEN_SECONDS
+from tests.rawserver import Seen, Server, no_stream, ok, rpc, serving
+
+LEGACY: Final = "2025-11-25"
+SESSION: Final = "s-1"
+SSE_HEAD: Final = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+STREAM_HEADERS: Final = {"Mcp-Session-Id": SESSION, "MCP-Protocol-Version": LEGACY}
+
+
+def chunk(text: str) -> bytes:
+    data = text.encode()
+    return b"%x\r\n" % len(data) + data + b"\r\n"
+
+
+def message_event(message: dict[str, Any], event_id: str) -> str:
+    return f"id: {event_id}\ndata: {json.dumps(message)}\n\n"
+
+
+@pytest.fixture
+def clock() -> trio.testing.MockClock:
+    # The clock jumps only when every task has waited 10 ms of real time: loopback I/O never looks like an idle
+    # wait, a reconnect delay does.
+    return trio.testing.MockClock(autojump_threshold=0.01)
+
+
+class Delays:
+    """The transport's ``sleep``: records each delay, then sleeps it on trio's (mock) clock."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        await trio.sleep(seconds)
+
+
+async def watch_for_ten_minutes(storm: trio.Event) -> None:
+    """Ten minutes of the mock clock, or until ``storm`` is set (a client that never waits keeps the clock still)."""
+    async with trio.open_nursery() as nursery:
+
+        async def window() -> None:
+            await trio.sleep(600)
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            await storm.wait()
+            nursery.cancel_scope.cancel()
+
+        nursery.start_soon(window)
+        nursery.start_soon(watch)
+
+
+# --- 5. the standalone GET stream is reopened with a floor, backoff and a bound -------------------------------
+
+
+async def test_a_stream_with_retry_zero_that_ends_at_once_is_not_reopened_in_a_storm(
+    clock: trio.testing.MockClock,
+) -> None:
+    # A fault run saw 13,000-43,000 GETs in 5 s: retry: 0, an event id, and the end of the stream, again and again.
+    storm = trio.Event()
+    gets: list[Seen] = []
+
+    async def priming_then_end(stream: trio.abc.Stream, seen: Seen) -> bool:
+        gets.append(seen)
+        if len(gets) > 50:
+            storm.set()
+        await stream.send_all(SSE_HEAD + chunk("retry: 0\nid: 7\ndata: \n\n") + b"0\r\n\r\n")
+        return True
+
+    server = Server(default=priming_then_end)
+    delays = Delays()
+    async with serving(server):
+        transport = HttpTransport(f"http://127.0.0.1:{server.port}/mcp", sleep=delays)
+        try:
+            assert await transport.open_stream(STREAM_HEADERS)
+            await watch_for_ten_minutes(storm)
+        finally:
+            await transport.aclose()
+
+    assert not storm.is_set(), f"{len(gets)} GETs"
+    assert len(gets) == MAX_EMPTY_REOPENS
+    assert delays.delays == [MIN_REOPEN_SECONDS * 2, MIN_REOPEN_SECONDS * 4]
+    assert [seen.headers.get("last-event-id") for seen in gets] == [None, "7", "7"]
+
+
+async def test_a_stream_that_carries_messages_is_reopened_with_the_floor_and_no_backoff(
+    clock: trio.testing.MockClock,
+) -> None:
+    # Each stream brings a notification, then ends: the server means it; every reopen waits the floor only,
+    # and the first stream without a message starts the backoff.
+    gets: list[Seen] = []
+    notes: list[str] = []
+    storm = trio.Event()
+
+    async def one_message_then_end(stream: trio.abc.Stream, seen: Seen) -> bool:
+        gets.append(seen)
+        number = len(gets)
+        if number > 50:
+            storm.set()
+        body = "retry: 0\n" + (
+            message_event({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}, str(number))
+            if number <= 3
+            else f"id: {number}\ndata: \n\n"
+        )
+        await stream.send_all(SSE_HEAD + chunk(body) + b"0\r\n\r\n")
+        return True
+
+    async def inbound(message: Any) -> None:
+        notes.append(message.method)
+
+    server = Server(default=one_message_then_end)
+    delays = Delays()
+    async with serving(server):
+        transport = HttpTransport(f"http://127.0.0.1:{server.port}/mcp", sleep=delays)
+        try:
+            await transport.open(inbound)
+            assert await transport.open_stream(STREAM_HEADERS)
+            await watch_for_ten_minutes(storm)
+        finally:
+            await transport.aclose()
+
+    assert not storm.is_set(), f"{len(gets)} GETs"
+    assert notes == ["notifications/tools/list_changed"] * 3
+    assert len(gets) == 3 + MAX_EMPTY_REOPENS
+    assert delays.delays == [0.25, 0.25, 0.25, 0.5, 1.0]
+    assert [seen.headers.get("last-event-id") for seen in gets] == [None, "1", "2", "3", "4", "5"]
