@@ -9,8 +9,9 @@ make the client reconnect in a tight loop:
 - the delay is never below :data:`MIN_REOPEN_SECONDS` (250 ms), whatever ``retry:`` asks for (``retry: 0``
   included), and never above a minute;
 - a stream that carried nothing new (no JSON-RPC message: a priming event with an id and no data is nothing new)
-  doubles the delay before the next reopen, and :data:`MAX_EMPTY_REOPENS` such streams in a row end the loop;
-  a stream that carries a message starts the count (and the delay) afresh.
+  backs off: each further one in a row doubles the delay (up to the minute), and :data:`MAX_EMPTY_REOPENS` of
+  them in a row end the loop (a server that polls, MCP 2025-11-25 "Resumability and Redelivery", is so polled
+  for a few minutes of silence); a stream that carries a message starts the count and the delay afresh.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ __all__ = ["MAX_EMPTY_REOPENS", "MIN_REOPEN_SECONDS", "StandaloneStream", "reope
 MIN_REOPEN_SECONDS: Final = 0.25
 """The shortest wait before reopening the standalone stream, whatever the server's ``retry:`` asks for."""
 
-MAX_EMPTY_REOPENS: Final = 3
+MAX_EMPTY_REOPENS: Final = 10
 """Streams in a row that carried no message after which the standalone stream is not reopened again."""
 
 
@@ -43,10 +44,10 @@ def reopen_delay(retry: int | None, empty: int) -> float:
     """Seconds to wait before reopening the standalone stream after ``empty`` streams in a row carried no message.
 
     The server's ``retry`` (milliseconds; 1 s when it gave none), at least :data:`MIN_REOPEN_SECONDS`, doubled for
-    each empty stream, at most a minute.
+    each empty stream in a row after the first, at most a minute.
     """
     base = max(reconnection_delay(retry), MIN_REOPEN_SECONDS)
-    return min(base * 2 ** min(empty, 16), MAX_RECONNECTION_MS / 1000)
+    return min(base * 2 ** min(max(empty - 1, 0), 16), MAX_RECONNECTION_MS / 1000)
 
 
 class StandaloneStream:
@@ -85,7 +86,7 @@ class StandaloneStream:
 
         Returns once the server has accepted the stream (so a request it sends there right after cannot be
         lost), or with False when it answers 405 (it offers none) or fails (logged at WARNING). Reopened as
-        the module docstring says, until three streams in a row carry no message or the server refuses
+        the module docstring says, until ten streams in a row carry no message or the server refuses
         one; a stream the server ends without ids stays closed, and so does one that sends an event beyond
         ``max_response_bytes``.
         """

@@ -200,9 +200,9 @@ class HttpTransport:
         WARNING). A background task routes what arrives to the inbound handler. The stream may be silent
         for any time (no read timeout bounds it: server requests arrive whenever the server has one). A
         stream that breaks (network), or that the server ends after giving event ids, is reopened with
-        ``Last-Event-ID`` after the server's ``retry`` delay (default 1 s; never below 250 ms, doubled after
-        each stream that carried no message, at most 60 s), until three streams in a row carry no message
-        or the server refuses one; a stream the server ends without ids stays closed, and so does one
+        ``Last-Event-ID`` after the server's ``retry`` delay (default 1 s; never below 250 ms, doubled for
+        each further stream in a row that carried no message, at most 60 s), until ten streams in a row carry
+        no message or the server refuses one; a stream the server ends without ids stays closed, and so does one
         that sends an event beyond ``max_response_bytes``. A second call replaces the
         stream; :meth:`end_session` and :meth:`aclose` close it.
         """
