@@ -16,7 +16,7 @@ import trio.testing
 import mcpfsm
 from mcpfsm._transports.http import HttpTransport
 from mcpfsm._transports.http.standalone import MAX_EMPTY_REOPENS, MIN_REOPEN_SECONDS
-from tests.rawserver import Seen, Server, no_stream, ok, rpc, serving
+from tests.rawserver import Seen, Server, no_stream, ok, reset, rpc, serving
 
 LEGACY: Final = "2025-11-25"
 SESSION: Final = "s-1"
@@ -142,3 +142,73 @@ async def test_a_stream_that_carries_messages_is_reopened_with_the_floor_and_no_
     assert len(gets) == 3 + MAX_EMPTY_REOPENS
     assert delays.delays[:6] == [0.25, 0.25, 0.25, 0.25, 0.5, 1.0]
     assert [seen.headers.get("last-event-id") for seen in gets[:6]] == [None, "1", "2", "3", "4", "5"]
+
+
+# --- 6. a legacy call stream that breaks after an event id is resumed, as one the server ended ----------------
+
+INITIALIZE: Final = rpc(
+    {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "raw", "version": "1"}},
+    headers=[("Content-Type", "application/json"), ("Mcp-Session-Id", SESSION)],
+)
+ACCEPTED: Final = ok(b"", status=202, headers=[])
+
+
+def breaking_call_stream(how: str) -> Any:
+    """The tools/call stream: a priming event with id 1, a progress notification with id 2, then it breaks."""
+
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}
+        events = "retry: 10\nid: 1\ndata: \n\n" + message_event(progress, "2")
+        await stream.send_all(SSE_HEAD + chunk(events))
+        if how == "reset":
+            reset(stream)
+        else:
+            await stream.send_all(b"40\r\nid: 3\ndata: {\"jsonrpc\"")  # a chunk of 64 bytes cut after 23
+        return False
+
+    return answer
+
+
+def resumed_answer(stream_seen: list[Seen]) -> Any:
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        stream_seen.append(seen)
+        result = {"content": [{"type": "text", "text": "resumed"}], "isError": False}
+        events = message_event({"jsonrpc": "2.0", "id": 2, "result": result}, "3")
+        await stream.send_all(SSE_HEAD + chunk(events) + b"0\r\n\r\n")
+        return True
+
+    return answer
+
+
+@pytest.mark.parametrize("how", ["reset", "truncated-chunk"])
+async def test_a_legacy_call_stream_that_breaks_after_an_event_id_is_resumed(how: str) -> None:
+    resumed: list[Seen] = []
+    server = Server()
+    server.queue(INITIALIZE, ACCEPTED, no_stream(), breaking_call_stream(how), resumed_answer(resumed))
+    server.default = ok(b"", status=200, headers=[])  # the DELETE
+    seen: list[str] = []
+
+    async with serving(server):
+        client = mcpfsm.Client.http(
+            f"http://127.0.0.1:{server.port}/mcp", protocol=LEGACY, on_notification=lambda m, p: seen.append(m)
+        )
+        with trio.fail_after(10):
+            async with client:
+                assert (await client.call_tool("echo", {})).text == "resumed"
+
+    assert seen == ["notifications/progress"]
+    assert [s.request_line.split()[0] for s in server.seen] == ["POST", "POST", "GET", "POST", "GET", "DELETE"]
+    assert resumed[0].headers["last-event-id"] == "2"
+    assert resumed[0].headers["mcp-session-id"] == SESSION
+
+
+async def test_a_modern_call_stream_that_breaks_is_a_transport_error_and_not_resumed() -> None:
+    server = Server()
+    server.queue(rpc({"supportedVersions": ["2026-07-28"]}), breaking_call_stream("reset"))
+
+    async with serving(server):
+        async with mcpfsm.Client.http(f"http://127.0.0.1:{server.port}/mcp") as client:
+            with pytest.raises(mcpfsm.TransportError, match=r"^reading the event stream failed: "):
+                await client.call_tool("echo", {})
+
+    assert [s.request_line.split()[0] for s in server.seen] == ["POST", "POST"]

@@ -19,7 +19,7 @@ from ..._core.errors import TransportError
 from ..._core.h1 import H1Error
 from ..pool import HttpResponse, WireError, WireTimeout
 
-__all__ = ["is_jsonrpc_error", "mapped", "raise_mapped", "status_message", "too_large"]
+__all__ = ["is_break", "is_jsonrpc_error", "mapped", "raise_mapped", "status_message", "too_large"]
 
 _STATUS_HINTS: Final = {
     413: "the request was too large for the server (body or headers)",
@@ -74,6 +74,19 @@ def raise_mapped(what: str, exc: Exception) -> None:
         # trio wraps socket errors: BrokenResourceError("") from ConnectionResetError(...).
         detail = str(exc) or str(exc.__cause__ or "") or type(exc).__name__
         raise TransportError(f"{what} failed: {detail}") from exc
+
+
+def is_break(exc: Exception) -> bool:
+    """True when ``exc`` says the connection broke (a reset, a truncated body): no timeout, nothing refused.
+
+    A legacy event stream that broke so after an event id is resumed as one the server ended.
+    """
+    httpx = sys.modules.get("httpx")
+    if isinstance(exc, WireTimeout) or (httpx is not None and isinstance(exc, httpx.TimeoutException)):
+        return False
+    if httpx is not None and isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, H1Error | OSError | trio.BrokenResourceError)
 
 
 def too_large(what: str, limit: int) -> TransportError:
