@@ -6,7 +6,12 @@ that sends exactly the bytes a misbehaving server sent in a fault run, and check
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import pytest
@@ -16,7 +21,7 @@ import trio.testing
 import mcpfsm
 from mcpfsm._transports.http import HttpTransport
 from mcpfsm._transports.http.standalone import MAX_EMPTY_REOPENS, MIN_REOPEN_SECONDS
-from tests.rawserver import Seen, Server, no_stream, ok, reset, rpc, serving
+from tests.rawserver import HOST, Seen, Server, no_stream, ok, reset, rpc, serving
 
 LEGACY: Final = "2025-11-25"
 SESSION: Final = "s-1"
@@ -163,7 +168,7 @@ def breaking_call_stream(how: str) -> Any:
         if how == "reset":
             reset(stream)
         else:
-            await stream.send_all(b"40\r\nid: 3\ndata: {\"jsonrpc\"")  # a chunk of 64 bytes cut after 23
+            await stream.send_all(b'40\r\nid: 3\ndata: {"jsonrpc"')  # a chunk of 64 bytes cut after 23
         return False
 
     return answer
@@ -212,3 +217,71 @@ async def test_a_modern_call_stream_that_breaks_is_a_transport_error_and_not_res
                 await client.call_tool("echo", {})
 
     assert [s.request_line.split()[0] for s in server.seen] == ["POST", "POST"]
+
+
+# --- issue 20: a connection error names the OS cause, the URL and the proxy; TLS against plain HTTP says so ----
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nothing listens on: bound, then closed."""
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@asynccontextmanager
+async def plain_http_server() -> AsyncIterator[int]:
+    """A plain-HTTP server that answers whatever it reads (a TLS ClientHello too) with a 400, as real ones do."""
+
+    async def handler(stream: trio.SocketStream) -> None:
+        with contextlib.suppress(trio.BrokenResourceError):
+            await stream.receive_some(65536)
+            await stream.send_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await trio.aclose_forcefully(stream)
+
+    async with trio.open_nursery() as nursery:
+        listeners: list[trio.SocketListener] = await nursery.start(
+            functools.partial(trio.serve_tcp, handler, 0, host=HOST)
+        )
+        yield listeners[0].socket.getsockname()[1]
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_closed_port_names_the_os_cause_and_the_url() -> None:
+    url = f"http://{HOST}:{closed_port()}/mcp"
+    with pytest.raises(mcpfsm.TransportError) as caught:
+        async with mcpfsm.Client.http(url, trust_env=False):
+            pass
+    assert str(caught.value) == f"POST to MCP server failed: cannot connect to {url}: Connection refused"
+
+
+async def test_a_closed_proxy_port_names_the_proxy_but_never_its_credentials() -> None:
+    proxy_port = closed_port()
+    url = f"http://{HOST}:{closed_port()}/mcp"
+    with pytest.raises(mcpfsm.TransportError) as caught:
+        async with mcpfsm.Client.http(url, proxy=f"http://user:s3cret@{HOST}:{proxy_port}"):
+            pass
+    assert str(caught.value) == (
+        f"POST to MCP server failed: cannot connect to {url} through proxy http://{HOST}:{proxy_port}:"
+        " Connection refused"
+    )
+
+
+async def test_a_name_that_does_not_resolve_names_the_resolver_cause() -> None:
+    url = "http://no-such-host.invalid/mcp"
+    with pytest.raises(mcpfsm.TransportError) as caught:
+        async with mcpfsm.Client.http(url, trust_env=False):
+            pass
+    assert str(caught.value).startswith(f"POST to MCP server failed: cannot connect to {url}: ")
+    assert "all attempts" not in str(caught.value)
+    assert "Errno" not in str(caught.value)
+
+
+async def test_https_against_a_plain_http_port_says_so_in_a_plain_sentence() -> None:
+    async with plain_http_server() as port:
+        url = f"https://{HOST}:{port}/mcp"
+        with pytest.raises(mcpfsm.TransportError) as caught:
+            async with mcpfsm.Client.http(url, trust_env=False):
+                pass
+    assert str(caught.value) == f"POST to MCP server failed: cannot connect to {url}: TLS: the server speaks plain HTTP"

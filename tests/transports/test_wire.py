@@ -26,7 +26,7 @@ import mcpfsm
 from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request, request_prefix
 from mcpfsm._transports.base import Reply
 from mcpfsm._transports.http import HttpTransport
-from mcpfsm._transports.pool import ConnectionPool, NotResent, Timeouts, WireError, WireTimeout, connection_pool
+from mcpfsm._transports.pool import ConnectError, ConnectionPool, NotResent, Timeouts, WireError, WireTimeout, connection_pool
 from tests.rawserver import (
     HOST,
     JSON_HEADERS,
@@ -813,11 +813,11 @@ async def test_a_closed_pool_refuses_requests_and_closes_returned_connections() 
             await post(pool, b"2")
 
 
-async def test_nothing_listening_is_an_os_error() -> None:
+async def test_nothing_listening_is_a_connect_error_with_the_os_cause() -> None:
     async with serving(Server()) as server:
         port = server.port
     pool = ConnectionPool(scheme="http", host=HOST, port=port)
-    with pytest.raises(OSError, match=r"^all attempts to connect to 127\.0\.0\.1:\d+ failed$"):
+    with pytest.raises(ConnectError, match=r"^cannot connect to 127\.0\.0\.1:\d+: Connection refused$"):
         await post(pool, b"1")
     assert pool.connections == 0
 
