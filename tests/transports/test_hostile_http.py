@@ -211,10 +211,9 @@ async def test_a_modern_call_stream_that_breaks_is_a_transport_error_and_not_res
     server = Server()
     server.queue(rpc({"supportedVersions": ["2026-07-28"]}), breaking_call_stream("reset"))
 
-    async with serving(server):
-        async with mcpfsm.Client.http(f"http://127.0.0.1:{server.port}/mcp") as client:
-            with pytest.raises(mcpfsm.TransportError, match=r"^reading the event stream failed: "):
-                await client.call_tool("echo", {})
+    async with serving(server), mcpfsm.Client.http(f"http://127.0.0.1:{server.port}/mcp") as client:
+        with pytest.raises(mcpfsm.TransportError, match=r"^reading the event stream failed: "):
+            await client.call_tool("echo", {})
 
     assert [s.request_line.split()[0] for s in server.seen] == ["POST", "POST"]
 

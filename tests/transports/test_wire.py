@@ -26,7 +26,15 @@ import mcpfsm
 from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request, request_prefix
 from mcpfsm._transports.base import Reply
 from mcpfsm._transports.http import HttpTransport
-from mcpfsm._transports.pool import ConnectError, ConnectionPool, NotResent, Timeouts, WireError, WireTimeout, connection_pool
+from mcpfsm._transports.pool import (
+    ConnectError,
+    ConnectionPool,
+    NotResent,
+    Timeouts,
+    WireError,
+    WireTimeout,
+    connection_pool,
+)
 from tests.rawserver import (
     HOST,
     JSON_HEADERS,

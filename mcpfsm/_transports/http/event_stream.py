@@ -2,8 +2,9 @@
 
 Notifications and server-to-client requests before the response are handed to the inbound handler; a
 response for another id is logged and dropped (:meth:`EventStreams.dispatch`, which the standalone stream
-uses too). MCP 2025-11-25 "Resumability and Redelivery": a legacy stream cut before its response (ended by the
-server, or broken by the network: a reset, a truncated chunk) is resumed with a ``GET`` carrying ``Last-Event-ID``, at most :data:`MAX_RESUMES` times; 2026-07-28 streams are not
+uses too). MCP 2025-11-25 "Resumability and Redelivery": a legacy stream cut before its response (ended by
+the server, or broken by the network: a reset, a truncated chunk) is resumed with a ``GET`` carrying
+``Last-Event-ID``, at most :data:`MAX_RESUMES` times; 2026-07-28 streams are not
 resumable, so a modern request is never reconnected.
 """
 

@@ -47,7 +47,8 @@ def reopen_delay(retry: int | None, empty: int) -> float:
     each empty stream in a row after the first, at most a minute.
     """
     base = max(reconnection_delay(retry), MIN_REOPEN_SECONDS)
-    return min(base * 2 ** min(max(empty - 1, 0), 16), MAX_RECONNECTION_MS / 1000)
+    doubled: float = base * (1 << min(max(empty - 1, 0), 16))
+    return min(doubled, MAX_RECONNECTION_MS / 1000)
 
 
 class StandaloneStream:
