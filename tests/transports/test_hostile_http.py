@@ -284,3 +284,73 @@ async def test_https_against_a_plain_http_port_says_so_in_a_plain_sentence() -> 
             async with mcpfsm.Client.http(url, trust_env=False):
                 pass
     assert str(caught.value) == f"POST to MCP server failed: cannot connect to {url}: TLS: the server speaks plain HTTP"
+
+
+# --- 11. a session id belongs to the origin that issued it: a front that 307s to a stateful back end ----------
+
+
+def stateful_back_end(session: str) -> Any:
+    """A legacy stateful server (as the TypeScript SDK v1's): a request without its session id is refused."""
+
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        method = seen.request_line.split()[0]
+        body = json.loads(seen.body) if seen.body else {}
+        if body.get("method") == "initialize":
+            result = {"protocolVersion": LEGACY, "capabilities": {}, "serverInfo": {"name": "back", "version": "1"}}
+            return await rpc(result, headers=[("Content-Type", "application/json"), ("Mcp-Session-Id", session)])(
+                stream, seen
+            )
+        if seen.headers.get("mcp-session-id") != session:
+            error = {
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32000, "message": "Bad Request: Server not initialized"},
+            }
+            return await ok(json.dumps(error).encode(), status=400)(stream, seen)
+        if method == "GET":
+            return await no_stream()(stream, seen)
+        if method == "DELETE" or "id" not in body:
+            return await ok(b"", status=202 if method == "POST" else 200, headers=[])(stream, seen)
+        result = {"content": [{"type": "text", "text": "from the back end"}], "isError": False}
+        return await rpc(result)(stream, seen)
+
+    return answer
+
+
+def redirect_to(port: int) -> Any:
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        return await ok(b"", status=307, headers=[("Location", f"http://{HOST}:{port}/mcp")])(stream, seen)
+
+    return answer
+
+
+async def test_a_session_id_issued_behind_a_cross_origin_307_goes_to_the_back_end_and_never_to_the_front() -> None:
+    back = Server(default=stateful_back_end("back-1"))
+    front = Server()
+    async with serving(back), serving(front):
+        front.default = redirect_to(back.port)
+        async with mcpfsm.Client.http(f"http://{HOST}:{front.port}/mcp", protocol=LEGACY) as client:
+            assert (await client.call_tool("echo", {})).text == "from the back end"
+
+    requests = [(seen.request_line.split()[0], seen.headers.get("mcp-session-id")) for seen in back.seen]
+    assert requests == [("POST", None), ("POST", "back-1"), ("GET", "back-1"), ("POST", "back-1"), ("DELETE", "back-1")]
+    # The front issued no session id: it never gets the back end's.
+    assert len(front.seen) == 5
+    assert all("mcp-session-id" not in seen.headers for seen in front.seen)
+
+
+async def test_a_refusal_after_a_redirect_to_another_origin_names_the_redirect() -> None:
+    back = Server(default=ok(b"gone", status=410, headers=[("Content-Type", "text/plain")]))
+    front = Server()
+    async with serving(back), serving(front):
+        front.default = redirect_to(back.port)
+        transport = HttpTransport(f"http://{HOST}:{front.port}/mcp")
+        try:
+            with pytest.raises(mcpfsm.TransportError) as caught:
+                await transport.send('{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        finally:
+            await transport.aclose()
+    assert str(caught.value) == (
+        f"HTTP 410 X (gone) (after a redirect from http://{HOST}:{front.port}/mcp to http://{HOST}:{back.port}/mcp,"
+        " another origin)"
+    )

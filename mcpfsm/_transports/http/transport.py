@@ -142,15 +142,21 @@ class HttpTransport:
         outgoing = OutgoingMessage.of(message)
         request_id = outgoing.request_id
         resendable = request_id is not None and is_read_only(outgoing.method)
+        crossed: list[str] = []
         try:
             response = await self._endpoint.request(
-                "POST", headers, outgoing.encode(), resendable=resendable, long_lived=outgoing.long_lived
+                "POST",
+                headers,
+                outgoing.encode(),
+                resendable=resendable,
+                long_lived=outgoing.long_lived,
+                crossed=crossed,
             )
         except Exception as exc:
             raise_mapped("POST to MCP server", exc)
             raise
         try:
-            return await self._answer(response, request_id, headers)
+            return await self._answer(response, request_id, headers, crossed)
         finally:
             if not (isinstance(response, WireReply) and response.released):
                 # Hot path (bench/instructions.py): a pooled reply whose body was read has released its connection,
@@ -161,7 +167,9 @@ class HttpTransport:
                     raise_mapped("closing HTTP response", exc)
                     raise
 
-    async def _answer(self, response: HttpResponse, request_id: object, sent: Mapping[str, str]) -> Reply | None:
+    async def _answer(
+        self, response: HttpResponse, request_id: object, sent: Mapping[str, str], crossed: list[str]
+    ) -> Reply | None:
         status = response.status
         headers = response.headers
         if "content-length" in headers and "transfer-encoding" in headers:
@@ -185,8 +193,13 @@ class HttpTransport:
         challenges = field_values(headers, "www-authenticate")
         if media == "application/json" and is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
+        message = status_message(response, body, self._headers.refusal_hint(status))
+        if crossed:
+            # The refusal came from another origin than the endpoint's: credentials stayed behind (MCP
+            # "Authorization"), and so did a session id that origin did not issue.
+            message += f" (after a redirect from {crossed[0]}, another origin)"
         raise TransportError(
-            status_message(response, body, self._headers.refusal_hint(status)),
+            message,
             status=status,
             www_authenticate=challenges,
             dpop_nonce=nonce,
