@@ -354,3 +354,47 @@ async def test_a_refusal_after_a_redirect_to_another_origin_names_the_redirect()
         f"HTTP 410 X (gone) (after a redirect from http://{HOST}:{front.port}/mcp to http://{HOST}:{back.port}/mcp,"
         " another origin)"
     )
+
+
+# --- 8. a stray answer racing the next request never becomes that request's answer or error --------------------
+
+
+def stray_then_own(stray: dict[str, Any], *, status: int = 200) -> Any:
+    """Wait for the next request, then answer an old id first (the stray), then the request's own id."""
+
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        own = {"jsonrpc": "2.0", "id": json.loads(seen.body)["id"], "result": {"tools": [{"name": "own"}]}}
+        responses = b""
+        for message, code in ((stray, status), (own, 200)):
+            body = json.dumps(message).encode()
+            responses += b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (
+                code,
+                len(body),
+            )
+            responses += body
+        await stream.send_all(responses)
+        return True
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("stray", "status"),
+    [
+        pytest.param({"jsonrpc": "2.0", "id": 1, "result": {"stray": True}}, 200, id="result"),
+        pytest.param({"jsonrpc": "2.0", "id": 99, "error": {"code": -32603, "message": "stray"}}, 500, id="error"),
+    ],
+)
+async def test_a_stray_answer_racing_the_next_request_is_dropped_and_the_call_gets_its_own(
+    stray: dict[str, Any], status: int, records: list[tuple[str, str]]
+) -> None:
+    server = Server()
+    server.queue(rpc({"supportedVersions": ["2026-07-28"]}), stray_then_own(stray, status=status))
+
+    async with serving(server):
+        async with mcpfsm.Client.http(f"http://{HOST}:{server.port}/mcp") as client:
+            tools = await client.tools()
+
+    assert [tool.name for tool in tools] == ["own"]
+    assert [seen.connection for seen in server.seen] == [1, 1]
+    assert ("WARNING", f"ignoring a response for unknown request id {stray['id']!r} from the MCP server") in records

@@ -28,7 +28,7 @@ from ..pool import HttpResponse, WireReply
 from ..tls import CertTypes, VerifyTypes
 from .body import media_type, read_body
 from .endpoint import Endpoint
-from .errors import is_jsonrpc_error, mapped, raise_mapped, status_message
+from .errors import MAX_STRAYS, decoded_json, is_jsonrpc_error, mapped, raise_mapped, status_message, stray_id
 from .event_stream import EventStreams
 from .headers import RequestHeaders, field_values, header_value, session_headers
 from .httpx_route import HttpxRoute
@@ -167,8 +167,41 @@ class HttpTransport:
                     raise_mapped("closing HTTP response", exc)
                     raise
 
+    async def _skip(
+        self,
+        response: WireReply,
+        stray: object,
+        request_id: object,
+        sent: Mapping[str, str],
+        crossed: list[str],
+        skipped: int,
+    ) -> Reply | None:
+        # An answer for another id came first on this connection: it belongs to no request of this call, and never
+        # becomes its answer or error. The connection's framing is known, so the next response on it is read.
+        logger.warning("ignoring a response for unknown request id {!r} from the MCP server", stray)
+        if skipped >= MAX_STRAYS:
+            await response.abort()
+            raise TransportError(
+                f"the server sent {skipped + 1} answers for other requests before answering request {request_id!r}"
+            )
+        try:
+            following = await response.following()
+        except Exception as exc:
+            raise_mapped(f"reading the answer to request {request_id!r} after a stray one", exc)
+            raise
+        try:
+            return await self._answer(following, request_id, sent, crossed, skipped + 1)
+        finally:
+            with mapped("closing HTTP response"):
+                await following.aclose()
+
     async def _answer(
-        self, response: HttpResponse, request_id: object, sent: Mapping[str, str], crossed: list[str]
+        self,
+        response: HttpResponse,
+        request_id: object,
+        sent: Mapping[str, str],
+        crossed: list[str],
+        skipped: int = 0,
     ) -> Reply | None:
         status = response.status
         headers = response.headers
@@ -182,15 +215,33 @@ class HttpTransport:
             if status in (202, 204):
                 return None
             if media == "application/json":
-                return Reply(await read_body(response, self._max), status, session_id, dpop_nonce=nonce)
+                # A pooled reply keeps its connection until the answer is known to be this request's (a stray
+                # one is skipped, and the next response on the connection read).
+                held = request_id is not None and type(response) is WireReply
+                body = await read_body(response, self._max, keep=held)
+                decoded = decoded_json(body)
+                if held:
+                    assert isinstance(response, WireReply)
+                    stray = stray_id(decoded, request_id)
+                    if stray is not None:
+                        return await self._skip(response, stray, request_id, sent, crossed, skipped)
+                    response.release()
+                return Reply(body, status, session_id, dpop_nonce=nonce, decoded=decoded)
             if media == "text/event-stream":
                 answer = await self._streams.answer(response, request_id, sent)
                 return Reply(answer, status, session_id, dpop_nonce=nonce)
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r}; expected application/json or text/event-stream"
             )
-        body = await read_body(response, self._max, what="reading HTTP error response")
+        held = request_id is not None and type(response) is WireReply and media == "application/json"
+        body = await read_body(response, self._max, what="reading HTTP error response", keep=held)
         challenges = field_values(headers, "www-authenticate")
+        if held:
+            assert isinstance(response, WireReply)
+            stray = stray_id(decoded_json(body), request_id)
+            if stray is not None:
+                return await self._skip(response, stray, request_id, sent, crossed, skipped)
+            response.release()
         if media == "application/json" and is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
         message = status_message(response, body, self._headers.refusal_hint(status))
