@@ -273,8 +273,9 @@ class ResponseReader:
         return len(self._buffer)
 
     def leftover(self) -> tuple[bytes, bool]:
-        """What was received after the response (bytes of the next response on the connection), and whether the
-        connection has ended; the buffer is emptied.
+        """``(bytes received after the response, whether the connection ended)``; the buffer is emptied.
+
+        The bytes belong to the next response on the connection.
         """
         rest = bytes(self._buffer)
         self._buffer.clear()
