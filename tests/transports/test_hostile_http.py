@@ -391,9 +391,8 @@ async def test_a_stray_answer_racing_the_next_request_is_dropped_and_the_call_ge
     server = Server()
     server.queue(rpc({"supportedVersions": ["2026-07-28"]}), stray_then_own(stray, status=status))
 
-    async with serving(server):
-        async with mcpfsm.Client.http(f"http://{HOST}:{server.port}/mcp") as client:
-            tools = await client.tools()
+    async with serving(server), mcpfsm.Client.http(f"http://{HOST}:{server.port}/mcp") as client:
+        tools = await client.tools()
 
     assert [tool.name for tool in tools] == ["own"]
     assert [seen.connection for seen in server.seen] == [1, 1]
