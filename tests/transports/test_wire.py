@@ -869,7 +869,9 @@ async def test_the_transport_sends_one_exact_request_and_returns_the_json_body()
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp?tenant=a", headers={"X-Tenant": "acme"})
         message = '{"jsonrpc":"2.0","id":1,"method":"tools/call"}'
         answer = await transport.send(message, {"Mcp-Method": "tools/call"})
-        assert answer == Reply(b'{"jsonrpc":"2.0","id":1,"result":{}}', 200)
+        # A JSON answer comes decoded too (the transport matched it to its request by id).
+        decoded = {"jsonrpc": "2.0", "id": 1, "result": {}}
+        assert answer == Reply(b'{"jsonrpc":"2.0","id":1,"result":{}}', 200, decoded=decoded)
         assert server.seen == [
             Seen(
                 connection=1,
@@ -1016,7 +1018,9 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp")
         assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == Reply(response.decode(), 200)
         ping = await transport.send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
-        assert ping == Reply(b'{"jsonrpc":"2.0","id":8,"result":{}}', 200)
+        assert ping == Reply(
+            b'{"jsonrpc":"2.0","id":8,"result":{}}', 200, decoded={"jsonrpc": "2.0", "id": 8, "result": {}}
+        )
         assert server.connections == 1
         await transport.aclose()
 
