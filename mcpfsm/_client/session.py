@@ -406,7 +406,7 @@ class Session:
                     " (0x21-0x7E, MCP 2025-11-25 \"Session Management\"); the answer is refused and the id not kept"
                 )
             self.session_id = reply.session_id
-        payload = decode_message(reply.body)
+        payload = decode_message(reply.body) if reply.decoded is None else reply.decoded
         result = success_result(payload, request_id)
         if result is None:
             # Not a plain successful answer to this request: parse_message says what it is, or what is wrong.

@@ -290,6 +290,15 @@ class ResponseReader:
         """Bytes received and not yet returned (after a CONNECT tunnel opened: bytes that came too early)."""
         return len(self._buffer)
 
+    def leftover(self) -> tuple[bytes, bool]:
+        """``(bytes received after the response, whether the connection ended)``; the buffer is emptied.
+
+        The bytes belong to the next response on the connection.
+        """
+        rest = bytes(self._buffer)
+        self._buffer.clear()
+        return rest, self._eof
+
     @property
     def missing(self) -> int:
         """Bytes of a ``Content-Length`` body not received yet; 0 for any other body, or before the head."""

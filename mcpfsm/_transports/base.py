@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple, Protocol
 
 from .._core.constants import is_long_lived
 from .._core.jsonrpc import Notification, Request, outgoing_request
@@ -94,6 +94,8 @@ class Reply(NamedTuple):
         www_authenticate: the ``WWW-Authenticate`` field values of an HTTP 4xx answer (RFC 9110 §11.6.1),
             in order (HTTP only); what the authorization layer reads on a 401 or 403.
         dpop_nonce: the answer's ``DPoP-Nonce`` header (RFC 9449 §9), if it had one (HTTP only).
+        decoded: the body decoded as JSON, when the transport decoded it already (to match the answer to its
+            request by id); ``None`` otherwise, and the session decodes :attr:`body`.
     """
 
     body: str | bytes
@@ -101,6 +103,7 @@ class Reply(NamedTuple):
     session_id: str | None = None
     www_authenticate: tuple[str, ...] = ()
     dpop_nonce: str | None = None
+    decoded: Any = None
 
     def __repr__(self) -> str:
         """Status, challenges and nonce; never the body or the session id (they may carry secrets)."""

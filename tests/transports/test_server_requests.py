@@ -324,12 +324,18 @@ async def test_a_stream_that_broke_or_expects_a_resume_is_reopened_with_last_eve
 @pytest.mark.parametrize(
     ("gets", "opened", "sleeps_taken"),
     [
-        pytest.param(["id", "nothing", "nothing", "nothing", "id"], 4, [1.0, 1.0, 1.0], id="three-empty-streams"),
+        # Streams without a message back off (doubling, at most a minute), and ten in a row end the loop.
+        pytest.param(
+            ["id", *["nothing"] * 9, "id"],
+            10,
+            [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0, 60.0, 60.0],
+            id="ten-streams-without-a-message",
+        ),
         pytest.param(["id", 404, "id"], 2, [1.0], id="refused"),
         pytest.param(["id", 405, "id"], 2, [1.0], id="none-any-more"),
     ],
 )
-async def test_reopening_stops_after_three_empty_streams_in_a_row_or_a_refusal(
+async def test_reopening_stops_after_ten_streams_without_a_message_in_a_row_or_a_refusal(
     gets: list[str | int], opened: int, sleeps_taken: list[float]
 ) -> None:
     fake = LegacyFake()

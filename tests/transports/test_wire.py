@@ -26,7 +26,15 @@ import mcpfsm
 from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request, request_prefix
 from mcpfsm._transports.base import Reply
 from mcpfsm._transports.http import HttpTransport
-from mcpfsm._transports.pool import ConnectionPool, NotResent, Timeouts, WireError, WireTimeout, connection_pool
+from mcpfsm._transports.pool import (
+    ConnectError,
+    ConnectionPool,
+    NotResent,
+    Timeouts,
+    WireError,
+    WireTimeout,
+    connection_pool,
+)
 from tests.rawserver import (
     HOST,
     JSON_HEADERS,
@@ -813,11 +821,11 @@ async def test_a_closed_pool_refuses_requests_and_closes_returned_connections() 
             await post(pool, b"2")
 
 
-async def test_nothing_listening_is_an_os_error() -> None:
+async def test_nothing_listening_is_a_connect_error_with_the_os_cause() -> None:
     async with serving(Server()) as server:
         port = server.port
     pool = ConnectionPool(scheme="http", host=HOST, port=port)
-    with pytest.raises(OSError, match=r"^all attempts to connect to 127\.0\.0\.1:\d+ failed$"):
+    with pytest.raises(ConnectError, match=r"^cannot connect to 127\.0\.0\.1:\d+: Connection refused$"):
         await post(pool, b"1")
     assert pool.connections == 0
 
@@ -861,7 +869,9 @@ async def test_the_transport_sends_one_exact_request_and_returns_the_json_body()
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp?tenant=a", headers={"X-Tenant": "acme"})
         message = '{"jsonrpc":"2.0","id":1,"method":"tools/call"}'
         answer = await transport.send(message, {"Mcp-Method": "tools/call"})
-        assert answer == Reply(b'{"jsonrpc":"2.0","id":1,"result":{}}', 200)
+        # A JSON answer comes decoded too (the transport matched it to its request by id).
+        decoded = {"jsonrpc": "2.0", "id": 1, "result": {}}
+        assert answer == Reply(b'{"jsonrpc":"2.0","id":1,"result":{}}', 200, decoded=decoded)
         assert server.seen == [
             Seen(
                 connection=1,
@@ -1008,7 +1018,9 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp")
         assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == Reply(response.decode(), 200)
         ping = await transport.send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
-        assert ping == Reply(b'{"jsonrpc":"2.0","id":8,"result":{}}', 200)
+        assert ping == Reply(
+            b'{"jsonrpc":"2.0","id":8,"result":{}}', 200, decoded={"jsonrpc": "2.0", "id": 8, "result": {}}
+        )
         assert server.connections == 1
         await transport.aclose()
 

@@ -41,8 +41,12 @@ async def abort(response: HttpResponse) -> None:
         await response.abort()
 
 
-async def read_body(response: HttpResponse, limit: int, *, what: str = "reading HTTP response") -> bytes:
+async def read_body(
+    response: HttpResponse, limit: int, *, what: str = "reading HTTP response", keep: bool = False
+) -> bytes:
     """The whole body of ``response``, decoded, at most ``limit`` bytes.
+
+    ``keep``: a pooled reply keeps its connection after the body (``WireReply.read``), until it is released.
 
     Raises:
         TransportError: the body is beyond ``limit`` (the connection is closed), or reading it failed.
@@ -57,7 +61,7 @@ async def read_body(response: HttpResponse, limit: int, *, what: str = "reading 
         # Hot path (bench/instructions.py): no coding, and a length within the limit that framing holds the body
         # to: nothing to decode or count.
         try:
-            return await response.read()
+            return await response.read(keep=keep)
         except Exception as exc:
             raise_mapped(what, exc)
             raise

@@ -55,17 +55,27 @@ class Endpoint:
         return self._url
 
     async def request(
-        self, method: str, extra: Mapping[str, str], body: bytes = b"", *, resendable: bool, long_lived: bool = False
+        self,
+        method: str,
+        extra: Mapping[str, str],
+        body: bytes = b"",
+        *,
+        resendable: bool,
+        long_lived: bool = False,
+        crossed: list[str] | None = None,
     ) -> HttpResponse:
         """Send ``method`` with the message's headers ``extra`` and ``body``, following redirects.
 
-        Returns the first response that is no followed redirect; the caller closes it.
+        Returns the first response that is no followed redirect; the caller closes it. A legacy session id that
+        response assigns belongs to the origin it came from (:meth:`~.headers.RequestHeaders.issued`). When a
+        redirect took the request to another origin, ``crossed`` (if given) gets ``"<from> to <to>"`` (what an
+        error message says about it).
 
         Raises:
             TransportError: a redirect that is not followed, or more than :data:`MAX_REDIRECTS` of them.
             Exception: what the route raises (``http.errors`` maps it).
         """
-        url = self._url
+        url = first = self._url
         where, path = self._place
         start = where
         permanent = True
@@ -78,6 +88,11 @@ class Endpoint:
             status = response.status
             location = response.headers.get("location")
             if location is None or (status not in _FOLLOWED and (status not in _NOT_FOLLOWED_FOR_POST)):
+                if where != start:
+                    if (session := response.headers.get("mcp-session-id")) is not None:
+                        self._headers.issued(session, where)
+                    if crossed is not None:
+                        crossed.append(f"{redacted(first)} to {redacted(url)}")
                 return response
             await response.aclose()
             moved = redirect_target(url, location)

@@ -11,15 +11,29 @@ from __future__ import annotations
 import json
 import sys
 from types import TracebackType
-from typing import Final
+from typing import Any, Final
 
 import trio
 
-from ..._core.errors import TransportError
+from ..._core.errors import ProtocolError, TransportError
 from ..._core.h1 import H1Error
+from ..._core.jsonrpc import decode_message
 from ..pool import HttpResponse, WireError, WireTimeout
 
-__all__ = ["is_jsonrpc_error", "mapped", "raise_mapped", "status_message", "too_large"]
+__all__ = [
+    "MAX_STRAYS",
+    "decoded_json",
+    "is_break",
+    "is_jsonrpc_error",
+    "mapped",
+    "raise_mapped",
+    "status_message",
+    "stray_id",
+    "too_large",
+]
+
+MAX_STRAYS: Final = 4
+"""Answers for other requests skipped on one connection before a request's own; one more is a ``TransportError``."""
 
 _STATUS_HINTS: Final = {
     413: "the request was too large for the server (body or headers)",
@@ -74,6 +88,41 @@ def raise_mapped(what: str, exc: Exception) -> None:
         # trio wraps socket errors: BrokenResourceError("") from ConnectionResetError(...).
         detail = str(exc) or str(exc.__cause__ or "") or type(exc).__name__
         raise TransportError(f"{what} failed: {detail}") from exc
+
+
+def is_break(exc: Exception) -> bool:
+    """True when ``exc`` says the connection broke (a reset, a truncated body): no timeout, nothing refused.
+
+    A legacy event stream that broke so after an event id is resumed as one the server ended.
+    """
+    httpx = sys.modules.get("httpx")
+    if isinstance(exc, WireTimeout) or (httpx is not None and isinstance(exc, httpx.TimeoutException)):
+        return False
+    if httpx is not None and isinstance(exc, httpx.TransportError):
+        return True
+    return isinstance(exc, H1Error | OSError | trio.BrokenResourceError)
+
+
+def decoded_json(body: bytes) -> Any:
+    """``body`` decoded as a JSON-RPC message, or ``None`` when it is none (the session then says what is wrong)."""
+    try:
+        return decode_message(body)
+    except ProtocolError:
+        return None
+
+
+def stray_id(decoded: Any, request_id: object) -> object:
+    """The id of a JSON-RPC response for another request than ``request_id``; ``None`` for anything else.
+
+    A response with a ``null`` id (an error the server could not tie to a request) is no stray: it may answer
+    this request. Anything that is not a response is the session's to judge.
+    """
+    if type(decoded) is not dict or "method" in decoded or ("result" not in decoded and "error" not in decoded):
+        return None
+    answered = decoded.get("id")
+    if answered is None or (answered == request_id and type(answered) is type(request_id)):
+        return None
+    return answered
 
 
 def too_large(what: str, limit: int) -> TransportError:

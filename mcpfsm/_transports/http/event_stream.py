@@ -2,8 +2,9 @@
 
 Notifications and server-to-client requests before the response are handed to the inbound handler; a
 response for another id is logged and dropped (:meth:`EventStreams.dispatch`, which the standalone stream
-uses too). MCP 2025-11-25 "Resumability and Redelivery": a legacy stream cut before its response is resumed
-with a ``GET`` carrying ``Last-Event-ID``, at most :data:`MAX_RESUMES` times; 2026-07-28 streams are not
+uses too). MCP 2025-11-25 "Resumability and Redelivery": a legacy stream cut before its response (ended by
+the server, or broken by the network: a reset, a truncated chunk) is resumed with a ``GET`` carrying
+``Last-Event-ID``, at most :data:`MAX_RESUMES` times; 2026-07-28 streams are not
 resumable, so a modern request is never reconnected.
 """
 
@@ -22,7 +23,7 @@ from ..base import InboundHandler
 from ..pool import HttpResponse
 from .body import abort, decoder, media_type, read_body
 from .endpoint import Endpoint
-from .errors import mapped, status_message, too_large
+from .errors import is_break, mapped, raise_mapped, status_message, too_large
 from .headers import header_value, session_headers
 
 __all__ = ["MAX_RESUMES", "EventStreams"]
@@ -58,15 +59,16 @@ class EventStreams:
             TransportError: the stream ended before the response, or an event is beyond the limit.
             ProtocolError: the stream or a message in it is malformed.
         """
+        # MCP 2025-11-25 "Resumability and Redelivery": a legacy stream cut before its response (ended by the
+        # server, or broken by the network) is resumed; 2026-07-28 streams are not resumable, so a modern request
+        # is never reconnected.
+        version = header_value(sent, "mcp-protocol-version")
+        resumable = version is not None and not is_modern(version)
         parser = SseParser(max_event_bytes=self._max)
-        answer = await self._consume(response, parser, request_id)
+        answer = await self._consume(response, parser, request_id, resumable)
         if answer is not None:
             return answer
         resumes = 0
-        # MCP 2025-11-25 "Resumability and Redelivery": a legacy stream cut before its response is
-        # resumed; 2026-07-28 streams are not resumable, so a modern request is never reconnected.
-        version = header_value(sent, "mcp-protocol-version")
-        resumable = version is not None and not is_modern(version)
         while resumable and parser.last_event_id and resumes < MAX_RESUMES:
             resumes += 1
             await self._sleep(reconnection_delay(parser.retry))
@@ -91,24 +93,34 @@ class EventStreams:
                 # No status: it answered the GET, not the message. A 401 here is no challenge to the POST (the
                 # authorization layer would resend it, and a tool would run twice), nor a 404 an expired session.
                 raise TransportError("could not resume the event stream: " + status_message(response, body))
-            return await self._consume(response, parser, request_id)
+            return await self._consume(response, parser, request_id, True)
         finally:
             with mapped("closing HTTP response"):
                 await response.aclose()
 
-    async def _consume(self, response: HttpResponse, parser: SseParser, request_id: object) -> str | None:
+    async def _consume(
+        self, response: HttpResponse, parser: SseParser, request_id: object, resumable: bool
+    ) -> str | None:
+        # The response to request_id, or None when the stream ended before it; a stream that breaks (network) after
+        # an event id ends the same way when it is resumable (the caller resumes it), else raises TransportError.
         stream = decoder(response, limit=None)
         try:
-            with mapped("reading the event stream"):
+            try:
                 async for chunk in response.chunks():
                     for piece in stream.decode(chunk):
                         answer = await self._feed(parser, piece, request_id)
                         if answer is not None:
                             return answer
-                for piece in stream.finish():
-                    answer = await self._feed(parser, piece, request_id)
-                    if answer is not None:
-                        return answer
+            except Exception as exc:
+                if not (resumable and parser.last_event_id and is_break(exc)):
+                    raise_mapped("reading the event stream", exc)
+                    raise
+                logger.debug("the event stream broke after event {!r}: {!r}", parser.last_event_id, exc)
+                return None
+            for piece in stream.finish():
+                answer = await self._feed(parser, piece, request_id)
+                if answer is not None:
+                    return answer
         except SseTooLarge as exc:
             # The connection goes, with whatever the server still sends on it.
             await abort(response)

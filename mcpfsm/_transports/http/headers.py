@@ -7,7 +7,9 @@
 - **credentials**: the caller's ``Authorization`` and ``Cookie``, the URL's credentials (as ``Authorization:
   Basic``, which wins as in httpx) and the token of :class:`~mcpfsm._transports.base.RequestCredentials` only
   ever go to the origin of the URL the transport was made with; when a redirect changes the origin,
-  ``Mcp-Session-Id`` stays behind too;
+  ``Mcp-Session-Id`` stays behind too, unless that origin issued it: a session id belongs to the origin that
+  issued it (a front that answers 307 to a stateful back end on another origin: the back end's id goes to the
+  back end on every later hop, never to the front);
 - **cookies** (RFC 6265), as an ``AsyncClient`` keeps them: what a response sets goes back on later requests
   where the jar's rules say it applies (:mod:`~mcpfsm._transports.cookies`), after a ``Cookie`` header of the
   caller's own; one jar per transport, in memory.
@@ -36,6 +38,10 @@ USER_AGENT: Final = f"mcpfsm/{MCPFSM_VERSION}"
 # Sent only to the origin they were meant for.
 _CREDENTIAL_HEADERS: Final = frozenset({"authorization", "cookie"})
 
+_SESSION: Final = SESSION_HEADER.lower()
+# Session ids remembered with the origin that issued them (one session at a time, a few renewals).
+_MAX_ISSUERS: Final = 8
+
 Headers = tuple[tuple[str, str], ...]
 
 
@@ -53,7 +59,7 @@ class RequestHeaders:
             character; the message never quotes the value).
     """
 
-    __slots__ = ("_authorization", "_cookies", "_credentials", "_fixed", "_home")
+    __slots__ = ("_authorization", "_cookies", "_credentials", "_fixed", "_home", "_issuers")
 
     def __init__(
         self,
@@ -94,6 +100,8 @@ class RequestHeaders:
         self._home = home
         self._authorization = authorization
         self._cookies: Cookies | None = None  # made with the first Set-Cookie
+        # Session ids an origin other than the request's first issued (after a redirect), and that origin.
+        self._issuers: dict[str, Origin] = {}
 
     def for_hop(
         self, url: httpx.URL, origin: Origin, start: Origin, method: str, extra: Mapping[str, str]
@@ -109,10 +117,19 @@ class RequestHeaders:
         if home and self._authorization is not None:
             # The token (and a DPoP proof for this method and URL) only ever goes to the endpoint's origin.
             headers += self._authorization.headers(method, str(url))
-        if origin == start:
+        if self._issuers:
+            # A session id goes to the origin that issued it (a request's first origin, unless a redirect target
+            # issued it), and nowhere else.
+            session = next((v for n, v in extra.items() if n.lower() == _SESSION), None)
+            owner = start if session is None else self._issuers.get(session, start)
+            if origin == owner:
+                headers += extra.items()
+            else:
+                headers += ((n, v) for n, v in extra.items() if n.lower() != _SESSION)
+        elif origin == start:
             headers += extra.items()
         else:
-            headers += ((n, v) for n, v in extra.items() if n.lower() != SESSION_HEADER.lower())
+            headers += ((n, v) for n, v in extra.items() if n.lower() != _SESSION)
         if self._cookies is not None and (cookie := self._cookies.header(str(url), method)) is not None:
             # The jar's cookies for this URL (RFC 6265 §5.4), after a Cookie header of the caller's own (which
             # is among the fixed headers: the request then goes with every header of its own).
@@ -124,6 +141,12 @@ class RequestHeaders:
             else:
                 headers[mine] = (headers[mine][0], f"{headers[mine][1]}; {cookie}")
         return fixed, headers
+
+    def issued(self, session_id: str, origin: Origin) -> None:
+        """Remember that ``origin`` (a redirect target, not the request's first origin) issued ``session_id``."""
+        if len(self._issuers) >= _MAX_ISSUERS:
+            self._issuers.clear()
+        self._issuers[session_id] = origin
 
     def keep_cookies(self, url: httpx.URL, method: str, set_cookie: Sequence[str]) -> None:
         """Keep what a response to ``method`` at ``url`` set (RFC 6265 §5.3): it applies from the next request on."""

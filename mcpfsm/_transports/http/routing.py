@@ -15,9 +15,9 @@ import ssl
 from typing import TYPE_CHECKING, Final, Protocol
 
 from ..._core.proxies import ProxyRules
-from ..pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts
+from ..pool import ConnectError, ConnectionPool, HttpResponse, ProxyRoute, Timeouts
 from ..tls import CertTypes, VerifyTypes, ssl_context
-from .urls import Origin, basic, names_credentials, origin, parse_url
+from .urls import Origin, basic, names_credentials, origin, parse_url, redacted
 
 if TYPE_CHECKING:
     import httpx
@@ -139,16 +139,20 @@ class PoolRoute:
         pool = self.pools.get(origin) or self._pool_for(url)
         # The 2xx body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
         prefetch = method == "POST" and not long_lived
-        return await pool.request(
-            method,
-            target,
-            headers,
-            body,
-            resendable=resendable,
-            prefetch=prefetch,
-            long_lived=long_lived,
-            fixed=fixed,
-        )
+        try:
+            return await pool.request(
+                method,
+                target,
+                headers,
+                body,
+                resendable=resendable,
+                prefetch=prefetch,
+                long_lived=long_lived,
+                fixed=fixed,
+            )
+        except ConnectError as exc:
+            exc.url = redacted(url)  # the message names the URL (never its credentials), not only host:port
+            raise
 
     async def aclose(self) -> None:
         """Close every pool (idle connections now, busy ones when their response is released)."""

@@ -28,7 +28,7 @@ from ..pool import HttpResponse, WireReply
 from ..tls import CertTypes, VerifyTypes
 from .body import media_type, read_body
 from .endpoint import Endpoint
-from .errors import is_jsonrpc_error, mapped, raise_mapped, status_message
+from .errors import MAX_STRAYS, decoded_json, is_jsonrpc_error, mapped, raise_mapped, status_message, stray_id
 from .event_stream import EventStreams
 from .headers import RequestHeaders, field_values, header_value, session_headers
 from .httpx_route import HttpxRoute
@@ -155,15 +155,21 @@ class HttpTransport:
         outgoing = OutgoingMessage.of(message)
         request_id = outgoing.request_id
         resendable = request_id is not None and is_read_only(outgoing.method)
+        crossed: list[str] = []
         try:
             response = await self._endpoint.request(
-                "POST", headers, outgoing.encode(), resendable=resendable, long_lived=outgoing.long_lived
+                "POST",
+                headers,
+                outgoing.encode(),
+                resendable=resendable,
+                long_lived=outgoing.long_lived,
+                crossed=crossed,
             )
         except Exception as exc:
             raise_mapped("POST to MCP server", exc)
             raise
         try:
-            return await self._answer(response, request_id, headers)
+            return await self._answer(response, request_id, headers, crossed)
         finally:
             if not (isinstance(response, WireReply) and response.released):
                 # Hot path (bench/instructions.py): a pooled reply whose body was read has released its connection,
@@ -174,7 +180,42 @@ class HttpTransport:
                     raise_mapped("closing HTTP response", exc)
                     raise
 
-    async def _answer(self, response: HttpResponse, request_id: object, sent: Mapping[str, str]) -> Reply | None:
+    async def _skip(
+        self,
+        response: WireReply,
+        stray: object,
+        request_id: object,
+        sent: Mapping[str, str],
+        crossed: list[str],
+        skipped: int,
+    ) -> Reply | None:
+        # An answer for another id came first on this connection: it belongs to no request of this call, and never
+        # becomes its answer or error. The connection's framing is known, so the next response on it is read.
+        logger.warning("ignoring a response for unknown request id {!r} from the MCP server", stray)
+        if skipped >= MAX_STRAYS:
+            await response.abort()
+            raise TransportError(
+                f"the server sent {skipped + 1} answers for other requests before answering request {request_id!r}"
+            )
+        try:
+            following = await response.following()
+        except Exception as exc:
+            raise_mapped(f"reading the answer to request {request_id!r} after a stray one", exc)
+            raise
+        try:
+            return await self._answer(following, request_id, sent, crossed, skipped + 1)
+        finally:
+            with mapped("closing HTTP response"):
+                await following.aclose()
+
+    async def _answer(
+        self,
+        response: HttpResponse,
+        request_id: object,
+        sent: Mapping[str, str],
+        crossed: list[str],
+        skipped: int = 0,
+    ) -> Reply | None:
         status = response.status
         headers = response.headers
         if "content-length" in headers and "transfer-encoding" in headers:
@@ -187,19 +228,42 @@ class HttpTransport:
             if status in (202, 204):
                 return None
             if media == "application/json":
-                return Reply(await read_body(response, self._max), status, session_id, dpop_nonce=nonce)
+                # A pooled reply keeps its connection until the answer is known to be this request's (a stray
+                # one is skipped, and the next response on the connection read).
+                held = request_id is not None and type(response) is WireReply
+                body = await read_body(response, self._max, keep=held)
+                decoded = decoded_json(body)
+                if held:
+                    assert isinstance(response, WireReply)
+                    stray = stray_id(decoded, request_id)
+                    if stray is not None:
+                        return await self._skip(response, stray, request_id, sent, crossed, skipped)
+                    response.release()
+                return Reply(body, status, session_id, dpop_nonce=nonce, decoded=decoded)
             if media == "text/event-stream":
                 answer = await self._streams.answer(response, request_id, sent)
                 return Reply(answer, status, session_id, dpop_nonce=nonce)
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r}; expected application/json or text/event-stream"
             )
-        body = await read_body(response, self._max, what="reading HTTP error response")
+        held = request_id is not None and type(response) is WireReply and media == "application/json"
+        body = await read_body(response, self._max, what="reading HTTP error response", keep=held)
         challenges = field_values(headers, "www-authenticate")
+        if held:
+            assert isinstance(response, WireReply)
+            stray = stray_id(decoded_json(body), request_id)
+            if stray is not None:
+                return await self._skip(response, stray, request_id, sent, crossed, skipped)
+            response.release()
         if media == "application/json" and is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
+        message = status_message(response, body, self._headers.refusal_hint(status))
+        if crossed:
+            # The refusal came from another origin than the endpoint's: credentials stayed behind (MCP
+            # "Authorization"), and so did a session id that origin did not issue.
+            message += f" (after a redirect from {crossed[0]}, another origin)"
         raise TransportError(
-            status_message(response, body, self._headers.refusal_hint(status)),
+            message,
             status=status,
             www_authenticate=challenges,
             dpop_nonce=nonce,
@@ -212,10 +276,11 @@ class HttpTransport:
         cannot be lost), or with False when it answers 405 (it offers none) or fails (logged at
         WARNING). A background task routes what arrives to the inbound handler. The stream may be silent
         for any time (no read timeout bounds it: server requests arrive whenever the server has one). A
-        stream that breaks (network), or that the server ends after giving event ids, is reopened after the
-        server's ``retry`` delay (default 1 s, at most 60 s) with ``Last-Event-ID``, until three reopened streams in a
-        row bring nothing or the server refuses one; a stream the server ends without ids stays closed,
-        and so does one that sends an event beyond ``max_response_bytes``. A second call replaces the
+        stream that breaks (network), or that the server ends after giving event ids, is reopened with
+        ``Last-Event-ID`` after the server's ``retry`` delay (default 1 s; never below 250 ms, doubled for
+        each further stream in a row that carried no message, at most 60 s), until ten streams in a row carry
+        no message or the server refuses one; a stream the server ends without ids stays closed, and so does one
+        that sends an event beyond ``max_response_bytes``. A second call replaces the
         stream; :meth:`end_session` and :meth:`aclose` close it.
         """
         await self._standalone.close()

@@ -24,7 +24,8 @@ open and quiet: a subscription, the standalone event stream) is the exception: t
 wait for its head, not the silences of its body.
 
 Errors: :class:`WireError` (the pool is closed, or a response was closed before its body was
-read), :class:`NotResent`, :class:`TunnelError`, :class:`WireTimeout`,
+read), :class:`ConnectError` (a connection could not be opened: its plain cause),
+:class:`NotResent`, :class:`TunnelError`, :class:`WireTimeout`,
 :class:`~mcpfsm._core.h1.H1Error` (a request that cannot be written, a server that closed the
 connection mid-response or broke HTTP/1.1 framing), and ``OSError`` or
 ``trio.BrokenResourceError`` from the socket. :mod:`mcpfsm._transports.http.errors` turns them into
@@ -33,12 +34,13 @@ connection.
 """
 
 from .connection_pool import ConnectionPool
-from .errors import NotResent, TunnelError, WireError, WireTimeout
+from .errors import ConnectError, NotResent, TunnelError, WireError, WireTimeout
 from .http_proxy import ProxyRoute
 from .interfaces import HttpResponse, Timeouts
 from .reply import WireReply
 
 __all__ = [
+    "ConnectError",
     "ConnectionPool",
     "HttpResponse",
     "NotResent",

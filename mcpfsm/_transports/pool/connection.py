@@ -11,6 +11,7 @@ bounded by a :class:`~mcpfsm._transports.deadlines.Deadline`, not a cancel scope
 from __future__ import annotations
 
 import errno
+import os
 import select
 import socket as stdlib_socket
 import ssl
@@ -18,11 +19,53 @@ import ssl
 import trio
 
 from ..deadlines import Deadline
-from .errors import WireTimeout
+from .errors import ConnectError, TunnelError, WireTimeout
 from .http_proxy import ProxyRoute, tunnel
 from .interfaces import RECEIVE_BYTES
 
-__all__ = ["Connection", "PlainStream", "connect"]
+__all__ = ["Connection", "PlainStream", "connect", "connect_cause"]
+
+# OpenSSL's reasons when the peer answered a ClientHello with something that is no TLS record: a plain-HTTP server
+# (it answers "HTTP/1.1 400" to what it reads as a malformed request line).
+_PLAIN_HTTP_REASONS = frozenset(
+    {"WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG", "HTTP_REQUEST"}
+)
+
+
+def connect_cause(exc: BaseException) -> str:
+    """The plain cause of a failed connect: the OS's words for each attempt (deduplicated), or ``TLS: ...``.
+
+    trio's ``open_tcp_stream`` wraps the failure of each address it tried (``all attempts to connect ... failed``
+    from a group of ``OSError``); an ``SSLStream`` wraps the ``ssl.SSLError`` in ``BrokenResourceError``.
+    """
+    causes: list[str] = []
+    pending: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLError):
+            reason = getattr(current, "reason", None)
+            if reason in _PLAIN_HTTP_REASONS:
+                return "TLS: the server speaks plain HTTP"
+            verify = getattr(current, "verify_message", None)
+            return f"TLS: {current}" if not verify else f"TLS: {current} ({verify})"
+        if isinstance(current, OSError) and current.strerror:
+            # trio words a refused attempt "Error connecting to (host, port): Connection refused"; the errno's
+            # own words are the cause (a resolver error has its own numbers, and its strerror is the cause).
+            number = current.errno
+            plain = current.strerror
+            if not isinstance(current, stdlib_socket.gaierror) and isinstance(number, int) and number > 0:
+                plain = os.strerror(number)
+            if plain not in causes:
+                causes.append(plain)
+            continue
+        if isinstance(current, BaseExceptionGroup):
+            pending.extend(current.exceptions)
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+    return "; ".join(causes) or str(exc) or type(exc).__name__
 
 
 async def _handshake(stream: trio.abc.Stream, context: ssl.SSLContext, host: str) -> trio.SSLStream[trio.abc.Stream]:
@@ -169,8 +212,30 @@ async def connect(
     Raises:
         WireTimeout: the connect timeout passed.
         TunnelError: the proxy refused the ``CONNECT`` tunnel.
-        OSError, trio.BrokenResourceError, ssl.SSLError: connecting or the handshake failed.
+        ConnectError: connecting or the handshake failed (its text is the plain cause, :func:`connect_cause`).
     """
+    try:
+        return await _connect(
+            host, port, tls=tls, proxy=proxy, tunnel_target=tunnel_target, proxy_headers=proxy_headers, timeout=timeout
+        )
+    except (TunnelError, WireTimeout):
+        raise
+    except (OSError, trio.BrokenResourceError) as exc:
+        shown = f"[{host}]" if ":" in host else host
+        where = None if proxy is None else f"{proxy.scheme}://{proxy.host}:{proxy.port}"
+        raise ConnectError(connect_cause(exc), address=f"{shown}:{port}", proxy=where) from exc
+
+
+async def _connect(
+    host: str,
+    port: int,
+    *,
+    tls: ssl.SSLContext | None,
+    proxy: ProxyRoute | None,
+    tunnel_target: str,
+    proxy_headers: tuple[tuple[str, str], ...],
+    timeout: float,
+) -> Connection:
     with trio.CancelScope(deadline=trio.current_time() + timeout) as scope:
         address, address_port = (proxy.host, proxy.port) if proxy is not None else (host, port)
         tcp = await trio.open_tcp_stream(address, address_port)

@@ -88,8 +88,11 @@ class WireReply:
         self._deferred = deferred
         self._read_timeout = math.inf if long_lived else pool.timeouts.read
 
-    async def read(self) -> bytes:
+    async def read(self, *, keep: bool = False) -> bytes:
         """Read the rest of the body.
+
+        ``keep``: the connection stays with this reply once the body has been read, until :meth:`release`,
+        :meth:`aclose` or :meth:`following` (the caller checks whom the answer is for).
 
         Raises:
             WireError, WireTimeout, H1Error, OSError, trio.BrokenResourceError: as for the request.
@@ -105,7 +108,8 @@ class WireReply:
                 self._discard()
                 raise
             if piece is None:
-                self._release()
+                if not keep:
+                    self._release()
                 break
             if piece:
                 pieces.append(piece)
@@ -156,6 +160,42 @@ class WireReply:
         if deferred is not None:
             raise deferred
         return await receive(connection, self._read_timeout)
+
+    def release(self) -> None:
+        """Hand the connection back now (after :meth:`read` with ``keep``): to the pool if the body ended cleanly."""
+        if self._reader.done:
+            self._release()
+        else:
+            self._discard()
+
+    async def following(self, method: str = "POST") -> WireReply:
+        """The next response on this connection, once this one's body was read with ``keep``.
+
+        For an answer that belongs to no request of ours (a server that answered twice): on a connection whose
+        framing is known, the response to the request sent is the next one. This reply no longer holds the
+        connection; the returned one does (the caller closes it).
+
+        Raises:
+            WireError: the body was not read, or the connection is gone.
+            WireTimeout, H1Error, OSError, trio.BrokenResourceError: as for the request.
+        """
+        connection = self._connection
+        if connection is None or not self._reader.done:
+            raise WireError("no further response can be read on this connection")
+        self._connection = None
+        rest, ended = self._reader.leftover()
+        reader = ResponseReader(method)
+        if rest:
+            reader.receive(rest)
+        if ended:
+            reader.receive(b"")
+        try:
+            while reader.read_head() is None:
+                reader.receive(await receive(connection, self._pool.timeouts.read))
+        except BaseException:
+            self._pool.release(connection, reusable=False)
+            raise
+        return WireReply(self._pool, connection, reader)
 
     @property
     def released(self) -> bool:
