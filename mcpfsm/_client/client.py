@@ -36,7 +36,6 @@ from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, MCPFSM_VERSION, SPOKEN_VERSIONS, is_modern
 from .._core.errors import McpError, OutputValidationError
 from .._core.events import CallEvent
-from .._core.h1 import connection_header_problem
 from .._core.input import MRTR_METHODS
 from .._core.output import OutputCheck, ValidateOutput
 from .._core.plan import HeaderPlan
@@ -312,9 +311,6 @@ class Client:
                 ``Upgrade``; a ``Host`` or ``Connection`` of your own is sent as given).
             ValueError, TypeError: as for :class:`Client`; ``auth`` of none of the accepted kinds.
         """
-        for name in headers or {}:
-            if (problem := connection_header_problem(name)) is not None:
-                raise ValueError(problem)
         if isinstance(verify, str) and verify == "system":
             verify = system_trust()
         layer: AuthorizationLayer | StaticToken | None = None

@@ -77,3 +77,10 @@ def test_the_refusal_names_the_header_and_never_its_value() -> None:
         mcpfsm.Client.http("http://127.0.0.1:9/mcp", headers={"Content-Length": "SECRET-42"})
     assert "Content-Length" in str(refused.value)
     assert "SECRET-42" not in str(refused.value)
+
+
+@pytest.mark.parametrize("name", OWNED)
+def test_the_transport_built_directly_refuses_them_too(name: str) -> None:
+    # HttpTransport is public: one built by the caller (and handed to Client) is held to the same rule.
+    with pytest.raises(ValueError, match=rf"^header {name} is set by the connection, not by the caller "):
+        mcpfsm.HttpTransport("http://127.0.0.1:1/mcp", headers={name: "1"})

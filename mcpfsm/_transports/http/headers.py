@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..._core.constants import MCPFSM_VERSION
 from ..._core.content_coding import ACCEPT_ENCODING
-from ..._core.h1 import field_problem
+from ..._core.h1 import connection_header_problem, field_problem
 from ..base import SESSION_HEADER, RequestCredentials, filter_custom_headers
 from ..cookies import Cookies
 from .urls import Origin, basic, names_credentials
@@ -70,7 +70,7 @@ class RequestHeaders:
     ) -> None:
         custom = filter_custom_headers(headers)
         for name, value in custom.items():
-            if (problem := field_problem(name, value)) is not None:
+            if (problem := field_problem(name, value) or connection_header_problem(name)) is not None:
                 raise ValueError(problem)
         lowered = {name.lower() for name in custom}
         credentials = [(name, value) for name, value in custom.items() if name.lower() in _CREDENTIAL_HEADERS]
