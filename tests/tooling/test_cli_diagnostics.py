@@ -50,7 +50,7 @@ def test_a_closed_port_says_connection_refused_and_names_the_url() -> None:
     run = mcpfsm("tools", url)
     assert (run.code, run.stdout) == (Exit.unreachable, "")
     line = one_error_line(run)
-    assert line.endswith(f"POST to MCP server failed: cannot connect to {url}: Connection refused"), line
+    assert line == f"mcpfsm: error: POST to MCP server failed: cannot connect to {url}: Connection refused", line
     assert "all attempts" not in line
 
 
@@ -62,4 +62,5 @@ async def test_https_against_a_plain_http_port_says_the_server_speaks_plain_http
     assert (run.code, run.stdout) == (Exit.unreachable, "")
     line = one_error_line(run)
     assert line.endswith(f"cannot connect to {url}: TLS: the server speaks plain HTTP"), line
+    assert line.count(url) == 1, line
     assert "SSL" not in line

@@ -486,7 +486,9 @@ def connection_errors(target: str, client: Client | None = None) -> Iterator[Non
                 f"{target}: the server requires authorization (HTTP 401) and the request carried none it accepts:"
                 f" run `mcpfsm login {target}` and use --auth oauth (the default), or pass --token TOKEN",
             ) from exc
-        raise CliError(Exit.unreachable, f"{target}: {exc}") from exc
+        # A connection error names the URL itself (with the OS cause and the proxy): not twice.
+        said = str(exc)
+        raise CliError(Exit.unreachable, said if target in said else f"{target}: {said}") from exc
 
 
 def print_line(text: str) -> None:
