@@ -37,7 +37,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
@@ -62,22 +62,18 @@ def _tag(body: bytes, key: bytes | None) -> str:
     return hmac.digest(key, body, "sha256").hex()
 
 
-class _Hmac:
-    # HMAC-SHA-256 (RFC 2104) with the keyed inner and outer states computed once: per line two copies and two
-    # updates, about two thirds of what hmac.digest costs (bench/report.py, the chained write cost).
-    __slots__ = ("_inner", "_outer")
+def _hmac_tagger(key: bytes) -> Callable[[bytes], str]:
+    # HMAC-SHA-256 (RFC 2104) with the key's inner and outer states computed once, by the standard library's
+    # own hmac object: per line one copy and one update instead of a keyed start (bench/report.py, the chained
+    # write cost).
+    keyed = hmac.new(key, digestmod=hashlib.sha256)
 
-    def __init__(self, key: bytes) -> None:
-        block = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
-        self._inner = hashlib.sha256(bytes(byte ^ 0x36 for byte in block))
-        self._outer = hashlib.sha256(bytes(byte ^ 0x5C for byte in block))
+    def tag(body: bytes) -> str:
+        line = keyed.copy()
+        line.update(body)
+        return line.hexdigest()
 
-    def __call__(self, body: bytes) -> str:
-        inner = self._inner.copy()
-        inner.update(body)
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return outer.hexdigest()
+    return tag
 
 
 def _sha256(body: bytes) -> str:
@@ -122,7 +118,7 @@ class AuditLog:
         self.dropped = 0
         """Events not written: a write failed, or the log was closed."""
         self._key = key
-        self._tagger = _sha256 if key is None else _Hmac(key)
+        self._tagger = _sha256 if key is None else _hmac_tagger(key)
         self._marker = _SHA_TAG if key is None else _HMAC_TAG
         self._lock = threading.Lock()
         self._seq = 0
