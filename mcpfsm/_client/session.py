@@ -354,77 +354,74 @@ class Session:
     async def _exchange(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
     ) -> dict[str, Any]:
+        # Every error of the trip is scrubbed of the client's secrets before an event, a span or the caller
+        # sees it; in this frame, not a wrapper's: every request comes this way (bench/instructions.py).
         try:
-            return await self._exchange_once(method, params, plan, request_id)
+            version = self.version
+            modern = is_modern(version)
+            if plan is None:
+                plan = plan_request(method, params, protocol_version=version)
+            if modern:
+                params = dict(params or {})
+                meta = params.get("_meta")
+                params["_meta"] = {**meta, **self._modern_meta()} if isinstance(meta, dict) else self._modern_meta()
+            message = OutgoingMessage(
+                encode_request(request_id, method, params), request_id, method, long_lived=is_long_lived(method)
+            )
+            headers = plan.as_dict()
+            session = self.session_id
+            if session is not None:
+                headers[SESSION_HEADER] = session
+            tool = params.get("name") if method == "tools/call" and params is not None else None
+            try:
+                reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
+            except TransportError as exc:
+                if exc.status == 404 and session is not None:
+                    raise self._expired(session) from exc
+                raise
+            except trio.Cancelled:
+                if method != "initialize" and self._cancel_by_notification:
+                    await self._notify_cancelled(request_id)
+                raise
+            if reply is None:
+                raise ProtocolError(f"the server accepted {method} without answering it")
+            if reply.status == 404 and session is not None:
+                raise self._expired(session)
+            assigns = reply.status is None or reply.status < 300
+            if reply.session_id is not None and assigns and not is_modern(self.version):
+                # Only a successful answer assigns a session: some servers name a discarded session on
+                # their 400 to a probe. The modern era has no sessions: it neither checks nor keeps one.
+                if not _SESSION_ID.fullmatch(reply.session_id):
+                    # MCP 2025-11-25 "Session Management": visible ASCII only. Keeping another would make
+                    # every later request unsendable; the session in effect (if any) stays.
+                    raise ProtocolError(
+                        f"the server's answer to {method} carries an Mcp-Session-Id that is not visible ASCII"
+                        " (0x21-0x7E, MCP 2025-11-25 \"Session Management\"); the answer is refused and the id not kept"
+                    )
+                self.session_id = reply.session_id
+            payload = decode_message(reply.body) if reply.decoded is None else reply.decoded
+            result = success_result(payload, request_id)
+            if result is None:
+                # Not a plain successful answer to this request: parse_message says what it is, or what is wrong.
+                response = parse_message(payload)
+                if not isinstance(response, Response):
+                    raise ProtocolError(f"expected the response to {method}, got a {type(response).__name__.lower()}")
+                if response.error is not None:
+                    if response.id not in (request_id, None):
+                        raise ProtocolError(f"error response id {response.id!r} does not match request id {request_id}")
+                    response.error.status = reply.status
+                    raise response.error
+                if response.id != request_id:
+                    raise ProtocolError(f"response id {response.id!r} does not match request id {request_id}")
+                assert response.result is not None
+                result = response.result
+            # SEP-2322: an unknown resultType, or input_required where it cannot be, is malformed on any request.
+            result_type(method, result)
+            return result
         except McpError as exc:
             if self.secrets is not None:
                 self.secrets().scrub(exc)
             raise
-
-    async def _exchange_once(
-        self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
-    ) -> dict[str, Any]:
-        version = self.version
-        modern = is_modern(version)
-        if plan is None:
-            plan = plan_request(method, params, protocol_version=version)
-        if modern:
-            params = dict(params or {})
-            meta = params.get("_meta")
-            params["_meta"] = {**meta, **self._modern_meta()} if isinstance(meta, dict) else self._modern_meta()
-        message = OutgoingMessage(
-            encode_request(request_id, method, params), request_id, method, long_lived=is_long_lived(method)
-        )
-        headers = plan.as_dict()
-        session = self.session_id
-        if session is not None:
-            headers[SESSION_HEADER] = session
-        tool = params.get("name") if method == "tools/call" and params is not None else None
-        try:
-            reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
-        except TransportError as exc:
-            if exc.status == 404 and session is not None:
-                raise self._expired(session) from exc
-            raise
-        except trio.Cancelled:
-            if method != "initialize" and self._cancel_by_notification:
-                await self._notify_cancelled(request_id)
-            raise
-        if reply is None:
-            raise ProtocolError(f"the server accepted {method} without answering it")
-        if reply.status == 404 and session is not None:
-            raise self._expired(session)
-        assigns = reply.status is None or reply.status < 300
-        if reply.session_id is not None and assigns and not is_modern(self.version):
-            # Only a successful answer assigns a session: some servers name a discarded session on
-            # their 400 to a probe. The modern era has no sessions: it neither checks nor keeps one.
-            if not _SESSION_ID.fullmatch(reply.session_id):
-                # MCP 2025-11-25 "Session Management": visible ASCII only. Keeping another would make
-                # every later request unsendable; the session in effect (if any) stays.
-                raise ProtocolError(
-                    f"the server's answer to {method} carries an Mcp-Session-Id that is not visible ASCII"
-                    " (0x21-0x7E, MCP 2025-11-25 \"Session Management\"); the answer is refused and the id not kept"
-                )
-            self.session_id = reply.session_id
-        payload = decode_message(reply.body) if reply.decoded is None else reply.decoded
-        result = success_result(payload, request_id)
-        if result is None:
-            # Not a plain successful answer to this request: parse_message says what it is, or what is wrong.
-            response = parse_message(payload)
-            if not isinstance(response, Response):
-                raise ProtocolError(f"expected the response to {method}, got a {type(response).__name__.lower()}")
-            if response.error is not None:
-                if response.id not in (request_id, None):
-                    raise ProtocolError(f"error response id {response.id!r} does not match request id {request_id}")
-                response.error.status = reply.status
-                raise response.error
-            if response.id != request_id:
-                raise ProtocolError(f"response id {response.id!r} does not match request id {request_id}")
-            assert response.result is not None
-            result = response.result
-        # SEP-2322: an unknown resultType, or input_required where it cannot be, is malformed on any request.
-        result_type(method, result)
-        return result
 
     def _expired(self, session: str) -> SessionExpired:
         if self.session_id == session:
