@@ -1,4 +1,4 @@
-"""The library's loguru logger, without importing loguru (README, "Development").
+"""The library's loguru logger, without importing loguru (docs/development.md).
 
 mcpfsm logs through loguru and never configures it: ``logger.disable("mcpfsm")`` is in force, and an
 application calls ``logger.enable("mcpfsm")`` to see the library's records (loguru's README, "suitable

@@ -1,4 +1,4 @@
-"""The authorization layer of the session path, and the credentials of the HTTP transport (README, "Authorization").
+"""The authorization layer of the session path, and the credentials of the HTTP transport (docs/authorization.md).
 
 Two parts that share one :class:`~mcpfsm._drivers.authorization_binding.Binding` per client:
 
@@ -156,7 +156,7 @@ class AuthorizationLayer:
         return f"AuthorizationLayer({type(self.binding.credential).__name__}, {self.binding.mcp_url!r})"
 
     def secrets(self) -> Secrets:
-        """Every secret this client holds now: what no text leaving the client may quote (README, "Authorization").
+        """Every secret this client holds now: what no text leaving the client may quote (docs/authorization.md).
 
         The credential's (a client secret and its Basic form, a private key, an ID token, a workload
         assertion), a registered client's secret, the access and refresh tokens, the DPoP proofs last sent.

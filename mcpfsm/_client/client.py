@@ -373,7 +373,7 @@ class Client:
                 # SEP-2549: cached answers never cross authorization contexts; a new token or issuer empties it.
                 layer.binding.on_change.append(cache.clear)
         self._session.authorization = layer
-        # No text leaving the client quotes a secret it holds (README, "Authorization").
+        # No text leaving the client quotes a secret it holds (docs/authorization.md).
         self._session.secrets = layer.secrets
         self._audit.redact = lambda text: layer.secrets().text(text)
         transport = self._session.transport

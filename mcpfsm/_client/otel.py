@@ -1,4 +1,4 @@
-"""OpenTelemetry spans, context propagation and the duration metric (README, "Telemetry").
+"""OpenTelemetry spans, context propagation and the duration metric (docs/telemetry.md).
 
 Imported only by :func:`mcpfsm._client.telemetry.probe`, once an application has loaded OpenTelemetry: this
 is the one module of mcpfsm that imports it (the ``otel`` extra, ``opentelemetry-api``). Every name and

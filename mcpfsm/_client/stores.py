@@ -1,4 +1,4 @@
-"""Token stores: where a client keeps client registrations and tokens (README, "Authorization").
+"""Token stores: where a client keeps client registrations and tokens (docs/authorization.md).
 
 - :class:`MemoryTokenStore` — the default: a dict per client, gone with the process;
 - :class:`FileTokenStore` — one JSON file shared by every client that names it (``mcpfsm login`` writes

@@ -8,7 +8,7 @@ imported. The test needs no import either: a provider can only have been configu
 ``opentelemetry.trace`` or ``opentelemetry.metrics``, so when neither module is loaded the answer is
 ``None`` at once (and so it is with the ``otel`` extra not installed).
 
-Otherwise :class:`Telemetry` (implemented in ``mcpfsm._client.otel``, README "Telemetry") is
+Otherwise :class:`Telemetry` (implemented in ``mcpfsm._client.otel``, docs/telemetry.md) is
 
 - a session layer: :meth:`Telemetry.request` wraps each request the session sends (one JSON-RPC id: a
   CLIENT span, the W3C context in ``params._meta``, the duration histogram);

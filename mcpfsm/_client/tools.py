@@ -62,7 +62,7 @@ class Tool:
         """The ``outputSchema`` as listed (a JSON Schema: an object or a boolean); ``None`` when absent or neither.
 
         With one, ``structuredContent`` is validated against the newest listed definition of the tool
-        (README, "Output validation"); a value that is no schema is reported there, not here.
+        (docs/calls.md, "Output validation"); a value that is no schema is reported there, not here.
         """
         schema = self._definition.raw.get("outputSchema")
         return schema if isinstance(schema, Mapping | bool) else None

@@ -1,4 +1,4 @@
-"""What ``Client.http(url, auth=...)`` accepts: one client's credentials, as frozen values (README, "Authorization").
+"""What ``Client.http(url, auth=...)`` accepts: one client's credentials, as frozen values (docs/authorization.md).
 
 - :class:`OAuth` — the authorization code grant with PKCE for an interactive user (MCP "Authorization");
 - :class:`ClientCredentials` — the ``client_credentials`` grant for a headless agent (the MCP extension
@@ -56,7 +56,7 @@ _SIGNING_ALGORITHMS: Final = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS51
 
 
 class TokenStore(Protocol):
-    """Where a client keeps registrations and tokens (README, "Authorization").
+    """Where a client keeps registrations and tokens (docs/authorization.md).
 
     Keys are strings made by :func:`registration_key` (a registration belongs to one issuer),
     :func:`tokens_key` (tokens belong to an issuer and a resource) and :func:`binding_key` (which issuer and

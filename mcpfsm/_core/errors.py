@@ -163,7 +163,7 @@ class AuthorizationError(McpError):
     """The authorization flow (OAuth 2.1, MCP "Authorization") cannot go on.
 
     The message is ``"{state}: {reason}"`` plus the server's OAuth error when it sent one; it never
-    quotes a token, code, verifier, secret or assertion (README, "Authorization").
+    quotes a token, code, verifier, secret or assertion (docs/authorization.md).
 
     Attributes:
         state: the state of the authorization machine the flow was in (``"discovering_resource"``, …).

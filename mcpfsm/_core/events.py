@@ -1,4 +1,4 @@
-"""Audit events: one event per state a machine's run enters (README, "Reading the audit events").
+"""Audit events: one event per state a machine's run enters (docs/events.md).
 
 A tool call publishes one :class:`CallEvent` per state it enters (``machine == "tool-call"``); an
 authorization flow publishes one :class:`AuthEvent` per state (``machine == "authorization"``): the same
@@ -56,7 +56,7 @@ def utc_timestamp(ns: int) -> str:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallEvent:
-    """The fact that one tool call entered one state (README, "Reading the audit events").
+    """The fact that one tool call entered one state (docs/events.md).
 
     Attributes:
         call_id: unique per call.
@@ -239,7 +239,7 @@ def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AuthEvent(CallEvent):
-    """The fact that one authorization flow entered one state (README, "Authorization").
+    """The fact that one authorization flow entered one state (docs/authorization.md).
 
     The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming the flow, ``tool`` the tool
     whose call drew the challenge (``""`` for any other request), ``attempt`` 1 for the first flow a request
@@ -282,7 +282,7 @@ class AuthEvent(CallEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InputEvent(CallEvent):
-    """Input the server asked for outside the tool-call machine (README, "Reading the audit events").
+    """Input the server asked for outside the tool-call machine (docs/events.md).
 
     Each is one state entered by a run of the input machine (``mcpfsm._machines.input``, specs/input.md); its
     first event is that machine's initial state, ``awaiting_input``, with no ``previous`` and no ``trigger``.

@@ -230,7 +230,7 @@ def connection_header_problem(name: object) -> str | None:
 
 
 def _unsendable(name: str) -> str:
-    # Never the value itself (README, "Authorization": no token in an error message).
+    # Never the value itself (docs/authorization.md: no token in an error message).
     return (
         f"header {name} has a value that cannot be sent as an HTTP field"
         " (visible ASCII with inner spaces or tabs only; the value is not shown)"

@@ -190,7 +190,7 @@ def form_problems(schema: Any, content: Mapping[str, Any]) -> list[str]:
     """
     if not isinstance(schema, Mapping):
         return []
-    # Imported on the first form checked, not with mcpfsm (start-up: README "Benchmarks").
+    # Imported on the first form checked, not with mcpfsm (start-up: docs/benchmarks.md).
     import jsonschema_rs
 
     try:

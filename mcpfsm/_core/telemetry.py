@@ -1,4 +1,4 @@
-"""What the OpenTelemetry layer records of MCP traffic: span names, attributes, error types (README, "Telemetry").
+"""What the OpenTelemetry layer records of MCP traffic: span names, attributes, error types (docs/telemetry.md).
 
 Pure: names and values only, no OpenTelemetry import, no clock. The layer that builds spans and records the
 metric (``mcpfsm._client.otel``) takes everything it writes from here, so the conventions are in one place:

@@ -1,4 +1,4 @@
-"""Publishing audit events to ``on_event``, ``events()`` subscribers and loguru (README, "Reading the audit events").
+"""Publishing audit events to ``on_event``, ``events()`` subscribers and loguru (docs/events.md).
 
 Tool calls and authorization flows publish on the same bus (``event.machine`` tells them apart).
 

@@ -1,4 +1,4 @@
-"""A JSON Lines audit sink: every event of a client appended to a file (README, "Reading the audit events").
+"""A JSON Lines audit sink: every event of a client appended to a file (docs/events.md).
 
 ``AuditLog(path)`` is an ``on_event`` callback. Each event becomes one line, ``event.to_json()`` and a newline,
 handed to the kernel in a single ``write(2)`` on a descriptor opened with ``O_APPEND``; there is no buffer of

@@ -365,7 +365,7 @@ class AuthorizationFlow:
                 self.issuer = issuer
                 confidential = _confidential(binding.credential)
                 if confidential is not None:
-                    # Before the authorization server is first contacted (README, "Authorization").
+                    # Before the authorization server is first contacted (docs/authorization.md).
                     check_confidential_issuer(issuer, mcp_url=binding.mcp_url, credential=confidential)
                 found: AuthorizationServerMetadata | None = None
                 for url in authorization_server_metadata_urls(issuer):

@@ -6,7 +6,7 @@
 - :func:`answer_server_request` — a legacy server request (MCP 2025-11-25) answered with the handlers, one
   run of the same machine;
 - :class:`InputRun` — the tracker of one such run: it advances through the compiled machine and publishes
-  one :class:`~mcpfsm.InputEvent` per state entered (README, "Reading the audit events").
+  one :class:`~mcpfsm.InputEvent` per state entered (docs/events.md).
 
 The handlers are :mod:`mcpfsm._drivers.input`'s, the rounds of one request
 :mod:`mcpfsm._drivers.input_rounds`'. This module is imported

@@ -71,7 +71,7 @@ def check_confidential_issuer(issuer: str, *, mcp_url: str, credential: str) -> 
 
     A client secret, a private-key assertion, a workload or an enterprise assertion is presented only to an
     authorization server the caller named (``issuer=``), or, when none is named, to one on the MCP server's
-    own host, any port (README, "Authorization"): otherwise any MCP server could name an authorization server
+    own host, any port (docs/authorization.md): otherwise any MCP server could name an authorization server
     of its choosing in its protected resource metadata (RFC 9728 §2) and collect the credential there
     (RFC 9700 §4.1, the RFC 6749 §10.1 duty to keep client credentials confidential). Hosts are compared as
     :func:`~mcpfsm._core.oauth.urls.url_host` writes them: names are never resolved. Called before the

@@ -112,7 +112,7 @@ def redact_server_text(error: AuthorizationError, held: Iterable[str]) -> Author
 
     A server may echo what it was sent (a client secret, a refresh token, a code, a verifier, an assertion)
     in its ``error_description`` (RFC 6749 §5.2) or in an authorization response's error (RFC 6749
-    §4.1.2.1); that text goes into the error's message, and no secret may (README, "Authorization"). Each
+    §4.1.2.1); that text goes into the error's message, and no secret may (docs/authorization.md). Each
     held value goes through :func:`redact`. The reason, mcpfsm's own words, is kept; so is the cause.
 
     Returns:

@@ -26,7 +26,7 @@ __all__ = ["PoolRoute", "Route", "pool_timeouts"]
 
 _DEFAULT_TIMEOUTS: Final = Timeouts(connect=30.0, write=30.0, read=300.0, pool=30.0)
 
-# The pool policy (mcpfsm._transports.pool.connection_pool, README "Benchmarks"): 8 connections per origin for
+# The pool policy (mcpfsm._transports.pool.connection_pool, docs/benchmarks.md): 8 connections per origin for
 # quick calls, up to 100 while every busy one is slow; all kept alive.
 _SOFT_CONNECTIONS: Final = 8
 _MAX_CONNECTIONS: Final = 100

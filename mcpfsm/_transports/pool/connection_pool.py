@@ -4,7 +4,7 @@
   goes back only when the response said it may be reused and its whole body was read;
 - an idle connection the server has closed (readable while idle) or one idle for longer than
   ``keepalive_expiry`` is discarded at checkout;
-- how many connections (the policy, measured with ``bench/call.py --pool-sizes``, README "Benchmarks"):
+- how many connections (the policy, measured with ``bench/call.py --pool-sizes``, docs/benchmarks.md):
   up to ``soft_connections`` (8) a request that finds no idle connection opens one; beyond that it waits
   for one to be released, unless every busy connection has been busy for ``slow_seconds`` (1 s: slow tool
   calls or held event streams, not a queue of quick ones), and then it opens another, up to
