@@ -479,7 +479,9 @@ def test_unreachable_server(closed_port: int) -> None:
     url = f"http://127.0.0.1:{closed_port}/mcp"
     run = mcpfsm("tools", url)
     assert (run.code, run.stdout) == (Exit.unreachable, "")
-    assert one_error_line(run).startswith(f"mcpfsm: error: {url}: POST to MCP server failed: ")
+    # The error names the URL once, with the OS cause (tests/tooling/test_cli_diagnostics.py has the wording).
+    expected = f"mcpfsm: error: POST to MCP server failed: cannot connect to {url}: Connection refused"
+    assert one_error_line(run) == expected
 
 
 def test_stdio_server_that_does_not_start() -> None:

@@ -368,5 +368,7 @@ async def test_the_cli_never_shows_credentials_from_the_url() -> None:
         port = server.port
     code, stdout, stderr = await mcpfsm_command("tools", f"http://alice:s3cret@127.0.0.1:{port}/mcp")
     assert (code, stdout) == (4, "")
-    assert stderr.startswith(f"mcpfsm: error: http://127.0.0.1:{port}/mcp: ")
+    # The URL shown is the one without its credentials, named once by the connection error.
+    assert stderr.startswith("mcpfsm: error: POST to MCP server failed: cannot connect to ")
+    assert stderr.count(f"http://127.0.0.1:{port}/mcp") == 1
     assert "s3cret" not in stderr and "alice" not in stderr
