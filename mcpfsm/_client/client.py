@@ -841,7 +841,8 @@ def system_trust() -> ssl.SSLContext:
             "verify='system' uses the operating system's trust store through the truststore package, which is not"
             " installed: pip install 'mcpfsm[system-trust]' (or pass verify=True, a CA bundle path or an SSLContext)"
         ) from exc
-    return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return context
 
 
 def _authorization(
