@@ -47,10 +47,10 @@ from ._transports.http import HttpTransport
 if TYPE_CHECKING:
     from ._client.group import ClientGroup, GroupTool
     from ._client.loopback import LoopbackAuthorizer
-    from ._client.stores import FileTokenStore, MemoryTokenStore
+    from ._client.stores import FileTokenStore, MemoryStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
     from ._core.config import Config, ServerConfig, load_config
-    from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, TokenStore
+    from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store, TokenStore
     from ._core.surface import (
         Completion,
         Prompt,
@@ -94,8 +94,10 @@ _LAZY = {
     "FileTokenStore": "._client.stores",
     "JwtBearer": "._core.credentials",
     "LoopbackAuthorizer": "._client.loopback",
+    "MemoryStore": "._client.stores",
     "MemoryTokenStore": "._client.stores",
     "OAuth": "._core.credentials",
+    "Store": "._core.credentials",
     "TokenStore": "._core.credentials",
 }
 
@@ -147,6 +149,7 @@ __all__ = [
     "LoopbackAuthorizer",
     "MachineDefinition",
     "McpError",
+    "MemoryStore",
     "MemoryTokenStore",
     "MirroredParam",
     "MirroringError",
@@ -169,6 +172,7 @@ __all__ = [
     "SessionExpired",
     "State",
     "StdioTransport",
+    "Store",
     "Subscription",
     "TERMINAL",
     "TOOL_CALL",

@@ -1,22 +1,25 @@
 """Token stores: where a client keeps client registrations and tokens (docs/authorization.md).
 
-- :class:`MemoryTokenStore` — the default: a dict per client, gone with the process;
+- :class:`MemoryStore` (also named :class:`MemoryTokenStore`) — the default: a dict per client, gone with the
+  process;
 - :class:`FileTokenStore` — one JSON file shared by every client that names it (``mcpfsm login`` writes
   one under the user's configuration directory, :func:`default_token_path`). It holds secrets, so it is
   created ``0600`` inside a ``0700`` directory and replaced atomically (a temporary file in the same
   directory, then ``os.replace``), so a reader never sees half a file.
 
-Both implement :class:`~mcpfsm.TokenStore`; the keys are those of ``mcpfsm._core.credentials``
-(registrations by issuer, tokens by issuer and resource). Neither ever logs or shows a value.
+Both implement :class:`~mcpfsm.TokenStore` (``MemoryStore`` the whole :class:`~mcpfsm.Store`); the keys are
+those of ``mcpfsm._core.credentials`` (registrations by issuer, tokens by issuer and resource).
+Neither ever logs or shows a value.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,33 +27,64 @@ import trio
 
 from .._log import logger
 
-__all__ = ["FileTokenStore", "MemoryTokenStore", "default_token_path"]
+__all__ = ["FileTokenStore", "MemoryStore", "MemoryTokenStore", "default_token_path"]
 
 
-class MemoryTokenStore:
-    """A token store in memory (the default of every credential that takes ``store=``)."""
+class MemoryStore:
+    """A store in memory (the default of every client and credential that takes ``store=``; docs/stores.md).
 
-    __slots__ = ("_values",)
+    Values are deep-copied in and out, so a caller never shares a dict with the store. ``lock`` excludes the
+    other tasks of this process that use the same store object; nothing here outlives the process, so a
+    holder that dies (its task cancelled) releases the lock as it leaves.
+    """
+
+    __slots__ = ("_locks", "_values")
 
     def __init__(self) -> None:
         """Start empty."""
         self._values: dict[str, dict[str, Any]] = {}
+        self._locks: dict[str, trio.Lock] = {}
 
     def __repr__(self) -> str:
-        return f"MemoryTokenStore({len(self._values)} entries)"
+        return f"{type(self).__name__}({len(self._values)} entries)"
 
     async def get(self, key: str) -> dict[str, Any] | None:
         """The value stored under ``key`` (a copy), or ``None``."""
         value = self._values.get(key)
-        return None if value is None else dict(value)
+        return None if value is None else copy.deepcopy(value)
 
     async def set(self, key: str, value: Mapping[str, Any]) -> None:
         """Store a copy of ``value`` under ``key``."""
-        self._values[key] = dict(value)
+        self._values[key] = copy.deepcopy(dict(value))
 
     async def delete(self, key: str) -> None:
         """Forget ``key``."""
         self._values.pop(key, None)
+
+    async def compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
+        """Delete ``key`` if its value equals ``expected`` (as a JSON value); return whether it did."""
+        if key in self._values and self._values[key] == dict(expected):
+            del self._values[key]
+            return True
+        return False
+
+    @contextlib.asynccontextmanager
+    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
+        """Hold ``key`` against the other tasks using this store (``ttl`` is moot within one process)."""
+        del ttl
+        lock = self._locks.get(key)
+        if lock is None:
+            lock = self._locks[key] = trio.Lock()
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._locks.pop(key, None)
+
+
+MemoryTokenStore = MemoryStore
+"""The name :class:`MemoryStore` had when it held only tokens; it keeps working."""
 
 
 class FileTokenStore:

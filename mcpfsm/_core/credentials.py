@@ -18,6 +18,7 @@ Every value validates itself when built (a ``ValueError`` names what is wrong) a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
@@ -32,6 +33,7 @@ __all__ = [
     "EnterpriseManaged",
     "JwtBearer",
     "OAuth",
+    "Store",
     "TokenStore",
     "binding_key",
     "registration_key",
@@ -74,6 +76,28 @@ class TokenStore(Protocol):
 
     async def delete(self, key: str) -> None:
         """Forget ``key``; nothing happens when it is absent."""
+        ...
+
+
+class Store(TokenStore, Protocol):
+    """Where everything that outlives a call is kept, shareable between processes (docs/stores.md).
+
+    A :class:`TokenStore` (``get``/``set``/``delete`` of JSON-ready dicts) plus the two operations that make
+    it safe to share between processes: ``MemoryStore`` (one process), ``FileStore`` (one machine) and
+    ``RedisStore`` (many machines) implement it. Tokens and registrations, task records and shared cache
+    entries live in it.
+    """
+
+    def lock(self, key: str, ttl: float) -> AbstractAsyncContextManager[None]:
+        """An async context manager that excludes every other holder of ``key`` on this store.
+
+        Waits until it holds the lock (bounding that wait is the caller's job). ``ttl`` is in seconds: a
+        holder that dies stops excluding others at most ``ttl`` after it took the lock.
+        """
+        ...
+
+    async def compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
+        """Delete ``key`` if and only if its value equals ``expected`` as a JSON value; return whether it did."""
         ...
 
 
