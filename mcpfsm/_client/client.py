@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     import httpx
 
     # The authorization side (the OAuth core, PyJWT, the second machine) is imported with the first auth=.
-    from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth
+    from .._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store
 
     # The results of resources, prompts and completion: imported with the first such request; the stdio
     # transport with the first Client.stdio(), subscriptions with the first listen().
@@ -185,6 +185,16 @@ class Client:
             ``"raise"`` (:class:`OutputValidationError`), ``"warn"`` (one WARNING) or ``"off"``.
         server: the name every event of this client carries in ``CallEvent.server`` (a
             :class:`~mcpfsm.ClientGroup` gives each member its name in the configuration); ``None`` by default.
+        store: where what outlives a call is kept (docs/stores.md): task records and shared cache entries,
+            and the tokens of ``auth=`` unless the credential names its own ``store=``. ``None`` (the default)
+            is a :class:`~mcpfsm.MemoryStore` of this client's own.
+        tasks: declare the tasks extension (SEP-2663, docs/tasks.md) on ``tools/call``, so that a server may
+            answer a call with a task that the client then polls to its end.
+        progress_timeout: fail a call (plain or task) with :class:`~mcpfsm.TransportError` when neither its
+            answer, a progress notification nor a task status change arrived for this many seconds; off
+            (``None``) by default.
+        total_timeout: fail a call with :class:`~mcpfsm.TransportError` when it is not over after this many
+            seconds, task polling included; off (``None``) by default.
 
     The client declares exactly the capabilities of the handlers given: in every modern request's
     ``_meta`` and in the legacy ``initialize``. A handler raising aborts the request with that error
@@ -194,7 +204,8 @@ class Client:
 
     Raises:
         ValueError: ``protocol`` is not one mcpfsm speaks, ``elicitation_modes`` names an unknown mode,
-            ``max_input_rounds`` is less than 1, or ``log_level``/``validate_output`` is not one mcpfsm knows.
+            ``max_input_rounds`` is less than 1, ``log_level``/``validate_output`` is not one mcpfsm knows, or
+            ``progress_timeout``/``total_timeout`` is not a positive number.
         TypeError: a handler is not callable.
     """
 
@@ -216,6 +227,10 @@ class Client:
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
         server: str | None = None,
+        store: Store | None = None,
+        tasks: bool = False,
+        progress_timeout: float | None = None,
+        total_timeout: float | None = None,
     ) -> None:
         """Wrap ``transport``; nothing is sent until the client is entered."""
         if protocol != "auto" and protocol not in SPOKEN_VERSIONS:
@@ -224,6 +239,9 @@ class Client:
             raise ValueError(f"log_level must be None or one of {list(get_args(LogLevel))}, got {log_level!r}")
         if validate_output not in _VALIDATE_OUTPUT:
             raise ValueError(f"validate_output must be one of {list(_VALIDATE_OUTPUT)}, got {validate_output!r}")
+        for name, seconds in (("progress_timeout", progress_timeout), ("total_timeout", total_timeout)):
+            if seconds is not None and not (isinstance(seconds, (int, float)) and seconds > 0):
+                raise ValueError(f"{name} must be None or a number of seconds above 0, got {seconds!r}")
         inputs = InputHandlers(
             on_elicitation=on_elicitation,
             on_sampling=on_sampling,
@@ -253,6 +271,10 @@ class Client:
         self._port = _Port(self._session, self._catalog, self._audit, validate_output)
         self._lifecycle = Lifecycle(self._handshake)
         self._opened = False
+        self._store = store
+        self._tasks = bool(tasks)
+        self._progress_timeout = progress_timeout
+        self._total_timeout = total_timeout
 
     # --- construction -------------------------------------------------------------------------
 
@@ -283,6 +305,10 @@ class Client:
         validate_output: ValidateOutput = "raise",
         auth: Auth | None = None,
         server: str | None = None,
+        store: Store | None = None,
+        tasks: bool = False,
+        progress_timeout: float | None = None,
+        total_timeout: float | None = None,
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (docs/http.md).
 
@@ -298,7 +324,8 @@ class Client:
         one event of a stream. The input handlers and their options are those of :class:`Client`. ``auth``
         authorizes the client (docs/authorization.md): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
         :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`, or a static bearer token; the token
-        goes on every request to ``url`` and nowhere else.
+        goes on every request to ``url`` and nowhere else. ``store``, ``tasks``, ``progress_timeout`` and
+        ``total_timeout`` are those of :class:`Client`.
 
         Raises:
             TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
@@ -348,6 +375,10 @@ class Client:
             cache=cache,
             validate_output=validate_output,
             server=server,
+            store=store,
+            tasks=tasks,
+            progress_timeout=progress_timeout,
+            total_timeout=total_timeout,
         )
         if layer is not None:
             client._authorize_with(layer)
@@ -401,11 +432,15 @@ class Client:
         cache: bool = True,
         validate_output: ValidateOutput = "raise",
         server: str | None = None,
+        store: Store | None = None,
+        tasks: bool = False,
+        progress_timeout: float | None = None,
+        total_timeout: float | None = None,
     ) -> Client:
         """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
 
-        ``max_response_bytes`` bounds one line from the server. The input handlers and their options
-        are those of :class:`Client`.
+        ``max_response_bytes`` bounds one line from the server. The input handlers and their options,
+        ``store``, ``tasks``, ``progress_timeout`` and ``total_timeout`` are those of :class:`Client`.
         """
         from .._transports.stdio import StdioTransport
 
@@ -425,6 +460,10 @@ class Client:
             cache=cache,
             validate_output=validate_output,
             server=server,
+            store=store,
+            tasks=tasks,
+            progress_timeout=progress_timeout,
+            total_timeout=total_timeout,
         )
 
     async def __aenter__(self) -> Client:
@@ -739,6 +778,18 @@ class Client:
         await self.connect()
         async with subscriptions.listen(self._session, wanted, buffer=buffer) as subscription:
             yield subscription
+
+    @property
+    def store(self) -> Store:
+        """Where this client keeps what outlives a call (docs/stores.md).
+
+        The ``store=`` it was given, else a :class:`~mcpfsm.MemoryStore` of its own, made on first use.
+        """
+        if self._store is None:
+            from .stores import MemoryStore
+
+            self._store = MemoryStore()
+        return self._store
 
     @property
     def cache(self) -> ResponseCache | None:

@@ -63,3 +63,20 @@ async def test_lock_excludes_other_tasks_and_is_released_by_a_cancelled_holder()
 def test_the_old_name_is_the_same_class() -> None:
     assert MemoryTokenStore is MemoryStore
     assert repr(MemoryStore()) == "MemoryStore(0 entries)"
+
+
+def test_a_client_keeps_its_store_and_makes_a_memory_store_when_given_none() -> None:
+    import pytest
+
+    from mcpfsm import Client
+
+    mine = MemoryStore()
+    assert Client.http("http://127.0.0.1:9/mcp", store=mine).store is mine
+    default = Client.http("http://127.0.0.1:9/mcp")
+    assert isinstance(default.store, MemoryStore)
+    assert default.store is default.store
+    for bad in (0, -1, "5"):
+        with pytest.raises(ValueError, match="progress_timeout"):
+            Client.http("http://127.0.0.1:9/mcp", progress_timeout=bad)  # type: ignore[arg-type]
+        with pytest.raises(ValueError, match="total_timeout"):
+            Client.stdio(["true"], total_timeout=bad)  # type: ignore[arg-type]
