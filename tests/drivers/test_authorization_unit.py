@@ -294,7 +294,7 @@ async def test_the_memory_store_keeps_copies() -> None:
     assert await store.get("k") == {"a": 1}
     await store.delete("k")
     await store.delete("k")
-    assert (await store.get("k"), repr(store)) == (None, "MemoryTokenStore(0 entries)")
+    assert (await store.get("k"), repr(store)) == (None, "MemoryStore(0 entries)")
 
 
 async def test_a_corrupt_file_store_reads_as_empty_and_is_replaced(
