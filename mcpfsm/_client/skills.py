@@ -126,7 +126,7 @@ class Skill:
             raise ProtocolError(f"{self.uri} is not UTF-8 text: {exc.reason}") from exc
         parsed, body = split_frontmatter(self.uri, text)
         compare_frontmatter(self.uri, self.frontmatter, parsed)
-        return LoadedSkill(self, text=text, body=body)
+        return LoadedSkill(self, text=text, body=body, data=data)
 
     async def _fetch(self, uri: str) -> bytes:
         # SEP-2640 "The Acting Window": while acting on a skill, only the files its entry lists are read.
@@ -153,12 +153,12 @@ class LoadedSkill:
 
     __slots__ = ("_verified", "body", "skill", "text")
 
-    def __init__(self, skill: Skill, *, text: str, body: str) -> None:
-        """Hold a verified ``SKILL.md``; made by :meth:`Skill.load`."""
+    def __init__(self, skill: Skill, *, text: str, body: str, data: bytes) -> None:
+        """Hold a verified ``SKILL.md`` (``data``, ``text`` decoded); made by :meth:`Skill.load`."""
         self.skill = skill
         self.text = text
         self.body = body
-        self._verified: dict[str, bytes] = {}
+        self._verified: dict[str, bytes] = {skill.uri: data}
 
     def __repr__(self) -> str:
         return f"LoadedSkill(uri={self.skill.uri!r}, name={self.skill.name!r})"
