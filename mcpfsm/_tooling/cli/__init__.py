@@ -35,6 +35,8 @@ from . import (
     read,
     resources,
     servers,
+    skill,
+    skills,
     tools,
     trace,
 )
@@ -43,7 +45,8 @@ from .common import Exit, Parser, classify, configure_logging, error_line, forma
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, servers, tools, call, resources, read, prompts, prompt, listen, plan, trace, audit, diagram, login, logout
+    demo, servers, tools, call, resources, read, prompts, prompt, skills, skill, listen, plan, trace, audit, diagram,
+    login, logout,
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
