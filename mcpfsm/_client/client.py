@@ -731,7 +731,7 @@ class Client:
         from .skills import require_declared, skills_from_entries
 
         require_declared((await self.discover()).capabilities)
-        return skills_from_entries(await self._list("skills/list", "skills", fresh), self.read_resource)
+        return skills_from_entries(await self._list("skills/list", "skills", fresh), self._skill_reader)
 
     async def skill(self, uri: str, *, fresh: bool = False) -> Skill:
         """``skills/get`` (SEP-2640): the entry of the skill whose ``SKILL.md`` is at ``uri``, listed or not.
@@ -750,7 +750,13 @@ class Client:
             raise TypeError(f"uri must be a str, got {type(uri).__name__}")
         require_declared((await self.discover()).capabilities)
         result = await self._session.request("skills/get", {"uri": uri}, fresh=fresh)
-        return skill_from_result(result, self.read_resource)
+        return skill_from_result(result, self._skill_reader)
+
+    def _skill_reader(self, uri: str) -> Coroutine[Any, Any, ResourceResult]:
+        # Skill files are read from the server, never from the response cache: a stale cached copy would fail
+        # verification against a newer entry (SEP-2640 "Lazy Retrieval": such a copy must be fetched again); a
+        # LoadedSkill keeps what it verified.
+        return self.read_resource(uri, fresh=True)
 
     async def complete(
         self,

@@ -6,7 +6,8 @@ it (size, digest, frontmatter: :mod:`mcpfsm._core.skills`); :meth:`LoadedSkill.r
 file when it is asked for, verified the same way. Nothing is fetched ahead of need (SEP-2640 "Lazy Retrieval"),
 and content that fails a check is never returned.
 
-The only port to the client is a reader: ``async (uri) -> ResourceResult`` (``client.read_resource``).
+The only port to the client is a reader: ``async (uri) -> ResourceResult`` (``client.read_resource`` past the
+response cache).
 """
 
 from __future__ import annotations

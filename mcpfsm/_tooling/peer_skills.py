@@ -211,10 +211,13 @@ class SkillsExtension(Extension):
         raise MCPError(code=INVALID_PARAMS, message=f"no skill at {params.uri}")
 
     async def record(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        """Server middleware: log each request's method and ``uri`` param."""
+        """Server middleware: log each request's method and ``uri`` param; a read may be cached for a minute."""
         uri = (ctx.params or {}).get("uri")
         self.log.append({"method": ctx.method, "uri": uri if isinstance(uri, str) else None})
-        return await call_next(ctx)
+        result = await call_next(ctx)
+        if ctx.method == "resources/read" and isinstance(result, dict):
+            result = {**result, **_CACHE_HINTS}  # cacheable, so that tests see skill reads pass the cache by
+        return result
 
 
 def build_app(extension: SkillsExtension | None = None) -> Any:

@@ -203,6 +203,17 @@ async def test_the_listing_is_cached_for_its_ttl_and_fresh_asks_again(server: Ru
     assert wire(server) == [("server/discover", None), ("skills/list", None), ("skills/list", None)]
 
 
+async def test_skill_files_are_read_past_the_response_cache(server: RunningSkillsPeer) -> None:
+    # The server lets a read be cached for a minute; a plain read_resource uses that, a skill load does not.
+    async with client(server) as connected:
+        plain = await connected.read_resource(PDF)
+        assert (await connected.read_resource(PDF)).contents == plain.contents
+        skill = await listed(connected, PDF)
+        for _ in range(2):
+            await skill.load()
+    assert [uri for method, uri in wire(server) if method == "resources/read"] == [PDF, PDF, PDF]
+
+
 async def test_a_server_that_does_not_declare_the_extension_is_not_asked(server: RunningSkillsPeer) -> None:
     # The SDK declares extensions in the 2026-07-28 era only (server/discover), not in a 2025-11-25 initialize.
     async with mcpfsm.Client.http(server.url, protocol="2025-11-25") as connected:
