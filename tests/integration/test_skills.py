@@ -69,6 +69,8 @@ async def test_listing_reads_no_skill_file(server: RunningSkillsPeer) -> None:
         uri=PDF, digest="sha256:" + hashlib.sha256(data).hexdigest(), size=len(data)
     )
     assert [listed.uri for listed in pdf.files] == [PDF, FORMS, BINARY]
+    assert pdf.file("references/FORMS.md") == pdf.file(FORMS) == pdf.files[1]
+    assert (pdf.file("references/NONE.md"), skills[-1].file("SKILL.md")) == (None, None)  # unlisted; dynamic
     # SEP-2640 "Lazy Retrieval": not on connection, not on listing.
     assert wire(server) == [("server/discover", None), ("skills/list", None)]
 
