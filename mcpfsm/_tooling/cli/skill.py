@@ -8,7 +8,6 @@ from typing import Final
 
 import trio
 
-from ..._core.skills import SkillVerificationError
 from .common import CliError, Exit, add_server_options, connection_errors, make_client, target
 
 __all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
@@ -39,6 +38,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Exit:
     """Load the skill and print SKILL.md or the file asked for."""
+    from ..._core.skills import SkillVerificationError  # with PyYAML: not for `mcpfsm --help`
+
     client = make_client(args)
 
     async def read() -> bytes:
