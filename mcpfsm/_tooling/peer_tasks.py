@@ -122,12 +122,12 @@ class TaskServer:
         task = self.tasks.get(task_id)
         if task is None:
             raise MCPError(INVALID_PARAMS, "Task not found")
-        if task.ttl_ms is not None and task.status not in ("completed", "failed", "cancelled"):
-            if time.time() > task.created + task.ttl_ms / 1000:
-                if task.past_ttl:
-                    del self.tasks[task_id]
-                    raise MCPError(INVALID_PARAMS, "Task has expired")
-                task.past_ttl = True
+        over = task.status in ("completed", "failed", "cancelled")
+        if task.ttl_ms is not None and not over and time.time() > task.created + task.ttl_ms / 1000:
+            if task.past_ttl:
+                del self.tasks[task_id]
+                raise MCPError(INVALID_PARAMS, "Task has expired")
+            task.past_ttl = True
         self._advance(task)
         return task
 
@@ -154,10 +154,9 @@ class TaskServer:
                 task.status, task.message = "completed", None
                 text = json.dumps({key: task.answers[key] for key in keys}, sort_keys=True)
                 task.result = {"content": [{"type": "text", "text": text}], "isError": False}
-        elif task.tool == "explode":
-            if now > task.created:
-                task.status, task.message = "failed", "the build broke"
-                task.error = {"code": -32603, "message": "compiler crashed"}
+        elif task.tool == "explode" and now > task.created:
+            task.status, task.message = "failed", "the build broke"
+            task.error = {"code": -32603, "message": "compiler crashed"}
         if (task.status, task.message) != before:
             task.updated = now
 
@@ -231,7 +230,8 @@ class TaskServer:
 
 
 def _elicitation(key: str) -> dict[str, Any]:
-    return {"method": "elicitation/create", "params": {"mode": "form", "message": f"{key}?", "requestedSchema": _ELICIT}}
+    params = {"mode": "form", "message": f"{key}?", "requestedSchema": _ELICIT}
+    return {"method": "elicitation/create", "params": params}
 
 
 class _TaskParams(BaseModel):
@@ -306,7 +306,11 @@ class TasksExtension(Extension):
 def build_server(tasks: TaskServer) -> MCPServer[Any]:
     """The server: its tools (what a client without the extension gets) and the extension."""
     server: MCPServer[Any] = MCPServer(
-        "mcpfsm-tasks-peer", version="1.0.0", log_level="WARNING", extensions=[TasksExtension(tasks)], subscriptions=False
+        "mcpfsm-tasks-peer",
+        version="1.0.0",
+        log_level="WARNING",
+        extensions=[TasksExtension(tasks)],
+        subscriptions=False,
     )
 
     @server.tool(name="build")
@@ -399,7 +403,8 @@ class _Log:
         except ValueError:
             decoded = None
         if isinstance(decoded, dict) and "method" in decoded:
-            params = decoded.get("params") if isinstance(decoded.get("params"), dict) else {}
+            raw = decoded.get("params")
+            params: dict[str, Any] = raw if isinstance(raw, dict) else {}
             self._tasks.log.append(
                 {
                     "method": decoded["method"],
