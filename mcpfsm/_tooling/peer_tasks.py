@@ -9,7 +9,8 @@ in memory; their status is computed when asked (a task has no worker of its own)
 
 Tools (each an ordinary tool to a client that did not declare the extension, except ``needs-tasks``):
 
-- ``build(seconds, poll_ms, ttl_ms)``: ``working`` until ``seconds`` after it was created, then ``completed``;
+- ``build(seconds, poll_ms, ttl_ms)``: ``working`` (``statusMessage`` ``compiling 1/4`` to ``4/4``, one step every
+  quarter of ``seconds``) until ``seconds`` after it was created, then ``completed``;
 - ``approve(poll_ms)``: ``input_required`` with one elicitation (key ``confirm``), repeated by every poll until it is
   answered and by the first poll after (eventually consistent, as the extension allows); then ``completed`` with
   the answer;
@@ -142,7 +143,8 @@ class TaskServer:
                 task.status, task.message = "completed", None
                 task.result = {"content": [{"type": "text", "text": f"built in {seconds:g} s"}], "isError": False}
             else:
-                task.message = "compiling"
+                # Four steps, each a change of statusMessage (what progress_timeout watches).
+                task.message = f"compiling {min(4, int((now - task.created) / seconds * 4) + 1)}/4"
         elif task.tool in ("approve", "interview"):
             keys = ["confirm"] if task.tool == "approve" else ["name", "age"]
             pending = [key for key in keys if key not in task.answers]
