@@ -89,8 +89,7 @@ def result_type(method: str, result: Mapping[str, Any]) -> str:
         # SEP-2663: a CreateTaskResult; whether the client asked for one is the tool-call driver's to check.
         return TASK
     raise ProtocolError(
-        f"{method} answered an unknown resultType {value!r} (SEP-2322 knows 'complete' and 'input_required'; "
-        "SEP-2663 'task' on tools/call)"
+        f"{method} answered an unknown resultType {value!r} (SEP-2322 knows 'complete' and 'input_required')"
     )
 
 
