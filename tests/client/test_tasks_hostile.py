@@ -4,6 +4,7 @@ either status, and a waiter's cancellation (``httpx.MockTransport``, trio's auto
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import httpx
@@ -50,7 +51,7 @@ async def test_polls_honour_poll_interval_ms_with_a_floor_and_a_default(
     fake.queue("tasks/get", *(timed(times, result(task(**extra))) for _ in range(3)), timed(times, done(**extra)))
     async with fake.client(tasks=True) as client:
         assert (await client.call_tool("job")).text == "done"
-    gaps = [round(later - earlier, 6) for earlier, later in zip(times, times[1:], strict=False)]
+    gaps = [round(later - earlier, 6) for earlier, later in itertools.pairwise(times)]
     # The first poll waits one interval too.
     assert gaps == [expected] * 4
 

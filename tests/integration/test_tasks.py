@@ -220,3 +220,24 @@ async def test_a_pushed_notification_ends_the_wait_without_a_poll(tasks: HttpPee
 
 def finish(server: HttpPeer, task_id: str | None) -> None:
     httpx.post(f"{server.base_url}/control/finish", json={"taskId": task_id}).raise_for_status()
+
+
+async def test_a_task_is_one_span_under_the_call_with_its_polls_as_children(tasks: HttpPeer) -> None:
+    from tests.oteltest import configured
+
+    with configured() as otel:
+        async with mcpfsm.Client.http(tasks.url, tasks=True) as client:
+            assert (await client.call_tool("build", {"seconds": 0.2, "poll_ms": 50})).text == "built in 0.2 s"
+        trees = otel.tree()
+    names = [(each["name"], [child["name"] for child in each["children"]]) for each in trees]
+    assert names[0] == ("server/discover", [])
+    call = trees[1]
+    assert call["name"] == "tool-call build"
+    assert [child["name"] for child in call["children"]] == ["tools/call build", "task build"]
+    span = call["children"][1]
+    assert span["kind"] == "INTERNAL" and span["attributes"]["mcpfsm.state"] == "completed"
+    polls = [child["name"] for child in span["children"]]
+    assert polls and set(polls) == {"tasks/get"}
+    states = [name for name, _ in span["events"]]
+    assert states[:2] == ["submitting", "working"] and states[-1] == "completed"
+    assert len(states) == len(polls) + 2
