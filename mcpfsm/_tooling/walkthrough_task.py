@@ -2,9 +2,10 @@
 
 :func:`render` starts ``python -m mcpfsm._tooling.peer_tasks`` (the official SDK's ``MCPServer`` with a tasks
 ``Extension``) as a subprocess, runs one example per path of the machine with the real :meth:`mcpfsm.Client.http`
-(``tasks=True``), and writes what the server received and the :class:`~mcpfsm.TaskEvent`\\ s the client published
-next to the states and the diagram read off :data:`mcpfsm._machines.task.TASK`. ``mcpfsm._tooling.diagram`` registers
-it, so ``mcpfsm diagram`` regenerates the file and ``tests/tooling/test_diagram_drift.py`` fails when it drifts.
+(``tasks=True``), and writes what the server received and the task events (:class:`~mcpfsm.TaskEvent`) the
+client published next to the states and the diagram read off :data:`mcpfsm._machines.task.TASK`.
+``mcpfsm._tooling.diagram`` registers it, so ``mcpfsm diagram`` regenerates the file and
+``tests/tooling/test_diagram_drift.py`` fails when it drifts.
 
 Nothing nondeterministic reaches the text: the examples are the server's tools whose course does not depend on
 time (input, failure, cancellation, a pushed notification, an unknown id), run ids, timestamps, elapsed times and
@@ -190,7 +191,10 @@ def _requests(entries: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _events(events: Sequence[TaskEvent]) -> list[str]:
-    lines = ["| # | from | trigger | state | task id | status message | poll interval |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| # | from | trigger | state | task id | status message | poll interval |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for event in events:
         cells = [
             str(event.seq),
