@@ -717,6 +717,7 @@ class Client:
                 tasks=self._tasks,
                 progress_timeout=self._progress_timeout,
                 total_timeout=self._total_timeout,
+                check_output=self._port.check_output,
             )
         return self._task_support
 

@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import trio
 
-from .._core.errors import CallTimeoutError, ProtocolError
+from .._core.constants import MISSING_REQUIRED_CAPABILITY
+from .._core.errors import CallTimeoutError, ProtocolError, RpcError
 from .._core.jsonrpc import Notification
 from .._core.results import ToolResult
-from .._core.tasks import index_key, server_name, task_key
+from .._core.tasks import index_key, server_name, task_key, tasks_required
 from .._drivers.audit import AuditBus
 from .._drivers.input import InputHandlers
 from .._drivers.task import TaskRun, new_run_id
@@ -75,8 +76,14 @@ class TaskSupport:
         tasks: bool,
         progress_timeout: float | None,
         total_timeout: float | None,
+        check_output: Callable[[str, ToolResult], None] | None = None,
     ) -> None:
-        """Serve the client whose session, audit bus and store (made on first use) these are."""
+        """Serve the client whose session, audit bus and store (made on first use) these are.
+
+        ``check_output`` validates a handle's result against the tool's listed ``outputSchema`` (a call's own
+        result is checked by the tool-call driver).
+        """
+        self._check_output = check_output
         self._session = session
         self.audit = audit
         self._store = store
@@ -102,7 +109,14 @@ class TaskSupport:
 
     async def task_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """One ``tasks/*`` request; the plan puts ``Mcp-Name: {taskId}`` on it (SEP-2663 "Streamable HTTP")."""
-        return await self._session.renew_and_request(method, params)
+        try:
+            return await self._session.renew_and_request(method, params)
+        except RpcError as exc:
+            # A handle of a client without tasks=True: the server answers -32021 naming the extension.
+            hint = tasks_required(exc) if exc.code == MISSING_REQUIRED_CAPABILITY else None
+            if hint is None:
+                raise
+            raise hint from exc
 
     async def load(self, task_id: str) -> Mapping[str, Any] | None:
         """The task's record, or ``None``."""
@@ -189,7 +203,10 @@ class TaskSupport:
         """Wait for ``run`` under the client's timeouts and its span."""
 
         async def body() -> ToolResult:
-            return await run.wait()
+            result = await run.wait()
+            if self._check_output is not None and run.tool is not None:
+                self._check_output(run.tool, result)
+            return result
 
         async def traced() -> ToolResult:
             telemetry = self._session.telemetry

@@ -241,3 +241,11 @@ async def test_a_task_is_one_span_under_the_call_with_its_polls_as_children(task
     states = [name for name, _ in span["events"]]
     assert states[:2] == ["submitting", "working"] and states[-1] == "completed"
     assert len(states) == len(polls) + 2
+
+
+async def test_a_handle_of_a_client_without_tasks_true_is_told_to_pass_it(tasks: HttpPeer) -> None:
+    async with mcpfsm.Client.http(tasks.url) as client:
+        with pytest.raises(mcpfsm.RpcError, match=r"create the client with tasks=True") as caught:
+            await client.task("task-1:build").refresh()
+    assert caught.value.code == -32021
+    assert tasks.log()[-1]["extensions"] == []
