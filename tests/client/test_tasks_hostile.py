@@ -133,3 +133,36 @@ async def test_a_cancelled_waiter_stops_waiting_not_the_task(fake: FakeServer, a
     assert "notifications/cancelled" not in fake.methods()
     states = [e.state for e in events if isinstance(e, mcpfsm.TaskEvent)]
     assert states == ["submitting", "working", "working", "completed"]
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("https://user:secret@mcp.example:8443/mcp?api_key=s3cr3t#frag", "https://mcp.example:8443/mcp"),
+        ("http://[::1]:9000/mcp", "http://[::1]:9000/mcp"),
+        (None, "stdio"),
+    ],
+    ids=["credentials-query-fragment", "ipv6", "stdio"],
+)
+def test_store_keys_name_the_server_without_secrets(url: str | None, named: str) -> None:
+    from mcpfsm._core.tasks import index_key, server_name, task_key
+
+    assert server_name(url) == named
+    assert task_key(server_name(url), "t-1") == f"task {named} t-1"
+    assert index_key(server_name(url)) == f"tasks {named}"
+
+
+async def test_task_events_round_trip_through_their_records(fake: FakeServer, autojump_clock: trio.abc.Clock) -> None:
+    events: list[mcpfsm.CallEvent] = []
+    fake.queue("tools/call", created(pollIntervalMs=100, statusMessage="queued"))
+    fake.queue("tasks/get", done())
+    async with fake.client(tasks=True, on_event=events.append) as client:
+        await client.call_tool("job")
+    recorded = [e for e in events if isinstance(e, mcpfsm.TaskEvent)]
+    assert [(e.state, e.task_id, e.status_message, e.poll_interval) for e in recorded] == [
+        ("submitting", None, None, None),
+        ("working", "t-1", "queued", 0.1),
+        ("completed", "t-1", None, 1.0),  # the last answer gave no pollIntervalMs: the default
+    ]
+    assert [mcpfsm.CallEvent.from_dict(e.to_dict()) for e in recorded] == recorded
+    assert {e.to_dict()["machine"] for e in recorded} == {"task"}
