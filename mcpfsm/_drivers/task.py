@@ -311,8 +311,7 @@ class TaskRun:
             await self._end(Trigger.ttl_elapsed, None)
             return
         if self._pending:
-            self._requests = {key: str(value.get("method")) if isinstance(value, Mapping) else "" for key, value in
-                              self._pending.items()}
+            self._requests = {key: _method(value) for key, value in self._pending.items()}
             self._follow(Trigger.asked)
             self._requests = None
         else:
@@ -346,6 +345,11 @@ class TaskRun:
             raise
         self.updates += 1
         self.answered.update(self._answers)
+        if self.state != State.answering:
+            # cancel() was called while the update was in flight: the cancellation decides what comes next.
+            self._answers = None
+            await self.port.save(self.task_id, self.record())
+            return
         self._answers = None
         self._pending = {}
         self.port.changed()
@@ -354,8 +358,9 @@ class TaskRun:
 
     async def _vanished(self, exc: RpcError) -> None:
         assert self.task_id is not None
-        error = TaskError(f"the server does not know task {self.task_id}: {exc.message}", task_id=self.task_id,
-                          status="expired")
+        error = TaskError(
+            f"the server does not know task {self.task_id}: {exc.message}", task_id=self.task_id, status="expired"
+        )
         error.__cause__ = exc
         self.error = error
         await self._end(Trigger.vanished, None)
@@ -406,6 +411,11 @@ class TaskRun:
                 poll_interval=None if status is None else status.poll_interval,
             )
         )
+
+
+def _method(request: object) -> str:
+    # What an event records of an input request: its method only, never its params.
+    return str(request.get("method")) if isinstance(request, Mapping) else ""
 
 
 def new_run_id() -> str:

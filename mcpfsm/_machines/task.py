@@ -92,6 +92,7 @@ _EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.updated, State.answering, State.working, "tasks/update acknowledged", LOOP_BOUND),
     edge(Trigger.vanished, State.answering, State.expired, _VANISHED),
     edge(Trigger.errored, State.answering, State.failed, "tasks/update failed"),
+    edge(Trigger.cancel_requested, State.answering, State.cancelling, "cancel() while the update is in flight"),
     # Cancellation (tasks/cancel, never notifications/cancelled).
     edge(Trigger.acknowledged, State.cancelling, State.cancelled, "tasks/cancel acknowledged"),
     edge(Trigger.vanished, State.cancelling, State.expired, _VANISHED),
