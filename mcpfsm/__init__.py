@@ -22,6 +22,7 @@ from ._core.codec import decode_header_value, encode_header_value
 from ._core.constants import MCPFSM_VERSION
 from ._core.errors import (
     AuthorizationError,
+    CallTimeoutError,
     ConfigError,
     HeaderDecodeError,
     HeaderMismatchError,
@@ -31,9 +32,10 @@ from ._core.errors import (
     ProtocolError,
     RpcError,
     SessionExpired,
+    TaskError,
     TransportError,
 )
-from ._core.events import AuthEvent, CallEvent, InputEvent
+from ._core.events import AuthEvent, CallEvent, InputEvent, TaskEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from ._client.skills import LoadedSkill, Skill
     from ._client.stores import FileTokenStore, MemoryStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
+    from ._client.tasks import Task
     from ._core.config import Config, ServerConfig, load_config
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store, TokenStore
     from ._core.skills import SkillFile, SkillVerificationError
@@ -65,6 +68,7 @@ if TYPE_CHECKING:
     from ._core.tool_annotations import ToolAnnotations
     from ._drivers.audit_log import AuditLog
     from ._machines.authorization import AUTHORIZATION
+    from ._machines.task import TASK
     from ._transports.stdio import StdioTransport
 
 __version__ = MCPFSM_VERSION
@@ -72,7 +76,7 @@ __version__ = MCPFSM_VERSION
 # What a client that only calls tools never uses is imported on first use of one of its names, so that
 # `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
 # many value types, the second machine); the results of resources, prompts and completion; the stdio
-# transport; subscriptions; server configurations and client groups.
+# transport; subscriptions; tasks; server configurations and client groups.
 _LAZY = {
     "ClientGroup": "._client.group",
     "Config": "._core.config",
@@ -90,6 +94,8 @@ _LAZY = {
     "AuditLog": "._drivers.audit_log",
     "ToolAnnotations": "._core.tool_annotations",
     "Subscription": "._client.subscriptions",
+    "Task": "._client.tasks",
+    "TASK": "._machines.task",
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",
     "EnterpriseManaged": "._core.credentials",
@@ -134,6 +140,7 @@ __all__ = [
     "AuthorizationError",
     "CacheStats",
     "CallEvent",
+    "CallTimeoutError",
     "Client",
     "ClientCredentials",
     "ClientGroup",
@@ -184,8 +191,12 @@ __all__ = [
     "StdioTransport",
     "Store",
     "Subscription",
+    "TASK",
     "TERMINAL",
     "TOOL_CALL",
+    "Task",
+    "TaskError",
+    "TaskEvent",
     "TokenStore",
     "Tool",
     "ToolAnnotations",

@@ -69,6 +69,7 @@ if TYPE_CHECKING:
     from .authorization import AuthorizationLayer, StaticToken
     from .skills import Skill
     from .subscriptions import Subscription
+    from .tasks import Task, TaskSupport
 
     Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
     """What ``auth=`` accepts: credentials that run authorization flows, or a static bearer token."""
@@ -99,7 +100,7 @@ _VALIDATE_OUTPUT: Final = get_args(ValidateOutput)
 
 class _Port:
     # The narrow port a ToolCall driver talks to (CallPort): its operations, the input handlers, the audit bus.
-    __slots__ = ("_catalog", "_output", "_session", "_validate", "audit")
+    __slots__ = ("_catalog", "_output", "_session", "_validate", "audit", "tasks")
 
     def __init__(self, session: Session, catalog: Catalog, audit: AuditBus, validate: ValidateOutput) -> None:
         self._session = session
@@ -107,6 +108,7 @@ class _Port:
         self._validate = validate
         self._output = OutputCheck()
         self.audit = audit
+        self.tasks: Callable[[], TaskSupport] | None = None
 
     @property
     def inputs(self) -> InputHandlers:
@@ -144,6 +146,11 @@ class _Port:
 
     async def relist(self, since: int) -> tuple[ToolCatalog, bool]:
         return await self._catalog.refresh(since)
+
+    async def hand_over(self, call: ToolCall, result: dict[str, Any]) -> dict[str, Any] | None:
+        # SEP-2663: the task machine (mcpfsm._client.tasks) takes over a call answered with a task.
+        assert self.tasks is not None
+        return await self.tasks().hand_over(call, result)
 
 
 class Client:
@@ -276,6 +283,12 @@ class Client:
         self._tasks = bool(tasks)
         self._progress_timeout = progress_timeout
         self._total_timeout = total_timeout
+        # Tasks and timeouts (docs/tasks.md) live in mcpfsm._client.tasks, imported only when asked for.
+        self._task_support: TaskSupport | None = None
+        self._port.tasks = self._tasks_support
+        self._timed = None if progress_timeout is None and total_timeout is None else self._tasks_support()
+        if self._tasks:
+            self._tasks_support()
 
     # --- construction -------------------------------------------------------------------------
 
@@ -608,7 +621,7 @@ class Client:
         """
         await self.connect()
         catalog = await self._catalog.relist(fresh=fresh)
-        tools = [Tool(definition, self._catalog, self.call_tool) for definition in catalog.tools]
+        tools = [Tool(definition, self._catalog, self.call_tool, self.start_tool) for definition in catalog.tools]
         return ToolList(tools, catalog.excluded)
 
     async def call_tool(self, tool: Tool | str, arguments: Mapping[str, Any] | None = None) -> ToolResult:
@@ -637,9 +650,77 @@ class Client:
         if self._lifecycle.stage is not Stage.connected:
             await self.connect()
         call = ToolCall(self._port, name, arguments, handle)
+        if self._timed is not None:
+            return await self._timed.bounded(partial(self._run, call))
         if self._telemetry is None:
             return await call.run()
         return await self._telemetry.tool_call(call)
+
+    async def _run(self, call: ToolCall) -> ToolResult:
+        if self._telemetry is None:
+            return await call.run()
+        return await self._telemetry.tool_call(call)
+
+    async def start_tool(self, tool: Tool | str, arguments: Mapping[str, Any] | None = None) -> Task:
+        """Call a tool and return a :class:`Task` handle once the server answered (SEP-2663, docs/tasks.md).
+
+        With ``tasks=True`` the server may answer with a task: the handle's ``wait()`` polls it to its end. A
+        synchronous answer gives a handle whose ``id`` is ``None`` and whose ``wait()`` returns that result.
+
+        Raises:
+            As :meth:`call_tool`, for the ``tools/call`` itself.
+        """
+        from .tasks import Task
+
+        if isinstance(tool, Tool):
+            name, handle = tool.name, tool.definition
+        elif isinstance(tool, str):
+            name, handle = tool, None
+        else:
+            raise TypeError(f"tool must be a Tool or a tool name, got {type(tool).__name__}")
+        if arguments is not None and not isinstance(arguments, Mapping):
+            raise TypeError(f"arguments must be a mapping, got {type(arguments).__name__}")
+        await self.connect()
+        call = ToolCall(self._port, name, arguments or {}, handle)
+        started = await call.start()
+        if isinstance(started, Task):
+            return started
+        assert isinstance(started, ToolResult)
+        return Task(None, result=started)
+
+    def task(self, task_id: str, tool: str | None = None) -> Task:
+        """A handle for a task created earlier, by this process or another (docs/tasks.md); sends nothing.
+
+        Its record in the client's store (the answered input keys, the tool) is read with its first request.
+
+        Raises:
+            TypeError: ``task_id`` is not a non-empty string, or ``tool`` is neither a name nor ``None``.
+        """
+        return self._tasks_support().handle(task_id, tool)
+
+    async def pending_tasks(self) -> list[Task]:
+        """Handles for the unfinished tasks of this server recorded in the client's store, oldest first.
+
+        A restarted process resumes polling where it stopped (``await task.wait()``).
+        """
+        from .tasks import resume_all
+
+        return await resume_all(self._tasks_support())
+
+    def _tasks_support(self) -> TaskSupport:
+        if self._task_support is None:
+            from .tasks import TaskSupport
+
+            self._task_support = TaskSupport(
+                self._session,
+                self._audit,
+                lambda: self.store,
+                tasks=self._tasks,
+                progress_timeout=self._progress_timeout,
+                total_timeout=self._total_timeout,
+                check_output=self._port.check_output,
+            )
+        return self._task_support
 
     async def resources(self, *, fresh: bool = False) -> list[Resource]:
         """Every page of ``resources/list`` (MCP "Resources"); cached pages are reused unless ``fresh``.
@@ -792,12 +873,15 @@ class Client:
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
+        tasks: Sequence[str] = (),
         buffer: int = 1024,
     ) -> AsyncIterator[Subscription]:
         """Subscribe to change notifications: ``async with client.listen(tools=True) as sub: async for n in sub``.
 
         ``tools``/``prompts``/``resources`` ask for the ``notifications/*/list_changed`` of each,
-        ``resource_uris`` for ``notifications/resources/updated`` of those URIs. Modern: one
+        ``resource_uris`` for ``notifications/resources/updated`` of those URIs, ``tasks`` for the
+        ``notifications/tasks`` of those task ids (SEP-2663, modern era: a handle waiting for one of them polls at
+        once when its notification arrives; polling stays the backstop). Modern: one
         ``subscriptions/listen`` stream, entered once the server acknowledged it
         (:attr:`Subscription.acknowledged` is the subset it honours). Legacy: the standalone ``GET``
         stream plus ``resources/subscribe`` per URI (``unsubscribe`` on exit). Either way the
@@ -812,10 +896,12 @@ class Client:
         """
         if isinstance(resource_uris, str) or not all(isinstance(uri, str) for uri in resource_uris):
             raise TypeError("resource_uris must be a sequence of URI strings")
+        if isinstance(tasks, str) or not all(isinstance(each, str) for each in tasks):
+            raise TypeError("tasks must be a sequence of task id strings")
         from . import subscriptions
 
         wanted = subscriptions.requested(
-            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris
+            tools=tools, prompts=prompts, resources=resources, resource_uris=resource_uris, task_ids=tasks
         )
         await self.connect()
         async with subscriptions.listen(self._session, wanted, buffer=buffer) as subscription:

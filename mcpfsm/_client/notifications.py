@@ -29,6 +29,10 @@ class NotificationHub:
         """No listeners yet."""
         self._listeners: list[Listener] = []
 
+    def add(self, listener: Listener) -> None:
+        """Register ``listener`` for the session's life (a client's task runs: ``notifications/tasks``)."""
+        self._listeners.append(listener)
+
     @contextmanager
     def listening(self, listener: Listener) -> Iterator[None]:
         """Register ``listener`` for the duration of the ``with`` block."""

@@ -44,9 +44,12 @@ import trio
 
 from .._core.cache import CACHEABLE_METHODS, ResponseCache
 from .._core.constants import (
+    CLIENT_CAPABILITIES_KEY,
+    DECLARES_TASKS,
     LEGACY_VERSIONS,
     LOG_LEVEL_KEY,
     MODERN_VERSION,
+    TASKS_EXTENSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     is_long_lived,
     is_modern,
@@ -84,6 +87,7 @@ __all__ = ["Session"]
 
 _CANCEL_NOTICE_TIMEOUT: Final = 2.0
 _SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
+_NO_CANCEL_NOTICE: Final = frozenset({"initialize", "tasks/get", "tasks/update", "tasks/cancel"})
 
 NotificationCallback = Callable[[str, dict[str, Any]], object]
 
@@ -145,8 +149,13 @@ class Session:
         Every error of a message's trip is scrubbed of them in place (:meth:`Secrets.scrub`) before an event,
         a span, a log line or the caller reads it: a server may quote a token back in any text.
         """
+        self.tasks = False
+        """Declare the tasks extension (SEP-2663) on ``tools/call``, ``tasks/*`` and ``subscriptions/listen``."""
+        self.progress_tokens = False
+        """Ask for progress on every ``tools/call`` even without ``on_notification`` (``progress_timeout`` reads it)."""
         self._next_id = 0
         self._meta: dict[str, Any] | None = None
+        self._task_meta: tuple[dict[str, Any], dict[str, Any]] | None = None
         self._handshake = trio.Lock()
         self._lost_session: str | None = None
         self._answers = BackgroundTasks()
@@ -277,7 +286,7 @@ class Session:
             if self._lost_session is not None:
                 await self._renew_session(self._lost_session)
                 plan = None
-            if method == "tools/call" and self.on_notification is not None:
+            if method == "tools/call" and (self.on_notification is not None or self.progress_tokens):
                 params = self._with_progress_token(params)
             renewed = switched = False
             while True:
@@ -364,7 +373,8 @@ class Session:
             if modern:
                 params = dict(params or {})
                 meta = params.get("_meta")
-                params["_meta"] = {**meta, **self._modern_meta()} if isinstance(meta, dict) else self._modern_meta()
+                common = self._modern_meta() if not self.tasks or method not in DECLARES_TASKS else self._tasks_meta()
+                params["_meta"] = {**meta, **common} if isinstance(meta, dict) else common
             message = OutgoingMessage(
                 encode_request(request_id, method, params), request_id, method, long_lived=is_long_lived(method)
             )
@@ -380,7 +390,8 @@ class Session:
                     raise self._expired(session) from exc
                 raise
             except trio.Cancelled:
-                if method != "initialize" and self._cancel_by_notification:
+                # SEP-2663: a task is cancelled with tasks/cancel only; its own requests get no cancel notice either.
+                if method not in _NO_CANCEL_NOTICE and self._cancel_by_notification:
                     await self._notify_cancelled(request_id)
                 raise
             if reply is None:
@@ -439,6 +450,18 @@ class Session:
         meta.setdefault("progressToken", self._next_id + 1)
         params["_meta"] = meta
         return params
+
+    def _tasks_meta(self) -> dict[str, Any]:
+        # The common _meta with the tasks extension declared (SEP-2663), built once like it.
+        base = self._modern_meta()
+        cached = self._task_meta
+        if cached is None or cached[0] is not base:
+            meta = dict(base)
+            capabilities = dict(meta[CLIENT_CAPABILITIES_KEY])
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+            meta[CLIENT_CAPABILITIES_KEY] = capabilities
+            cached = self._task_meta = (base, meta)
+        return cached[1]
 
     def _modern_meta(self) -> dict[str, Any]:
         if self._meta is None:

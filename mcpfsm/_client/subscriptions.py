@@ -88,7 +88,7 @@ class Subscription:
 
 
 def requested(
-    *, tools: bool, prompts: bool, resources: bool, resource_uris: Sequence[str]
+    *, tools: bool, prompts: bool, resources: bool, resource_uris: Sequence[str], task_ids: Sequence[str] = ()
 ) -> dict[str, Any]:
     """The ``notifications`` object of ``subscriptions/listen`` for these choices (only what is asked for)."""
     wanted: dict[str, Any] = {}
@@ -100,6 +100,9 @@ def requested(
         wanted["resourcesListChanged"] = True
     if resource_uris:
         wanted["resourceSubscriptions"] = list(resource_uris)
+    if task_ids:
+        # SEP-2663 "Notifications": notifications/tasks for these tasks.
+        wanted["taskIds"] = list(task_ids)
     return wanted
 
 

@@ -11,10 +11,12 @@ from .catalog import Catalog
 
 if TYPE_CHECKING:
     from .._core.tool_annotations import ToolAnnotations
+    from .tasks import Task
 
 __all__ = ["Tool", "ToolList"]
 
 CallTool = Callable[["Tool", "Mapping[str, Any] | None"], Awaitable[ToolResult]]
+StartTool = Callable[["Tool", "Mapping[str, Any] | None"], Awaitable["Task"]]
 
 
 class Tool:
@@ -24,13 +26,16 @@ class Tool:
     client has seen, so a handle kept across a -32020 recovery uses the fresh schema.
     """
 
-    __slots__ = ("_call", "_catalog", "_definition")
+    __slots__ = ("_call", "_catalog", "_definition", "_start")
 
-    def __init__(self, definition: ToolDefinition, catalog: Catalog, call: CallTool) -> None:
+    def __init__(
+        self, definition: ToolDefinition, catalog: Catalog, call: CallTool, start: StartTool | None = None
+    ) -> None:
         """Bind ``definition``; users get tools from :meth:`mcpfsm.Client.tools`."""
         self._definition = definition
         self._catalog = catalog
         self._call = call
+        self._start = start
 
     @property
     def name(self) -> str:
@@ -93,6 +98,16 @@ class Tool:
     async def call(self, arguments: Mapping[str, Any] | None = None) -> ToolResult:
         """Call this tool; same as ``client.call_tool(tool, arguments)``."""
         return await self._call(self, arguments)
+
+    async def start(self, arguments: Mapping[str, Any] | None = None) -> Task:
+        """Call this tool and return a :class:`~mcpfsm.Task` handle; same as ``client.start_tool(tool, arguments)``.
+
+        Raises:
+            RuntimeError: the handle was made without a client that starts tasks.
+        """
+        if self._start is None:
+            raise RuntimeError(f"tool {self.name!r} was not listed by a client; use client.start_tool()")
+        return await self._start(self, arguments)
 
     def __repr__(self) -> str:
         """Show the name and mirrored headers."""

@@ -28,6 +28,8 @@ __all__ = [
     "MISSING_REQUIRED_CAPABILITY",
     "MODERN_VERSION",
     "NAME_PARAM",
+    "TASKS_EXTENSION",
+    "DECLARES_TASKS",
     "PARSE_ERROR",
     "PROTOCOL_VERSION_KEY",
     "LONG_LIVED_METHODS",
@@ -53,9 +55,22 @@ SPOKEN_VERSIONS: Final = (MODERN_VERSION, *LEGACY_VERSIONS)
 """Every revision mcpfsm speaks, newest first."""
 
 NAME_PARAM: Final[Mapping[str, str]] = MappingProxyType(
-    {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+    {
+        "tools/call": "name",
+        "prompts/get": "name",
+        "resources/read": "uri",
+        "tasks/get": "taskId",
+        "tasks/update": "taskId",
+        "tasks/cancel": "taskId",
+    }
 )
-"""Methods that carry ``Mcp-Name``, and the params member it mirrors (SEP-2243)."""
+"""Methods that carry ``Mcp-Name``, and the params member it mirrors (SEP-2243; SEP-2663 for ``tasks/*``)."""
+
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+"""The tasks extension's identifier (SEP-2663), declared in ``clientCapabilities.extensions``."""
+
+DECLARES_TASKS: Final = frozenset({"tools/call", "tasks/get", "tasks/update", "tasks/cancel", "subscriptions/listen"})
+"""The requests that declare the tasks extension when the client opted in (SEP-2663)."""
 
 # JSON-RPC 2.0 §5.1 reserved codes.
 PARSE_ERROR: Final = -32700

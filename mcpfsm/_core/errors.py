@@ -10,7 +10,10 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     ├── HeaderDecodeError        a header value is not what the SEP-2243 encoder produces
     ├── TransportError           network failure, timeout, HTTP error without a JSON-RPC body,
     │   │                        a stream that ended before its response (MCP "Transports")
-    │   └── SessionExpired       HTTP 404 on a request that carried a legacy Mcp-Session-Id
+    │   ├── SessionExpired       HTTP 404 on a request that carried a legacy Mcp-Session-Id
+    │   └── CallTimeoutError     progress_timeout or total_timeout fired (.timeout names which)
+    ├── TaskError                a task ended cancelled or expired, or the server forgot it (SEP-2663;
+    │                            .task_id, .status)
     ├── ProtocolError            the peer's reply is not valid JSON-RPC / MCP
     │   └── OutputValidationError  a tool's structuredContent does not match its outputSchema
     ├── AuthorizationError       the OAuth 2.1 flow cannot go on (.state, .reason, .error,
@@ -32,6 +35,7 @@ from .constants import HEADER_MISMATCH
 
 __all__ = [
     "AuthorizationError",
+    "CallTimeoutError",
     "ConfigError",
     "HeaderDecodeError",
     "HeaderMismatchError",
@@ -41,6 +45,7 @@ __all__ = [
     "ProtocolError",
     "RpcError",
     "SessionExpired",
+    "TaskError",
     "TransportError",
     "rpc_error",
 ]
@@ -57,7 +62,10 @@ class RpcError(McpError):
         message: the server's error message.
         data: the optional ``data`` member, as decoded JSON (``None`` when absent).
         status: the HTTP status the error arrived with (``None`` on stdio).
+        task_id: the task whose ``error`` this is (a ``failed`` task, SEP-2663), else ``None``.
     """
+
+    task_id: str | None = None
 
     def __init__(self, code: int, message: str, data: Any = None, *, status: int | None = None) -> None:
         super().__init__(f"JSON-RPC error {code}: {message}")
@@ -134,6 +142,39 @@ class SessionExpired(TransportError):
     def __init__(self, session_id: str) -> None:
         super().__init__("HTTP 404: the MCP session has expired", status=404)
         self.session_id = session_id
+
+
+class CallTimeoutError(TransportError):
+    """A call took longer than the client allows (docs/tasks.md, "Timeouts for long calls").
+
+    Attributes:
+        timeout: which limit fired: ``"progress_timeout"`` (no answer, progress notification or task status
+            change for that long) or ``"total_timeout"`` (the whole call, task polling included).
+        seconds: the limit, in seconds.
+        task_id: the task the call was waiting for, or ``None``.
+    """
+
+    def __init__(self, timeout: str, seconds: float, *, task_id: str | None = None) -> None:
+        what = "no answer, progress or task status change" if timeout == "progress_timeout" else "the call not over"
+        on = "" if task_id is None else f" (task {task_id})"
+        super().__init__(f"{timeout} of {seconds:g} s fired: {what} after {seconds:g} s{on}")
+        self.timeout = timeout
+        self.seconds = seconds
+        self.task_id = task_id
+
+
+class TaskError(McpError):
+    """A task ended without a result (SEP-2663): it was cancelled, its TTL elapsed, or the server forgot it.
+
+    Attributes:
+        task_id: the task's id.
+        status: ``"cancelled"`` or ``"expired"``.
+    """
+
+    def __init__(self, message: str, *, task_id: str, status: str) -> None:
+        super().__init__(message)
+        self.task_id = task_id
+        self.status = status
 
 
 class ProtocolError(McpError):

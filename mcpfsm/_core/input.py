@@ -29,6 +29,7 @@ from .errors import ProtocolError
 
 __all__ = [
     "COMPLETE",
+    "TASK",
     "ELICITATION",
     "ELICITATION_MODES",
     "HANDLER_NAMES",
@@ -44,6 +45,8 @@ __all__ = [
 
 COMPLETE: Final = "complete"
 INPUT_REQUIRED: Final = "input_required"
+TASK: Final = "task"
+"""The ``resultType`` of a ``CreateTaskResult`` (SEP-2663): legal on ``tools/call`` only."""
 
 MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 """The requests a server may answer with ``input_required`` (SEP-2322); on any other it is a protocol error."""
@@ -82,6 +85,9 @@ def result_type(method: str, result: Mapping[str, Any]) -> str:
                 "resources/read may (SEP-2322)"
             )
         return INPUT_REQUIRED
+    if value == TASK and method == "tools/call":
+        # SEP-2663: a CreateTaskResult; whether the client asked for one is the tool-call driver's to check.
+        return TASK
     raise ProtocolError(
         f"{method} answered an unknown resultType {value!r} (SEP-2322 knows 'complete' and 'input_required')"
     )

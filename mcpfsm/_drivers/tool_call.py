@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 import trio
 
 from .._core.catalog import ToolCatalog, ToolDefinition
-from .._core.constants import is_modern
-from .._core.errors import HeaderMismatchError, McpError, MirroringError
+from .._core.constants import MISSING_REQUIRED_CAPABILITY, is_modern
+from .._core.errors import HeaderMismatchError, McpError, MirroringError, RpcError
 from .._core.events import error_summary, input_failure_summary, tool_call_event, utc_timestamp
-from .._core.input import INPUT_REQUIRED
+from .._core.input import INPUT_REQUIRED, TASK
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
 from .._machines.tool_call import COMPILED, State, Trigger
@@ -97,6 +97,18 @@ class CallPort(Protocol):
         """
         ...
 
+    async def hand_over(self, call: ToolCall, result: dict[str, Any]) -> dict[str, Any] | None:
+        """A ``CreateTaskResult`` answered the call (SEP-2663): hand over to the task machine (docs/tasks.md).
+
+        Returns the task's ``result`` once it completed; ``None`` when the call only starts the task
+        (``call.starting``: the handle is then in ``call.task``).
+
+        Raises:
+            ProtocolError: the client did not declare the tasks extension, or the answer is not a task.
+            RpcError, TaskError: the task failed, was cancelled or expired.
+        """
+        ...
+
 
 class ToolCall:
     """The mutable context of one call while the driver runs it; one instance per call."""
@@ -120,6 +132,8 @@ class ToolCall:
         "rounds",
         "seq",
         "started",
+        "starting",
+        "task",
     )
 
     def __init__(
@@ -154,6 +168,9 @@ class ToolCall:
         # The request's params, built once: planning reads them, every send passes them on (the session, and
         # the input rounds, copy what they add to).
         self.params: dict[str, Any] = {"name": name, "arguments": arguments}
+        # SEP-2663: whether the caller only starts the call (tool.start()), and the task handle it gets then.
+        self.starting = False
+        self.task: object = None
 
     def _plan(self, definition: ToolDefinition | None) -> HeaderPlan:
         return plan_request(
@@ -192,7 +209,8 @@ class ToolCall:
             result = await self.port.call_once(params, self.plan)
             # The session checked resultType (SEP-2322: absent, "complete" or "input_required"): only an
             # input_required result needs the rounds, which read it again as they parse it.
-            if result.get("resultType") == INPUT_REQUIRED:
+            kind = result.get("resultType")
+            if kind == INPUT_REQUIRED:
                 if rounds is None:
                     # Imported with the first input round, not with mcpfsm (start-up: bench/startup.py).
                     from .input_rounds import InputRounds
@@ -203,6 +221,17 @@ class ToolCall:
                     self.error = rounds.exhausted_error()
                     return Trigger.rounds_exhausted
                 return Trigger.input_required
+            if kind == TASK:
+                # SEP-2663: the task machine runs from here; this call's terminal event comes after the task's.
+                try:
+                    final = await self.port.hand_over(self, result)
+                except Exception as exc:
+                    # The task failed, was cancelled or expired, or a handler raised while it asked for input.
+                    self.error = exc
+                    return Trigger.errored
+                if final is None:
+                    return _ANSWERED
+                result = final
             self.result = ToolResult.from_complete(result)
             self.port.check_output(self.name, self.result)
         except HeaderMismatchError as exc:
@@ -218,6 +247,10 @@ class ToolCall:
             # arguments have no JSON-RPC form (not JSON, a lone surrogate: mcpfsm._core.jsonrpc), found before
             # anything is sent. Nothing else on this path raises by design (the encoder wraps TypeError).
             self.error = exc
+            if isinstance(exc, RpcError) and exc.code == MISSING_REQUIRED_CAPABILITY:
+                from .._core.tasks import tasks_required  # with the first -32021 (start-up: bench/startup.py)
+
+                self.error = tasks_required(exc) or exc
             return Trigger.errored
         return _ANSWERED
 
@@ -281,6 +314,20 @@ class ToolCall:
         if await drive(COMPILED, _EFFECTS, self, _STEPS) == _SUCCEEDED:
             assert self.result is not None
             return self.result
+        assert self.error is not None
+        raise self.error
+
+    async def start(self) -> object:
+        """Drive the call as :meth:`run` does, for a caller that waits for a task itself (SEP-2663).
+
+        Returns the task handle :meth:`CallPort.hand_over` made when the answer was a task, else the
+        :class:`ToolResult`. Raises as :meth:`run`.
+        """
+        self.starting = True
+        self.clock = trio.lowlevel.current_clock().current_time
+        self.started = self.clock()
+        if await drive(COMPILED, _EFFECTS, self, _STEPS) == _SUCCEEDED:
+            return self.task if self.task is not None else self.result
         assert self.error is not None
         raise self.error
 

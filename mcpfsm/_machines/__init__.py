@@ -3,7 +3,7 @@
 Each machine is one module of this package that defines, under its own name in capitals, one
 :class:`~mcpfsm._machines.definition.MachineDefinition` written with
 :func:`~mcpfsm._machines.definition.define` (``tool_call.TOOL_CALL``, ``authorization.AUTHORIZATION``,
-``input.INPUT``), and its ``COMPILED`` table. The definition carries everything that other places would
+``input.INPUT``, ``task.TASK``), and its ``COMPILED`` table. The definition carries everything that other places would
 otherwise list by hand: its walkthrough (the ``mcpfsm._tooling`` module that writes ``specs/{name}.md``)
 and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from that naming
 convention, for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
@@ -13,20 +13,21 @@ property tests that check every machine: the tool-call machine first, then the o
 ``mcpfsm._machines.tool_call``, which imports this package first) then compiles that machine only, and
 the authorization machine waits for the first ``auth=`` or the tooling (bench/startup.py).
 
-The files a fourth machine (``tasks``, say) touches:
+The files a new machine touches (the fourth, ``task``, touched exactly these):
 
-1. ``mcpfsm/_machines/tasks.py`` — new: ``State`` and ``Trigger`` enums, the edges and one description per
-   state, ``TASKS = define(...)`` with its ``walkthrough`` and ``span``, and ``COMPILED``. ``MACHINES``,
-   ``mcpfsm diagram`` and its drift check, and the machine property tests pick it up from the name.
-2. ``mcpfsm/_drivers/tasks.py`` — new: the run (its ``entered`` publishes one event per state) and one
+1. ``mcpfsm/_machines/{name}.py`` — new: ``State`` and ``Trigger`` enums, the edges and one description per
+   state, ``{NAME} = define(...)`` with its ``walkthrough`` and ``span``, and ``COMPILED``. ``MACHINES``,
+   ``mcpfsm diagram`` and its drift check, and the machine property tests pick it up from the name. A machine
+   whose runs outlive a cancelled caller (``task``) declares no ``cancel=``.
+2. ``mcpfsm/_drivers/{name}.py`` — new: the run (its ``entered`` publishes one event per state) and one
    effect per non-terminal state, driven by ``mcpfsm._drivers.driver.drive`` (or ``start``/``advance`` for
-   a run that follows facts reported from elsewhere).
+   a run that follows facts reported from elsewhere, as ``task`` does).
 3. ``mcpfsm/_core/events.py`` — its event: a ``CallEvent`` subclass with its own ``MACHINE`` and its
    fields; ``CallEvent.from_dict`` finds it by ``MACHINE``.
-4. The client layer that starts a run (a module of ``mcpfsm/_client/``), which wraps it in
+4. The client layer that starts a run (a module of ``mcpfsm/_client/``: ``tasks.py``), which wraps it in
    ``Telemetry.run`` when the definition names a span, and ``mcpfsm/__init__.py`` for what is public.
-5. ``mcpfsm/_tooling/walkthrough_tasks.py`` — new, when the machine has a walkthrough; then ``mcpfsm
-   diagram`` writes ``specs/tasks.{mmd,dot,md}`` and ``diagrams/tasks.svg``.
+5. ``mcpfsm/_tooling/walkthrough_{name}.py`` — new, when the machine has a walkthrough; then ``mcpfsm
+   diagram`` writes ``specs/{name}.{mmd,dot,md}`` and ``diagrams/{name}.svg``.
 """
 
 from __future__ import annotations

@@ -143,12 +143,14 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
             ],
         ),
         (
-            "from mcpfsm._machines import MACHINES\nassert list(MACHINES) == ['tool-call', 'authorization', 'input']",
+            "from mcpfsm._machines import MACHINES\n"
+            "assert list(MACHINES) == ['tool-call', 'authorization', 'input', 'task']",
             [
                 "mcpfsm._machines.authorization",
                 "mcpfsm._machines.definition",
                 "mcpfsm._machines.input",
                 "mcpfsm._machines.input_loop",
+                "mcpfsm._machines.task",
                 "mcpfsm._machines.tool_call",
             ],
         ),

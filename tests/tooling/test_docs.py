@@ -70,6 +70,7 @@ TESTED: Final = {
     "group-from-file",
     "chained-audit-log",
     "skills",
+    "long-task",
 }
 """The examples the tests below run, by marker name."""
 
@@ -297,6 +298,16 @@ def test_the_chained_audit_log_example_writes_a_log_that_verifies_only_with_its_
         cwd=tmp_path,
     )
     assert tampered.returncode != 0
+
+
+def test_the_long_task_example_runs_against_the_tasks_server(tmp_path: Path) -> None:
+    with start_http_peer(mode="modern", module="mcpfsm._tooling.peer_tasks") as server:
+        done = run_example("long-task", tmp_path, server.url)
+        methods = [entry["method"] for entry in server.log()]
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == shown_after("tasks.md", "It prints:")
+    assert methods.count("tasks/update") == 1 and methods.count("tasks/cancel") == 1
+    assert "notifications/cancelled" not in methods
 
 
 def example_page(page: str) -> str:
