@@ -156,3 +156,49 @@ async def test_polls_are_spaced_by_the_servers_poll_interval(server: FastmcpTask
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     assert min(gaps) >= 0.299, gaps
     assert len(times) - 1 <= 1.0 / 0.3 + 2
+
+
+class CountingStore(mcpfsm.MemoryStore):
+    """A memory store that counts its writes by key."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: dict[str, int] = {}
+
+    async def set(self, key: str, value: Any) -> None:
+        self.writes[key] = self.writes.get(key, 0) + 1
+        await super().set(key, value)
+
+
+async def test_polls_that_change_nothing_write_nothing_to_the_store(server: FastmcpTasksServer) -> None:
+    # fastmcp-tasks answers every tasks/get with lastUpdatedAt set to the time of that request: the record (tool,
+    # answered keys, status, createdAt, ttlMs) is the same all the same, so it is written once, at creation.
+    store = CountingStore()
+    async with mcpfsm.Client.http(server.url, tasks=True, store=store) as client:
+        task = await client.start_tool("hold", {"name": "no-writes"})
+        for _ in range(3):
+            assert await task.refresh() == "working"
+        assert task.id is not None
+        key = f"task {server.url} {task.id}"
+        assert store.writes[key] == 1
+        server.release("no-writes")
+        assert (await task.wait()).text == "released no-writes"
+    assert store.writes[key] == 1 and await store.get(key) is None
+    assert [e["method"] for e in task_requests(server, task.id)].count("tasks/get") >= 4
+
+
+async def test_total_timeout_stops_waiting_on_a_task_that_does_not_end(server: FastmcpTasksServer) -> None:
+    store = mcpfsm.MemoryStore()
+    async with mcpfsm.Client.http(server.url, tasks=True, total_timeout=0.5, store=store) as client:
+        with pytest.raises(mcpfsm.CallTimeoutError) as caught:
+            await client.call_tool("hold", {"name": "stalled"})
+        task_id = caught.value.task_id
+        assert task_id is not None
+        assert [t.id for t in await client.pending_tasks()] == [task_id]
+    # The task goes on on the server: release it and pick it up again, without the limit.
+    server.release("stalled")
+    async with mcpfsm.Client.http(server.url, tasks=True, store=store) as client:
+        (pending,) = await client.pending_tasks()
+        assert pending.id == task_id
+        assert (await pending.wait()).text == "released stalled"
+        assert await client.pending_tasks() == []
