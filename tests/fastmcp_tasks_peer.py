@@ -100,8 +100,8 @@ class FastmcpTasksServer:
 
 
 @contextmanager
-def run_fastmcp_tasks(timeout: float = 60.0) -> Iterator[FastmcpTasksServer]:
-    """Run tests/fastmcp_tasks_server.py from :func:`tasks_venv` for the block.
+def run_fastmcp_tasks(*args: str, timeout: float = 60.0) -> Iterator[FastmcpTasksServer]:
+    """Run tests/fastmcp_tasks_server.py (with ``args``) from :func:`tasks_venv` for the block.
 
     Raises:
         PeerStartError: no READY line within ``timeout`` seconds, or the server exited first (with its stderr).
@@ -109,7 +109,11 @@ def run_fastmcp_tasks(timeout: float = 60.0) -> Iterator[FastmcpTasksServer]:
     python = tasks_venv()
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
-            [str(python), str(SCRIPT)], cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr
+            [str(python), str(SCRIPT), *args],
+            cwd=REPO_ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
         )
         try:
             yield FastmcpTasksServer(_await_ready(process, stderr, timeout), process)

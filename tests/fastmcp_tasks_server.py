@@ -4,6 +4,10 @@ fastmcp-tasks pins another fastmcp than the test extra does, so this script runs
 (tests/fastmcp_tasks_peer.py makes it) and imports nothing from mcpfsm or tests/.
 
     python tests/fastmcp_tasks_server.py    # HTTP on 127.0.0.1, a free port: prints READY http://127.0.0.1:PORT/mcp
+    python tests/fastmcp_tasks_server.py --execution-ttl 1    # the backend keeps a task's state 1 s, not 15 min
+
+fastmcp-tasks reports its backend's execution TTL (how long a finished task is kept) as every task's ``ttlMs``; it
+has no setting for it, so ``--execution-ttl`` sets the attribute on the running backend before READY.
 
 ``GET /control/log`` answers the POSTs received on ``/mcp`` so far (JSON-RPC method, ``Mcp-Method``, ``Mcp-Name``,
 params and the server's monotonic clock when it read each); ``POST /control/release?name=N`` lets the ``hold``
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from datetime import timedelta
 from typing import Any
@@ -144,7 +149,7 @@ class _Controlled:
         await self.app(scope, receive, send)
 
 
-async def _serve_http() -> None:
+async def _serve_http(execution_ttl: float | None) -> None:
     app = _Controlled(server.http_app(path=MCP_PATH))
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on",
                             timeout_graceful_shutdown=1)
@@ -155,6 +160,9 @@ async def _serve_http() -> None:
             if http.should_exit:
                 return
             await anyio.sleep(0.01)
+        if execution_ttl is not None:
+            assert server._docket is not None  # the lifespan made it before uvicorn started
+            server._docket.execution_ttl = timedelta(seconds=execution_ttl)
         bound = http.servers[0].sockets[0].getsockname()[1]
         print(f"READY http://127.0.0.1:{bound}{MCP_PATH}", flush=True)
 
@@ -165,4 +173,5 @@ async def _serve_http() -> None:
 
 
 if __name__ == "__main__":
-    anyio.run(_serve_http)
+    ttl = float(sys.argv[sys.argv.index("--execution-ttl") + 1]) if "--execution-ttl" in sys.argv else None
+    anyio.run(_serve_http, ttl)

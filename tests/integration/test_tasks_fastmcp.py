@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import trio
 
 import mcpfsm
 from tests.fastmcp_tasks_peer import FastmcpTasksServer, run_fastmcp_tasks
@@ -202,3 +203,25 @@ async def test_total_timeout_stops_waiting_on_a_task_that_does_not_end(server: F
         assert pending.id == task_id
         assert (await pending.wait()).text == "released stalled"
         assert await client.pending_tasks() == []
+
+
+async def test_a_ttl_that_is_not_counted_from_created_at_expires_a_task_that_goes_on() -> None:
+    # fastmcp-tasks' ttlMs is how long its backend keeps a finished task (15 min; 2 s here), and a task still running
+    # past createdAt + ttlMs is still there. mcpfsm follows SEP-2663 (the TTL as a backstop from createdAt) and stops
+    # waiting; the error names the task.
+    with run_fastmcp_tasks("--execution-ttl", "2") as short:
+        async with mcpfsm.Client.http(short.url, tasks=True) as client:
+            task = await client.start_tool("hold", {"name": "outlives-ttl"})
+            assert task.ttl == 2.0
+            with pytest.raises(mcpfsm.TaskError, match=r"expired: its ttlMs of 2000 ms passed") as caught:
+                await task.wait()
+            assert (caught.value.status, caught.value.task_id) == ("expired", task.id)
+            assert await client.pending_tasks() == []
+            # A new handle past the TTL expires at its first non-terminal answer too; once the task is over on
+            # the server, one reads its result.
+            assert await client.task(task.id).refresh() == "expired"
+            short.release("outlives-ttl")
+            with trio.fail_after(10):
+                while await (again := client.task(task.id)).refresh() != "completed":
+                    await trio.sleep(0.05)  # a poll loop on the server's answer, bounded by fail_after
+            assert (await again.wait()).text == "released outlives-ttl"
