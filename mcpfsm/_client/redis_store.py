@@ -207,8 +207,23 @@ class RedisStore:
         if self._client is not None:
             yield self._client
             return
-        async with self._open() as redis:
-            yield redis
+        try:
+            async with self._open() as redis:
+                yield redis
+        except BaseExceptionGroup as group:
+            # A client opened for one operation runs its connection in a task group of its own; its one
+            # failure (a ConnectionError, say) is the operation's.
+            leaves = _leaves(group)
+            if len(leaves) == 1:
+                raise leaves[0] from None
+            raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
 
 
 def _record(text: str | None) -> tuple[str, dict[str, Any]] | None:
