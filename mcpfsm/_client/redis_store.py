@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import TYPE_CHECKING, Any, Final
@@ -302,10 +303,11 @@ def _opener(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
     async def sentinel() -> AsyncIterator[Any]:
         # Sentinels themselves usually have no password; the primary takes the URL's credentials.
         async with AsyncExitStack() as stack:
+            secure = {"ssl_context": ssl.create_default_context()} if tls else {}
             guards = await stack.enter_async_context(
-                coredis.Sentinel(sentinels, decode_responses=True, sentinel_kwargs={"ssl": tls})
+                coredis.Sentinel(sentinels, decode_responses=True, sentinel_kwargs=secure)
             )
-            yield await stack.enter_async_context(guards.primary_for(service, db=database, ssl=tls, **credentials))
+            yield await stack.enter_async_context(guards.primary_for(service, db=database, **secure, **credentials))
 
     return sentinel
 
