@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -170,14 +170,18 @@ class FileStore:
         async with file_lock(self.file_of(key).with_suffix(".held" + _LOCK_SUFFIX)):
             yield
 
-    def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every key and value in the directory (blocking; for ``mcpfsm store check``)."""
-        if not self.path.is_dir():
-            return
-        for file in sorted(self.path.glob("*" + _SUFFIX)):
-            record = _load(file)
-            if record is not None and isinstance(record.get("key"), str) and isinstance(record.get("value"), dict):
-                yield record["key"], record["value"]
+    async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        """Every key with its value and seconds to live (always ``None``: files do not expire), by key."""
+        return await trio.to_thread.run_sync(self._entries)
+
+    def _entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        found: list[tuple[str, dict[str, Any], float | None]] = []
+        if self.path.is_dir():
+            for file in self.path.glob("*" + _SUFFIX):
+                record = _load(file)
+                if record is not None and isinstance(record.get("key"), str) and isinstance(record.get("value"), dict):
+                    found.append((record["key"], record["value"], None))
+        return sorted(found, key=lambda entry: entry[0])
 
     @contextlib.asynccontextmanager
     async def _writing(self, file: Path) -> AsyncIterator[None]:

@@ -303,7 +303,7 @@ def _opener(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
     async def sentinel() -> AsyncIterator[Any]:
         # Sentinels themselves usually have no password; the primary takes the URL's credentials.
         async with AsyncExitStack() as stack:
-            secure = {"ssl_context": ssl.create_default_context()} if tls else {}
+            secure: dict[str, Any] = {"ssl_context": ssl.create_default_context()} if tls else {}
             guards = await stack.enter_async_context(
                 coredis.Sentinel(sentinels, decode_responses=True, sentinel_kwargs=secure)
             )

@@ -143,6 +143,11 @@ class FileTokenStore:
         async with file_lock(self.path.with_name(f".{self.path.name}.{digest}.lock")):
             yield
 
+    async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        """Every key with its value and seconds to live (always ``None``: the file does not expire), by key."""
+        values = await trio.to_thread.run_sync(self._read)
+        return sorted((key, value, None) for key, value in values.items() if isinstance(value, dict))
+
     async def _update(self, key: str, value: dict[str, Any] | None, *, expected: Any = _ANY) -> bool:
         try:
             await trio.to_thread.run_sync(lambda: self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True))

@@ -272,7 +272,7 @@ async def test_file_store_files_are_private_and_named_by_hash(tmp_path: Path) ->
         "key": key,
         "value": {"issuer": "https://as.example"},
     }
-    assert list(store.entries()) == [(key, {"issuer": "https://as.example"})]
+    assert await store.entries() == [(key, {"issuer": "https://as.example"}, None)]
     assert repr(store) == f"FileStore({str(tmp_path / 'store')!r})"
 
 

@@ -84,7 +84,7 @@ async def test_a_credentials_own_store_wins(site: RunningAuthServer, tmp_path: P
         assert await call(client) == "test-tool called"
     assert await own.get(f"tokens {site.base_url} {site.mcp_url}") is not None
     assert await clients.get(f"tokens {site.base_url} {site.mcp_url}") is None
-    assert list(clients.entries()) == []
+    assert await clients.entries() == []
 
 
 async def test_a_store_killed_mid_run_costs_one_warning_and_no_call(
