@@ -115,6 +115,11 @@ class RedisStore:
     def __repr__(self) -> str:
         return f"RedisStore({self._target!r}, prefix={self.prefix!r})"
 
+    @property
+    def location(self) -> str:
+        """The URL without its password (or the type of the ``client=`` given), for messages."""
+        return self._target
+
     async def __aenter__(self) -> RedisStore:
         """Open the connections; they stay open until the block ends."""
         async with AsyncExitStack() as stack:

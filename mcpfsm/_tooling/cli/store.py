@@ -80,7 +80,7 @@ def open_store(text: str, *, prefix: str = "mcpfsm:") -> Opened:
 def describe(store: Opened) -> str:
     """Where ``store`` is, for a message: the path, or the Redis URL without its password."""
     if isinstance(store, RedisStore):
-        return repr(store).removeprefix("RedisStore(").removesuffix(")")
+        return f"{store.location} (prefix {store.prefix})"
     return str(store.path)
 
 
