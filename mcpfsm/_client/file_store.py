@@ -37,6 +37,17 @@ __all__ = ["FileStore", "file_lock", "write_json_atomically"]
 _SUFFIX: Final = ".json"
 _LOCK_SUFFIX: Final = ".lock"
 _LOCAL: dict[str, trio.Lock] = {}
+_WAITERS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("mcpfsm_file_lock_waiters")
+_MOST_WAITERS: Final = 256
+
+
+def _waiters() -> trio.CapacityLimiter:
+    try:
+        return _WAITERS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(_MOST_WAITERS)
+        _WAITERS.set(limiter)
+        return limiter
 
 
 def _cancelled() -> bool:
@@ -67,7 +78,11 @@ async def file_lock(path: Path) -> AsyncIterator[None]:
         async with local:
             lock = FileLock(path, mode=0o600, thread_local=False)
             try:
-                await trio.to_thread.run_sync(lambda: lock.acquire(timeout=-1, cancel_check=_cancelled))
+                # Waiting threads come from a limiter of their own: a wait never takes the thread a holder
+                # needs to write (trio's default limiter, which the reads and writes use).
+                await trio.to_thread.run_sync(
+                    lambda: lock.acquire(timeout=-1, cancel_check=_cancelled), limiter=_waiters()
+                )
             except Timeout:
                 # cancel_check answered True: the scope is cancelled, and this checkpoint raises trio.Cancelled.
                 await trio.lowlevel.checkpoint()

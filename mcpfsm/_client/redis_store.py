@@ -20,6 +20,7 @@ that deletes the key only while it still holds that token: the single-instance a
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import ssl
@@ -159,11 +160,9 @@ class RedisStore:
 
     async def compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
         """Delete ``key`` if and only if its value equals ``expected`` as a JSON value; return whether it did."""
-        from coredis.commands import Script
-
         expected_text = _canonical({"key": key, "value": json.loads(json.dumps(dict(expected)))})
         async with self._connection() as redis:
-            deleted = await Script(script=_COMPARE_AND_DELETE).execute(
+            deleted = await _compare_and_delete_script().execute(
                 keys=[self.key_of(key)], args=[expected_text], client=redis
             )
         return bool(deleted)
@@ -223,6 +222,14 @@ class RedisStore:
             if len(leaves) == 1:
                 raise leaves[0] from None
             raise
+
+
+@functools.cache
+def _compare_and_delete_script() -> Any:
+    # One Script object: coredis runs it by its SHA-1 (EVALSHA) and loads it once per server.
+    from coredis.commands import Script
+
+    return Script(script=_COMPARE_AND_DELETE)
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
