@@ -7,9 +7,9 @@
   created ``0600`` inside a ``0700`` directory and replaced atomically (a temporary file in the same
   directory, then ``os.replace``), so a reader never sees half a file.
 
-Both implement :class:`~mcpfsm.TokenStore` (``MemoryStore`` the whole :class:`~mcpfsm.Store`); the keys are
-those of ``mcpfsm._core.credentials`` (registrations by issuer, tokens by issuer and resource).
-Neither ever logs or shows a value.
+Both implement the whole :class:`~mcpfsm.Store` (``FileStore`` and ``RedisStore``, for fleets, have modules of
+their own: docs/stores.md); the keys are those of ``mcpfsm._core.credentials`` (registrations by issuer, tokens
+by issuer and resource). Neither ever logs or shows a value.
 """
 
 from __future__ import annotations
