@@ -294,14 +294,14 @@ def _opener(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
         ) from exc
     if scheme in ("redis", "rediss"):
 
-        def standalone() -> AbstractAsyncContextManager[Any]:
+        def standalone() -> Any:  # a coredis.Redis, entered with `async with`
             return coredis.Redis.from_url(url, decode_responses=True)
 
         return standalone
     if scheme.endswith("+cluster"):
         nodes = [coredis.connection.TCPLocation(host, port) for host, port in hosts]
 
-        def cluster() -> AbstractAsyncContextManager[Any]:
+        def cluster() -> Any:  # a coredis.RedisCluster, entered with `async with`
             return coredis.RedisCluster(startup_nodes=nodes, ssl=tls, decode_responses=True, **credentials)
 
         return cluster

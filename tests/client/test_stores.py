@@ -340,3 +340,9 @@ def test_redis_store_repr_hides_the_password() -> None:
     store = mcpfsm.RedisStore("rediss://app:s3cret@redis.example:6380/2", prefix="fleet:")
     assert repr(store) == "RedisStore('rediss://app:***@redis.example:6380/2', prefix='fleet:')"
     assert "s3cret" not in repr(store)
+
+
+def test_redis_store_without_coredis_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "coredis", None)
+    with pytest.raises(ImportError, match=r"^RedisStore talks to Redis through the coredis package, which is not"):
+        mcpfsm.RedisStore("redis://127.0.0.1:6379/0")
