@@ -201,3 +201,16 @@ def test_a_redis_store_nobody_answers_is_unreachable(tmp_path: Path) -> None:
         "",
         f"mcpfsm: error: cannot use the store redis://:***@127.0.0.1:{port}/0 (prefix mcpfsm:): ConnectionError\n",
     )
+
+
+def test_login_to_a_store_nobody_answers_fails_before_the_login(server: RunningAuthServer, tmp_path: Path) -> None:
+    server.configure({})
+    server.clear_log()
+    with reserved_port() as port:
+        done = command(tmp_path, "login", server.mcp_url, "--no-browser", "--store", f"redis://127.0.0.1:{port}/0")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        Exit.unreachable,
+        "",
+        f"mcpfsm: error: cannot use the store redis://127.0.0.1:{port}/0 (prefix mcpfsm:): ConnectionError\n",
+    )
+    assert server.log() == []
