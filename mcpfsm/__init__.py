@@ -49,10 +49,12 @@ if TYPE_CHECKING:
     from ._client.group import ClientGroup, GroupTool
     from ._client.loopback import LoopbackAuthorizer
     from ._client.redis_store import RedisStore
+    from ._client.skills import LoadedSkill, Skill
     from ._client.stores import FileTokenStore, MemoryStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
     from ._core.config import Config, ServerConfig, load_config
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store, TokenStore
+    from ._core.skills import SkillFile, SkillVerificationError
     from ._core.surface import (
         Completion,
         Prompt,
@@ -103,6 +105,10 @@ _LAZY = {
     "RedisStore": "._client.redis_store",
     "Store": "._core.credentials",
     "TokenStore": "._core.credentials",
+    "LoadedSkill": "._client.skills",
+    "Skill": "._client.skills",
+    "SkillFile": "._core.skills",
+    "SkillVerificationError": "._core.skills",
 }
 
 
@@ -151,6 +157,7 @@ __all__ = [
     "HttpTransport",
     "InputEvent",
     "JwtBearer",
+    "LoadedSkill",
     "LoopbackAuthorizer",
     "MachineDefinition",
     "McpError",
@@ -176,6 +183,9 @@ __all__ = [
     "ServerConfig",
     "ServerInfo",
     "SessionExpired",
+    "Skill",
+    "SkillFile",
+    "SkillVerificationError",
     "State",
     "StdioTransport",
     "Store",

@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     # transport with the first Client.stdio(), subscriptions with the first listen().
     from .._core.surface import Completion, Prompt, PromptResult, Resource, ResourceResult, ResourceTemplate
     from .authorization import AuthorizationLayer, StaticToken
+    from .skills import Skill
     from .subscriptions import Subscription
 
     Auth = OAuth | ClientCredentials | JwtBearer | EnterpriseManaged | str
@@ -721,6 +722,47 @@ class Client:
         if arguments is not None:
             params["arguments"] = _strings("arguments", arguments)
         return PromptResult.from_result(await self._input_request("prompts/get", params))
+
+    async def skills(self, *, fresh: bool = False) -> list[Skill]:
+        """Every page of ``skills/list`` (SEP-2640): the skills the server serves; no skill file is read.
+
+        Only asked of a server that declares the ``io.modelcontextprotocol/skills`` extension. Pages still fresh
+        in the response cache are reused unless ``fresh``. :meth:`Skill.load <mcpfsm.Skill.load>` reads and
+        verifies one (docs/skills.md).
+
+        Raises:
+            McpError: the server does not declare the extension, or the request failed.
+            ProtocolError: an entry is malformed, a cursor repeats or the listing is too long.
+        """
+        from .skills import require_declared, skills_from_entries
+
+        require_declared((await self.discover()).capabilities)
+        return skills_from_entries(await self._list("skills/list", "skills", fresh), self._skill_reader)
+
+    async def skill(self, uri: str, *, fresh: bool = False) -> Skill:
+        """``skills/get`` (SEP-2640): the entry of the skill whose ``SKILL.md`` is at ``uri``, listed or not.
+
+        Only asked of a server that declares the extension; a fresh cached answer is reused unless ``fresh``. A
+        server that serves no skill there answers an :class:`RpcError` (-32602).
+
+        Raises:
+            TypeError: ``uri`` is not a string.
+            McpError: the server does not declare the extension, or the request failed.
+            ProtocolError: the entry is malformed.
+        """
+        from .skills import require_declared, skill_from_result
+
+        if not isinstance(uri, str):
+            raise TypeError(f"uri must be a str, got {type(uri).__name__}")
+        require_declared((await self.discover()).capabilities)
+        result = await self._session.request("skills/get", {"uri": uri}, fresh=fresh)
+        return skill_from_result(result, self._skill_reader)
+
+    def _skill_reader(self, uri: str) -> Coroutine[Any, Any, ResourceResult]:
+        # Skill files are read from the server, never from the response cache: a stale cached copy would fail
+        # verification against a newer entry (SEP-2640 "Lazy Retrieval": such a copy must be fetched again); a
+        # LoadedSkill keeps what it verified.
+        return self.read_resource(uri, fresh=True)
 
     async def complete(
         self,

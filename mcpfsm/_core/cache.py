@@ -7,7 +7,7 @@ What is cached, and for how long, follows the server's hints, read by :func:`cac
   multi round-trip request, SEP-2322), is never stored nor served. Legacy results carry no hints and are
   never cached; the caller passes the era in the key.
 - **Key**: the protocol version, the method and the params that change the result: ``cursor`` for a
-  page of a listing, ``uri`` for ``resources/read``; never ``_meta``.
+  page of a listing, ``uri`` for ``resources/read`` and ``skills/get``; never ``_meta``.
 - **Freshness**: ``now < received + ttlMs`` on the caller's clock (monotonic; the clock is an argument, so
   tests use a fake one). ``ttlMs`` absent, negative or not an integer counts as 0, and 0 is not stored; a
   larger one than :data:`MAX_TTL_MS` (24 hours, as the official SDKs clamp it) counts as that, so no server
@@ -44,13 +44,23 @@ __all__ = [
 ]
 
 CACHEABLE_METHODS: Final = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "skills/list",
+        "skills/get",
+    }
 )
-"""The methods whose complete results carry ``ttlMs`` and ``cacheScope`` (SEP-2549)."""
+"""The methods whose complete results carry ``ttlMs`` and ``cacheScope`` (SEP-2549; the skills ones: SEP-2640)."""
 
 MAX_TTL_MS: Final = 24 * 60 * 60 * 1000
 """The longest time a result is kept, in milliseconds (24 hours); a larger ``ttlMs`` is clamped to it."""
 
+_BY_URI: Final = frozenset({"resources/read", "skills/get"})
 _MRTR_PARAMS: Final = ("inputResponses", "requestState")
 
 # notification method -> the cached methods it invalidates (SEP-2549 "Invalidation").
@@ -100,7 +110,7 @@ def cache_key(version: str, method: str, params: Mapping[str, Any] | None) -> Ca
     params = params or {}
     if any(name in params for name in _MRTR_PARAMS):
         return None
-    selector = params.get("uri") if method == "resources/read" else params.get("cursor")
+    selector = params.get("uri") if method in _BY_URI else params.get("cursor")
     if selector is not None and not isinstance(selector, str):
         return None
     return (version, method, selector)

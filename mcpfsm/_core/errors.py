@@ -15,8 +15,10 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │   └── OutputValidationError  a tool's structuredContent does not match its outputSchema
     ├── AuthorizationError       the OAuth 2.1 flow cannot go on (.state, .reason, .error,
     │                            .error_description); never quotes a token, code or secret
-    └── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
-                                 client group's aggregated names collide
+    ├── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
+    │                            client group's aggregated names collide
+    └── SkillVerificationError   a skill's file is not what its entry lists (.check: size, digest,
+                                 frontmatter, unlisted, dynamic); defined in mcpfsm._core.skills
 
 Foreign exceptions (httpx, trio, OS) are mapped to these in one place per transport and
 always chained with ``raise ... from exc``. Cancellation is never wrapped.

@@ -35,9 +35,11 @@ __all__ = [
     "PeerStartError",
     "RunningAuthServer",
     "RunningPeer",
+    "RunningSkillsPeer",
     "missing_modules",
     "run_authserver",
     "run_peer",
+    "run_skills_peer",
 ]
 
 _READY: Final = "READY "
@@ -106,6 +108,28 @@ class RunningPeer:
         import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
 
         httpx.post(f"{self.base_url}/control/log/clear").raise_for_status()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningSkillsPeer:
+    """A running skills server (``python -m mcpfsm._tooling.peer_skills``): its MCP endpoint and request log."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+    def log(self) -> list[dict[str, Any]]:
+        """``{"method": ..., "uri": ...}`` for every MCP request it received since start or the last clear."""
+        import httpx  # here: `mcpfsm --help` does not import httpx
+
+        response = httpx.get(self.url.rsplit("/", 1)[0] + "/control/log")
+        response.raise_for_status()
+        return cast(list[dict[str, Any]], response.json())
+
+    def clear_log(self) -> None:
+        """Forget the requests logged so far."""
+        import httpx  # here: `mcpfsm --help` does not import httpx
+
+        httpx.post(self.url.rsplit("/", 1)[0] + "/control/log/clear").raise_for_status()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,6 +250,26 @@ def run_peer(
         try:
             url = _await_ready(process, stderr, timeout)
             yield RunningPeer(url=url, process=process)
+        finally:
+            _stop(process)
+
+
+@contextmanager
+def run_skills_peer(
+    *, timeout: float = 20.0, cwd: str | os.PathLike[str] | None = None
+) -> Iterator[RunningSkillsPeer]:
+    """Run ``python -m mcpfsm._tooling.peer_skills`` (HTTP, 127.0.0.1, a free port) for the block, as :func:`run_peer`.
+
+    Raises:
+        PeerStartError: no READY line within `timeout` seconds, or the server exited or printed something
+            else first (the error carries the tail of its stderr).
+    """
+    argv = [sys.executable, "-m", "mcpfsm._tooling.peer_skills", "--port", "0"]
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+        try:
+            url = _await_ready(process, stderr, timeout)
+            yield RunningSkillsPeer(url=url, process=process)
         finally:
             _stop(process)
 

@@ -267,3 +267,15 @@ print(json.dumps([before, "mcpfsm._drivers.audit_log" in sys.modules, log.__modu
 def test_the_audit_log_sink_is_imported_with_its_name() -> None:
     result = fresh_python(ON_FIRST_USE)
     assert result == [False, True, "mcpfsm._drivers.audit_log"]
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["import mcpfsm", "from mcpfsm._tooling.cli import build_parser\nbuild_parser().format_help()"],
+    ids=["import-mcpfsm", "mcpfsm-help"],
+)
+def test_the_yaml_parser_comes_with_the_first_skill_only(code: str) -> None:
+    # PyYAML parses a skill's frontmatter (SEP-2640): loaded by the skills module, which nothing imports before.
+    found: list[str] = fresh_python(LOADED.format(code=code), json.dumps(["yaml"]))
+    assert found == []
+    assert fresh_python(LOADED.format(code="import mcpfsm\nmcpfsm.SkillVerificationError"), '["yaml"]') == ["yaml"]

@@ -181,6 +181,34 @@ async def input_required_tools(run: Run) -> None:
         await call(run, tools, name, {})
 
 
+async def list_skills(run: Run) -> list[mcpfsm.Skill]:
+    """``skills/list`` (SEP-2640); an empty list when listing failed."""
+    skills = await run.step("skills/list", run.client.skills)
+    return skills if isinstance(skills, list) else []
+
+
+async def skills_listed(run: Run) -> None:
+    """``sep-2640-client-no-prefetch``: list the skills and load none; listing must read no skill file."""
+    await list_skills(run)
+
+
+async def refuse_tampered_skills(check: str, run: Run) -> None:
+    """``sep-2640-client-verify-*``: load each listed skill; mcpfsm must refuse it with the ``check`` named.
+
+    A skill that loads all the same has its supporting files read, as a host acting on it would: the suite
+    sees those reads and fails the scenario.
+    """
+    for skill in await list_skills(run):
+        try:
+            loaded = await skill.load()
+        except mcpfsm.SkillVerificationError as exc:
+            run.note(f"load {skill.uri}", ok=exc.check == check, detail=f"refused ({exc.check}): {exc}")
+            continue
+        run.note(f"load {skill.uri}", ok=False, detail=f"loaded although its {check} check should fail")
+        for listed in skill.files or ():
+            await run.step(f"read {listed.uri}", partial(loaded.read, listed.uri))
+
+
 # --- the table -----------------------------------------------------------------------------------
 
 
@@ -324,6 +352,10 @@ SCENARIOS: dict[str, Scenario] = {
     "auth/wif-jwt-bearer": Scenario(options=workload),
     "auth/dpop": Scenario(options=dpop),
     "auth/dpop-nonce": Scenario(options=dpop),
+    "sep-2640-client-no-prefetch": Scenario(skills_listed),
+    "sep-2640-client-verify-digest": Scenario(partial(refuse_tampered_skills, "digest")),
+    "sep-2640-client-verify-size": Scenario(partial(refuse_tampered_skills, "size")),
+    "sep-2640-client-verify-frontmatter": Scenario(partial(refuse_tampered_skills, "frontmatter")),
     # sse-retry, http-invalid-tool-headers and everything else: generic; any other auth/* scenario: generic
     # with the OAuth flow (the calls draw the step-up 403 and the post-migration 401).
 }

@@ -14,12 +14,21 @@ file it names), then runs ``check``:
     python tests/conformance/expected_failures.py judge REVISION SUMMARY
         # SUMMARY: the suite's output for one `--requirements REVISION` run; prints the verdict line,
         # exit 1 and one line per problem on stderr
+    python tests/conformance/expected_failures.py one-by-one
+        # the extension scenarios that no requirement set lists (ONE_BY_ONE), one name a line
+    python tests/conformance/expected_failures.py judge-checks OUTPUT N
+        # OUTPUT: the -o directory of N `--scenario` runs; every check of every run must be SUCCESS
 
 ``judge`` is what makes CI fail: every scenario the set scores must pass or be listed whole in the
 expected-failures file (a client that crashes may leave no failing check behind), and every ``extension``
 scenario (the authorization extensions, which the suite runs in the same run but never scores, so their
 regressions would pass silently) must pass: the suite ignores expected failures for them, so they cannot be
 excused there.
+
+Some extension scenarios are in no requirement set at all (the skills ones, SEP-2640): the suite runs them only
+when named with ``--scenario``, and reports a check it could not judge as ``SKIPPED`` while exiting 0. They are
+listed in :data:`ONE_BY_ONE`; ``tests/conformance/run`` runs each in both eras and ``judge-checks`` requires every
+check of every run to be ``SUCCESS``.
 
 The file's format is the suite's (a ``client:`` list of ``scenario`` or ``scenario:check-id``), held to
 a stricter shape that keeps a reason on every line: ``  - NAME  # reason``.
@@ -209,11 +218,73 @@ def judge(
     return verdict, found
 
 
+ONE_BY_ONE: Final = (
+    "sep-2640-client-no-prefetch",
+    "sep-2640-client-verify-digest",
+    "sep-2640-client-verify-size",
+    "sep-2640-client-verify-frontmatter",
+)
+"""Extension scenarios in no requirement set, run with ``--scenario`` each; every one must pass (SEP-2640 skills)."""
+
+_JUDGED_OK: Final = ("SUCCESS", "INFO")
+
+
+def judge_checks(runs: dict[str, list[dict[str, object]]]) -> tuple[str, list[str]]:
+    """The verdict line and the problems of ``--scenario`` runs: ``{run label: the checks of its checks.json}``.
+
+    A run passes when it has at least one ``SUCCESS`` check and every check is ``SUCCESS`` or ``INFO``: the suite
+    exits 0 on a ``SKIPPED`` check (say, a client that never listed the skills), which proves nothing.
+    """
+    found: list[str] = []
+    for label, checks in sorted(runs.items()):
+        bad = [f"{check.get('id')}={check.get('status')}" for check in checks if check.get("status") not in _JUDGED_OK]
+        if bad or not any(check.get("status") == "SUCCESS" for check in checks):
+            found.append(f"{label}: {', '.join(bad) or 'no check succeeded'}")
+    return f"{len(runs) - len(found)} of {len(runs)} one-by-one extension scenario runs pass", found
+
+
+def read_checks(output: Path) -> dict[str, list[dict[str, object]]]:
+    """``{run directory name: its checks}`` for every ``*/checks.json`` under a ``-o`` directory.
+
+    Raises:
+        FormatError: a checks.json is not a JSON list.
+    """
+    import json
+
+    runs: dict[str, list[dict[str, object]]] = {}
+    for path in sorted(output.glob("*/checks.json")):
+        checks = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(checks, list) or not all(isinstance(check, dict) for check in checks):
+            raise FormatError(f"{path}: not a list of checks")
+        runs[path.parent.name] = checks
+    return runs
+
+
 def main(argv: list[str]) -> int:
-    """``check`` (the default), ``snapshot`` or ``judge REVISION SUMMARY``; returns the exit status."""
+    """``check`` (the default), ``snapshot``, ``judge REVISION SUMMARY``, ``one-by-one`` or ``judge-checks OUTPUT N``.
+
+    Returns the exit status.
+    """
     if argv == ["snapshot"]:
         sys.stdout.write(render_snapshot(parse_listing(sys.stdin.read())))
         return 0
+    if argv == ["one-by-one"]:
+        sys.stdout.write("".join(f"{name}\n" for name in ONE_BY_ONE))
+        return 0
+    if len(argv) == 3 and argv[0] == "judge-checks":
+        try:
+            runs = read_checks(Path(argv[1]))
+        except (FormatError, ValueError) as exc:
+            print(f"conformance: {exc}", file=sys.stderr)
+            return 1
+        expected = int(argv[2])
+        verdict, found = judge_checks(runs)
+        if len(runs) != expected:
+            found.append(f"{len(runs)} runs left checks in {argv[1]}, {expected} expected")
+        print(verdict)
+        for problem in found:
+            print(f"conformance {problem}", file=sys.stderr)
+        return 1 if found else 0
     if len(argv) == 3 and argv[0] == "judge" and argv[1] in REQUIREMENT_SETS:
         try:
             entries = parse_expected_failures(EXPECTED_FAILURES.read_text(encoding="utf-8"))

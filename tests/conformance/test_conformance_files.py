@@ -11,10 +11,12 @@ import pytest
 from tests.conformance import adapter
 from tests.conformance.expected_failures import (
     EXPECTED_FAILURES,
+    ONE_BY_ONE,
     SCENARIOS,
     Entry,
     FormatError,
     judge,
+    judge_checks,
     main,
     parse_expected_failures,
     parse_listing,
@@ -49,8 +51,53 @@ def test_the_snapshot_holds_both_requirement_sets_of_the_pinned_suite() -> None:
 
 
 def test_the_adapter_table_names_only_scenarios_the_suite_runs() -> None:
-    run = set(SNAPSHOT["2025-11-25"]) | set(SNAPSHOT["2026-07-28"])
+    run = set(SNAPSHOT["2025-11-25"]) | set(SNAPSHOT["2026-07-28"]) | set(ONE_BY_ONE)
     assert sorted(set(adapter.SCENARIOS) - run) == []
+
+
+def test_every_one_by_one_scenario_is_in_no_requirement_set_and_has_its_adapter_steps() -> None:
+    # tests/conformance/run checks that the installed suite still lists each as a client extension scenario.
+    assert ONE_BY_ONE == (
+        "sep-2640-client-no-prefetch",
+        "sep-2640-client-verify-digest",
+        "sep-2640-client-verify-size",
+        "sep-2640-client-verify-frontmatter",
+    )
+    assert not set(ONE_BY_ONE) & (set(SNAPSHOT["2025-11-25"]) | set(SNAPSHOT["2026-07-28"]))
+    assert sorted(set(ONE_BY_ONE) - set(adapter.SCENARIOS)) == []
+
+
+def check(status: str, name: str = "sep-2640-host-no-prefetch") -> dict[str, object]:
+    return {"id": name, "status": status}
+
+
+def test_one_by_one_runs_pass_only_when_every_check_succeeds() -> None:
+    runs = {
+        "sep-2640-client-no-prefetch-a": [check("SUCCESS")],
+        "sep-2640-client-verify-size-b": [check("INFO", "incoming-request"), check("SUCCESS", "size")],
+    }
+    assert judge_checks(runs) == ("2 of 2 one-by-one extension scenario runs pass", [])
+
+
+def test_a_skipped_failed_or_empty_one_by_one_run_fails_ci() -> None:
+    # The suite exits 0 on SKIPPED: a client that never listed the skills proved nothing.
+    runs = {
+        "a-skipped": [check("SKIPPED")],
+        "b-failed": [check("SUCCESS", "first"), check("FAILURE", "second")],
+        "c-warned": [check("WARNING")],
+        "d-empty": [],
+        "e-info-only": [check("INFO")],
+    }
+    assert judge_checks(runs) == (
+        "0 of 5 one-by-one extension scenario runs pass",
+        [
+            "a-skipped: sep-2640-host-no-prefetch=SKIPPED",
+            "b-failed: second=FAILURE",
+            "c-warned: sep-2640-host-no-prefetch=WARNING",
+            "d-empty: no check succeeded",
+            "e-info-only: no check succeeded",
+        ],
+    )
 
 
 GOOD_HEAD = "# comment\n\nclient:\n  # a group\n"

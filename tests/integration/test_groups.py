@@ -1,6 +1,6 @@
-"""Client groups against real servers (docs/groups.md): two official-SDK HTTP servers in two eras, stdio servers
-as real subprocesses, a member that is down, one that will not exit, a renamed tool that collides, and a
-configuration file on disk whose values come from environment variables."""
+"""Client groups against real servers (docs/groups.md): two official-SDK HTTP servers in two eras, fastmcp's
+server over HTTP and stdio, stdio servers as real subprocesses, a member that is down, one that will not exit, a
+renamed tool that collides, and a configuration file on disk whose values come from environment variables."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ import trio
 
 import mcpfsm
 from mcpfsm import StdioTransport
+from tests.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer, run_fastmcp
 from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 from tests.ports import reserved_port
 
@@ -39,6 +40,12 @@ def modern_peer() -> Iterator[HttpPeer]:
 def legacy_peer() -> Iterator[HttpPeer]:
     with start_http_peer(mode="legacy", timeout=60) as peer:
         yield peer
+
+
+@pytest.fixture(scope="module")
+def fastmcp_http() -> Iterator[FastmcpServer]:
+    with run_fastmcp() as server:
+        yield server
 
 
 @pytest.fixture
@@ -337,3 +344,57 @@ async def test_a_config_in_claude_desktops_documented_format_works_unchanged(tmp
         assert group.status == {"peer": "connected"}
         result = await group.call_tool("peer_echo", {"text": "hello"})
         assert text_of(result) == "hello"
+
+
+async def test_a_group_of_two_kinds_of_http_server_and_two_kinds_of_stdio_server(
+    peers: tuple[HttpPeer, HttpPeer], fastmcp_http: FastmcpServer
+) -> None:
+    # The official SDK's server and fastmcp's, each over HTTP and over stdio, in one group from one file's shape.
+    modern, _ = peers
+    config = {
+        "mcpServers": {
+            "sdk": {"type": "http", "url": modern.url},
+            "fast": {"type": "http", "url": fastmcp_http.url},
+            "sdk_stdio": stdio_entry(PEER, prefix="sdk1"),
+            "fast_stdio": stdio_entry(FASTMCP_STDIO, prefix="fast1"),
+        }
+    }
+    seen: list[mcpfsm.CallEvent] = []
+    async with mcpfsm.ClientGroup(config, on_event=seen.append, connect_timeout=START) as group:
+        assert group.status == dict.fromkeys(["sdk", "fast", "sdk_stdio", "fast_stdio"], "connected")
+        assert group.errors == {}
+        assert {name: group[name].protocol_version for name in group} == dict.fromkeys(group, "2026-07-28")
+        pids = {name: pid_of(group[name]) for name in ("sdk_stdio", "fast_stdio")}
+        tools = await group.tools()
+        own = (await group["sdk"].tools()).names
+        assert tools.names == [
+            *(f"sdk_{name}" for name in own),
+            *(f"fast_{name}" for name in FASTMCP_TOOLS),
+            *(f"sdk1_{name}" for name in (await group["sdk_stdio"].tools()).names),
+            *(f"fast1_{name}" for name in FASTMCP_TOOLS),
+        ]
+        before = len(fastmcp_http.log())
+        added = await group.call_tool("fast_add", {"a": 2, "b": 40})
+        assert (text_of(added), added.structured_content) == ("42", {"result": 42})
+        # The call went to fastmcp's server with the modern era's headers (MCP 2026-07-28: Mcp-Method, Mcp-Name).
+        sent = fastmcp_http.log()[before:]
+        assert [(entry["http_method"], entry["headers"].get("mcp-method"), entry["headers"].get("mcp-name"))
+                for entry in sent] == [("POST", "tools/call", "add")]
+        assert "mcp-session-id" not in sent[0]["headers"]
+        assert text_of(await group.call_tool("fast1_echo", {"text": "over stdio"})) == "over stdio"
+        assert int(text_of(await group.call_tool("fast1_pid"))) == pids["fast_stdio"]
+        assert text_of(await group.call_tool("sdk1_echo", {"text": "sdk stdio"})) == "sdk stdio"
+        sql = await group.call_tool("sdk_execute-sql", SQL_ARGS)
+        assert text_of(sql) == "executed 'select 1' on 'analytics'"
+    assert not any(is_running(pid) for pid in pids.values())
+    calls = {}
+    for event in seen:
+        if event.machine == "tool-call":
+            calls.setdefault(event.call_id, []).append(event)
+    assert [(events[0].server, events[0].tool, events[-1].state) for events in calls.values()] == [
+        ("fast", "add", "succeeded"),
+        ("fast_stdio", "echo", "succeeded"),
+        ("fast_stdio", "pid", "succeeded"),
+        ("sdk_stdio", "echo", "succeeded"),
+        ("sdk", "execute-sql", "succeeded"),
+    ]

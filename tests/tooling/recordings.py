@@ -2,7 +2,7 @@
 
 - :func:`walkthrough_records`: every example of ``specs/tool-call.md`` and ``specs/authorization.md`` (runs
   recorded against the real test server and authorization server by ``mcpfsm diagram``), read back from their
-  event tables into audit records;
+  event tables into audit records (``mcpfsm._tooling.recorded``, which also makes the manual's reports);
 - :func:`input_records`: a live run of the input machine (two SEP-2322 rounds of a ``prompts/get``);
 - :func:`group_records`: live tool calls against two real test servers, each record naming its server in a
   ``server`` field, as a trail of a group of servers does;
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
@@ -26,84 +24,17 @@ import trio
 
 import mcpfsm
 from mcpfsm._machines.definition import MachineDefinition, edge
+from mcpfsm._tooling import recorded
+from mcpfsm._tooling.recorded import AT
 from tests.fakeserver import FakeServer, result
 from tests.peer.fixtures import REPO_ROOT, start_http_peer
 
-_ROW: Final = re.compile(r"^\|(.*)\|\s*$")
-_AT: Final = "2026-12-01T10:00:00.000000+00:00"
-
-
-def _cell(text: str) -> str | None:
-    text = text.strip()
-    if text in ("—", ""):
-        return None
-    return text.strip("`")
-
-
-def _tables(path: str) -> Iterator[tuple[int, list[dict[str, str | None]]]]:
-    # (example number, rows) of each "### N. Title" section's event table.
-    example = 0
-    header: list[str] | None = None
-    rows: list[dict[str, str | None]] = []
-    for line in (REPO_ROOT / path).read_text(encoding="utf-8").splitlines():
-        heading = re.match(r"^### (\d+)\. ", line)
-        if heading:
-            if rows:
-                yield example, rows
-            example, header, rows = int(heading.group(1)), None, []
-            continue
-        match = _ROW.match(line)
-        if not match or not example:
-            continue
-        cells = [cell.strip() for cell in match.group(1).split(" | ")]
-        if header is None:
-            if "seq" in cells and "state" in cells:
-                header = cells
-            continue
-        if set(match.group(1)) <= set("-| ") or cells == header:
-            continue
-        rows.append(dict(zip(header, map(_cell, cells), strict=False)))
-    if rows:
-        yield example, rows
+_AT: Final = AT
 
 
 def walkthrough_records() -> list[dict[str, Any]]:
     """The walkthroughs' recorded runs as audit records (ids ``tool-call-N[-K]``, ``authorization-N-F``)."""
-    records: list[dict[str, Any]] = []
-    for example, rows in _tables("specs/tool-call.md"):
-        runs = 0
-        for row in rows:
-            runs += row["seq"] == "0"  # an example with a follow-up call records two runs
-            call_id = f"tool-call-{example}" + ("" if runs == 1 else f"-{runs}")
-            records.append(_record(row, call_id, "tool-call", tool="execute-sql"))
-    for example, rows in _tables("specs/authorization.md"):
-        for row in rows:
-            extra = {"issuer": row.get("issuer"), "scopes": (row.get("scopes") or "").split()}
-            records.append(
-                _record(row, f"authorization-{example}-{row['flow']}", "authorization", tool=row.get("tool") or "",
-                        **extra)
-            )
-    return records
-
-
-def _record(row: dict[str, str | None], call_id: str, machine: str, *, tool: str, **extra: Any) -> dict[str, Any]:
-    seq = int(row["seq"] or 0)
-    record: dict[str, Any] = {
-        "machine": machine,
-        "call_id": call_id,
-        "seq": seq,
-        "tool": tool,
-        "state": row["state"],
-        "previous": row["previous"],
-        "trigger": row["trigger"],
-        "attempt": int(row.get("attempt") or 1),
-        "at": _AT,
-        "elapsed": seq / 1000,
-        "round": int(row.get("round") or 0),
-        **extra,
-    }
-    assert mcpfsm.CallEvent.from_dict(record).machine == machine
-    return record
+    return recorded.walkthrough_records(REPO_ROOT)
 
 
 ASK: Final = {

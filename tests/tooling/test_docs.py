@@ -71,6 +71,7 @@ TESTED: Final = {
     "chained-audit-log",
     "fleet-disk",
     "fleet-redis",
+    "skills",
 }
 """The examples the tests below run, by marker name."""
 
@@ -135,6 +136,22 @@ def test_the_surface_example_reads_resources_prompts_and_completions(tmp_path: P
         "prompt: Say hello to Ada in a plain style.",
         "completions: ('fancy', 'formal')",
         "listening: {'toolsListChanged': True, 'resourceSubscriptions': ['res://static/readme']}",
+    ]
+
+
+def test_the_skills_example_lists_loads_reads_and_refuses(tmp_path: Path) -> None:
+    from mcpfsm._tooling.peer_process import run_skills_peer
+
+    with run_skills_peer() as server:
+        done = run_example("skills", tmp_path, server.url)
+        log = server.log()
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == shown_after("resources.md", "It prints the listing")
+    reads = [entry["uri"] for entry in log if entry["method"] == "resources/read"]
+    assert reads == [
+        "skill://pdf-processing/SKILL.md",
+        "skill://pdf-processing/references/FORMS.md",
+        "skill://tampered/wrong-digest/SKILL.md",
     ]
 
 

@@ -265,3 +265,22 @@ def test_a_machine_the_viewer_has_no_code_for_is_lit_the_same_way(driver: WebDri
     driver.find_element(By.TAG_NAME, "body").send_keys(Keys.HOME)
     step_is(driver, 0)
     assert lit(driver)["current"] == ["submitted"]
+
+
+def test_the_manuals_reports_light_every_recorded_path(driver: WebDriver, tmp_path: Path) -> None:
+    from mcpfsm._tooling.recorded import manual_reports
+
+    recorded = runs(walkthrough_records())
+    for path, text in manual_reports(REPO_ROOT).items():
+        page = tmp_path / Path(path).name
+        page.write_text(text, encoding="utf-8")
+        load(driver, page)
+        body = driver.find_element(By.TAG_NAME, "body")
+        ids = [row["id"] for row in json.loads(
+            driver.execute_script("return document.getElementById('trail').textContent"))["runs"]]
+        for number, call_id in enumerate(ids):
+            if number:
+                body.send_keys(Keys.ARROW_DOWN)
+            WebDriverWait(driver, WAIT).until(lambda d, call_id=call_id: lit(d)["call"] == call_id)
+            assert lit(driver)["edges"] == recorded_path(recorded[call_id]), (path, call_id)
+        assert driver.find_elements(By.CSS_SELECTOR, "#events tr.stray") == [], path

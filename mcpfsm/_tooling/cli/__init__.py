@@ -35,6 +35,8 @@ from . import (
     read,
     resources,
     servers,
+    skill,
+    skills,
     store,
     tools,
     trace,
@@ -44,8 +46,8 @@ from .common import Exit, Parser, classify, configure_logging, error_line, forma
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, servers, tools, call, resources, read, prompts, prompt, listen, plan, trace, audit, diagram, login, logout,
-    store,
+    demo, servers, tools, call, resources, read, prompts, prompt, skills, skill, listen, plan, trace, audit, diagram,
+    login, logout, store,
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
@@ -58,7 +60,7 @@ exit codes:
   {Exit.bad_url:<4} the server URL is not an absolute http:// or https:// URL
   {Exit.unreachable:<4} the server cannot be reached, or the transport failed (network, timeout,
        HTTP error without a JSON-RPC body, stdio server that does not start or dies)
-  {Exit.protocol:<4} the server's answer is not valid JSON-RPC / MCP
+  {Exit.protocol:<4} the server's answer is not valid JSON-RPC / MCP; skill: a file fails its verification
   {Exit.unknown_tool:<4} the tool is not listed (or was excluded for invalid x-mcp-header annotations)
   {Exit.invalid_schema:<4} invalid inputSchema (plan), or an argument cannot be mirrored into its header
   {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included)
