@@ -37,6 +37,7 @@ from . import (
     servers,
     skill,
     skills,
+    store,
     tools,
     trace,
 )
@@ -46,7 +47,7 @@ __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
     demo, servers, tools, call, resources, read, prompts, prompt, skills, skill, listen, plan, trace, audit, diagram,
-    login, logout,
+    login, logout, store,
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
