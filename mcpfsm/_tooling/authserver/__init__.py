@@ -7,8 +7,8 @@ JSON object sets the fields of :class:`Scenario`; each field mirrors a variation
 conformance scenarios serve (PRM location, metadata paths, issuer mismatch, ``iss`` variants, token endpoint
 auth methods, pre-registration, Client ID Metadata Documents, dynamic registration, scopes, step-up, retry
 limit, authorization server migration, the 2025-03-26 fallbacks, client credentials, JWT bearer,
-enterprise-managed token exchange, DPoP with nonces, refresh token rotation and reuse detection, expiring tokens). Unknown
-fields are an error.
+enterprise-managed token exchange, DPoP with nonces, refresh token rotation and reuse detection, expiring
+tokens). Unknown fields are an error.
 
 It serves, on one origin:
 
