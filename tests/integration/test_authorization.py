@@ -660,6 +660,7 @@ async def test_a_file_store_keeps_tokens_for_the_next_client(site: Site, tmp_pat
         "token_type": "Bearer",
         "refresh_token": None,
         "expires_at": stored[f"tokens {site.base} {site.url}"]["expires_at"],
+        "issued_at": pytest.approx(stored[f"tokens {site.base} {site.url}"]["expires_at"] - 3600, abs=1e-3),
         "scopes": [],
         "issuer": site.base,
         "resource": site.url,
