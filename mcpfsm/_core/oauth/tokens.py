@@ -188,8 +188,8 @@ def read_token_response(
 
     ``token_type`` compares case-insensitively: ``Bearer``; or, when the request carried a DPoP proof,
     ``DPoP`` (a bound token) or ``Bearer`` (a server that does not bind). ``expires_at`` = ``now`` +
-    ``expires_in``, ``issued_at`` = ``now``. On a refresh (``previous`` given) an omitted refresh token keeps the previous one and an
-    omitted scope keeps the previous scopes (RFC 6749 §6).
+    ``expires_in``, ``issued_at`` = ``now``. On a refresh (``previous`` given) an omitted refresh token keeps
+    the previous one and an omitted scope keeps the previous scopes (RFC 6749 §6).
 
     Args:
         status: the HTTP status.
