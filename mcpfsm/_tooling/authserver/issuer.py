@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import hashlib
@@ -284,6 +285,8 @@ class AuthorizationServer:
         """The token endpoint: every grant this server knows."""
         form = dict(parse_qsl((await request.body()).decode(), keep_blank_values=True))
         self.token_requests[form.get("grant_type", "")] += 1
+        if form.get("grant_type") == "refresh_token" and self.scenario.refresh_delay > 0:
+            await asyncio.sleep(self.scenario.refresh_delay)
         if self.outage_left > 0:
             self.outage_left -= 1
             body = {"error": "temporarily_unavailable", "error_description": "the token service is down"}

@@ -74,6 +74,8 @@ class Scenario:
         rotate_refresh_tokens: a refresh returns a new refresh token and retires the old one.
         revoke_on_reuse: a retired refresh token presented again revokes its whole grant, every access and
             refresh token descended from the same authorization (RFC 6749 §10.4; RFC 9700 §4.14.2).
+        refresh_delay: seconds the token endpoint takes to answer a refresh (a slow server, so that clients
+            refreshing together overlap).
         expires_in: access token lifetime in seconds (0: expired at once).
         token_suffix: appended to every access token issued (a non-ASCII one makes a token no header can carry).
         sessions: answer ``initialize`` with an ``Mcp-Session-Id`` and accept the session ``DELETE`` (legacy).
@@ -112,6 +114,7 @@ class Scenario:
     refresh_tokens: bool = False
     rotate_refresh_tokens: bool = True
     revoke_on_reuse: bool = False
+    refresh_delay: float = 0.0
     expires_in: int = 3600
     token_suffix: str = ""
     sessions: bool = False
