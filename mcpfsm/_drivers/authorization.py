@@ -428,6 +428,13 @@ class AuthorizationFlow:
         previous = self.previous
         assert previous is not None and previous.refresh_token is not None
         key = tokens_key(previous.issuer, previous.resource)
+        # A peer that already finished spares this client the lock: using its tokens sends nothing, so that
+        # needs no exclusion; deciding to spend the refresh token does.
+        early = await binding.store.get(key)
+        stored = TokenSet.from_dict(early) if early is not None else None
+        if stored is not None and self._newer(stored, previous):
+            binding.adopt(stored, self._bound())
+            return Trigger.refreshed
         async with refresh_lock(binding.store, key):
             record = await binding.store.get(key)
             stored = TokenSet.from_dict(record) if record is not None else None

@@ -91,8 +91,8 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = {
         "excepted); a different issuer than the held tokens' drops them (migration)."
     ),
     State.refreshing: (
-        "Under the store's lock on the tokens, read them again: newer ones a peer stored are used without a "
-        "request; else POST `grant_type=refresh_token` (the newest refresh token stored) with the same "
+        "Read the stored tokens, then again under the store's lock on them: newer ones a peer stored are used "
+        "without a request; else POST `grant_type=refresh_token` (the newest refresh token stored) with the same "
         "`resource` and client authentication, no `scope` (one retry with the server's DPoP nonce); a refusal "
         "deletes the stored tokens only if they are still the ones spent."
     ),

@@ -8,8 +8,8 @@ The flow enters at ``refreshing`` (``Entry.expiring``) with tokens held and boun
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Final
 from urllib.parse import parse_qsl
 
@@ -131,6 +131,32 @@ async def test_a_peers_newer_tokens_are_used_without_a_request(make: Callable[[]
     assert port.forms == []
     assert (binding.tokens, binding.generation) == (peer, generation + 1)
     assert await store.get(KEY) == peer.to_dict()
+
+
+class PeerHoldsTheLock(mcpfsm.MemoryStore):
+    """A store whose lock was held by a peer that stored new tokens before letting go."""
+
+    def __init__(self, peer: oauth.TokenSet) -> None:
+        super().__init__()
+        self.peer = peer
+        self.locked: list[tuple[str, float]] = []
+
+    @asynccontextmanager
+    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
+        self.locked.append((key, ttl))
+        await self.set(key, self.peer.to_dict())  # the peer's refresh, finished while this client waited
+        yield
+
+
+async def test_tokens_a_peer_stored_while_the_lock_was_awaited_are_read_under_it() -> None:
+    peer = tokens("peer", issued=NOW - 1)
+    store = PeerHoldsTheLock(peer)
+    binding = await bound(store)
+    port = TokenEndpoint(500, {})
+    await AuthorizationFlow(port, binding, Entry.expiring).run()
+    assert port.forms == []
+    assert store.locked == [(KEY, 30.0)]
+    assert binding.tokens == peer
 
 
 @pytest.mark.parametrize("make", STORES)
