@@ -3,7 +3,8 @@
 ``python -m tests.refresh_worker STORE MCP_URL CALLS`` (``STORE`` as in :mod:`tests.store_worker`:
 ``file:DIR``, ``tokenfile:PATH`` or ``redis:URL``): prints ``READY``, waits for a line on stdin, then opens
 ``Client.http(MCP_URL, auth=OAuth(store=STORE))`` and calls ``test-tool`` ``CALLS`` times, and prints one JSON
-line ``{"ok": N, "errors": [...]}``. Its ``authorize`` refuses: a worker that would have to log in again
+line ``{"ok": N, "errors": [...], "fallbacks": N}`` (``Client.store_fallbacks``: times the store failed or a lock
+was not taken in time and the client went on with its memory). Its ``authorize`` refuses: a worker that would have to log in again
 fails its call (the fleet shares one login, docs/stores.md).
 """
 
@@ -26,7 +27,7 @@ async def main(spec: str, mcp_url: str, calls: int) -> None:
     async with opened(spec) as store:
         print("READY", flush=True)
         await trio.to_thread.run_sync(sys.stdin.readline)
-        ok, errors = 0, []
+        ok, errors, fallbacks = 0, [], 0
         auth = mcpfsm.OAuth(redirect_uri="http://127.0.0.1:27418/callback", authorize=refuse, store=store)
         try:
             async with mcpfsm.Client.http(mcp_url, auth=auth, protocol="2026-07-28") as client:
@@ -37,9 +38,10 @@ async def main(spec: str, mcp_url: str, calls: int) -> None:
                         errors.append(f"{type(exc).__name__}: {exc}")
                     else:
                         ok += 1
+                fallbacks = client.store_fallbacks
         except mcpfsm.McpError as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
-        print(json.dumps({"ok": ok, "errors": errors}), flush=True)
+        print(json.dumps({"ok": ok, "errors": errors, "fallbacks": fallbacks}), flush=True)
 
 
 if __name__ == "__main__":

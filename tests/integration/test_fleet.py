@@ -118,9 +118,43 @@ async def test_workers_whose_token_expires_together_send_one_refresh(
     finally:
         del os.environ["MCPFSM_TEST_PREFIX"]
     results = await trio.to_thread.run_sync(run_workers, spec, server.mcp_url, count, env)
-    assert results == [{"ok": CALLS, "errors": []}] * count
+    assert results == [{"ok": CALLS, "errors": [], "fallbacks": 0}] * count
     assert server.stats() == {
         "token_requests": {"authorization_code": 1, "refresh_token": 1},
         "refresh_reuses": 0,
         "revoked_grants": 0,
     }
+
+
+@pytest.mark.parametrize("kind", ["file", "redis"], ids=["FileStore", "RedisStore"])
+async def test_a_holder_of_the_tokens_lock_that_dies_stops_excluding_the_refresh(
+    server: RunningAuthServer, kind: str, tmp_path: Path, request: pytest.FixtureRequest, redis_prefix: str
+) -> None:
+    # A process took the tokens' lock (with a TTL of 2 s) and was killed: on disk the operating system frees
+    # its lock at once, on Redis the lock expires after its TTL. Either way the worker's refresh takes the real
+    # lock afterwards (no fallback to a lock of its own) and sends one refresh.
+    server.configure({"refresh_tokens": True, "revoke_on_reuse": True})
+    spec = store_spec(kind, tmp_path, request)
+    env = {"MCPFSM_TEST_PREFIX": redis_prefix}
+    os.environ["MCPFSM_TEST_PREFIX"] = redis_prefix
+    try:
+        await log_in_and_expire(server, spec)
+    finally:
+        del os.environ["MCPFSM_TEST_PREFIX"]
+    key = tokens_key(server.base_url, server.mcp_url)
+    holder = subprocess.Popen(
+        [sys.executable, "-m", "tests.store_worker", spec, "hold", key, "2"],
+        cwd=REPO_ROOT,
+        env={**os.environ, **env, "PYTHONPATH": str(REPO_ROOT)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None
+        assert await trio.to_thread.run_sync(holder.stdout.readline) == "HELD\n"
+    finally:
+        holder.kill()
+        holder.communicate()
+    results = await trio.to_thread.run_sync(run_workers, spec, server.mcp_url, 1, env)
+    assert results == [{"ok": CALLS, "errors": [], "fallbacks": 0}]
+    assert server.stats()["token_requests"] == {"authorization_code": 1, "refresh_token": 1}
