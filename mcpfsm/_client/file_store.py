@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,6 +37,17 @@ __all__ = ["FileStore", "file_lock", "write_json_atomically"]
 _SUFFIX: Final = ".json"
 _LOCK_SUFFIX: Final = ".lock"
 _LOCAL: dict[str, trio.Lock] = {}
+_WAITERS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("mcpfsm_file_lock_waiters")
+_MOST_WAITERS: Final = 256
+
+
+def _waiters() -> trio.CapacityLimiter:
+    try:
+        return _WAITERS.get()
+    except LookupError:
+        limiter = trio.CapacityLimiter(_MOST_WAITERS)
+        _WAITERS.set(limiter)
+        return limiter
 
 
 def _cancelled() -> bool:
@@ -67,7 +78,11 @@ async def file_lock(path: Path) -> AsyncIterator[None]:
         async with local:
             lock = FileLock(path, mode=0o600, thread_local=False)
             try:
-                await trio.to_thread.run_sync(lambda: lock.acquire(timeout=-1, cancel_check=_cancelled))
+                # Waiting threads come from a limiter of their own: a wait never takes the thread a holder
+                # needs to write (trio's default limiter, which the reads and writes use).
+                await trio.to_thread.run_sync(
+                    lambda: lock.acquire(timeout=-1, cancel_check=_cancelled), limiter=_waiters()
+                )
             except Timeout:
                 # cancel_check answered True: the scope is cancelled, and this checkpoint raises trio.Cancelled.
                 await trio.lowlevel.checkpoint()
@@ -170,14 +185,18 @@ class FileStore:
         async with file_lock(self.file_of(key).with_suffix(".held" + _LOCK_SUFFIX)):
             yield
 
-    def entries(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        """Every key and value in the directory (blocking; for ``mcpfsm store check``)."""
-        if not self.path.is_dir():
-            return
-        for file in sorted(self.path.glob("*" + _SUFFIX)):
-            record = _load(file)
-            if record is not None and isinstance(record.get("key"), str) and isinstance(record.get("value"), dict):
-                yield record["key"], record["value"]
+    async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        """Every key with its value and seconds to live (always ``None``: files do not expire), by key."""
+        return await trio.to_thread.run_sync(self._entries)
+
+    def _entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        found: list[tuple[str, dict[str, Any], float | None]] = []
+        if self.path.is_dir():
+            for file in self.path.glob("*" + _SUFFIX):
+                record = _load(file)
+                if record is not None and isinstance(record.get("key"), str) and isinstance(record.get("value"), dict):
+                    found.append((record["key"], record["value"], None))
+        return sorted(found, key=lambda entry: entry[0])
 
     @contextlib.asynccontextmanager
     async def _writing(self, file: Path) -> AsyncIterator[None]:

@@ -20,8 +20,10 @@ that deletes the key only while it still holds that token: the single-instance a
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
+import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import TYPE_CHECKING, Any, Final
@@ -114,6 +116,11 @@ class RedisStore:
     def __repr__(self) -> str:
         return f"RedisStore({self._target!r}, prefix={self.prefix!r})"
 
+    @property
+    def location(self) -> str:
+        """The URL without its password (or the type of the ``client=`` given), for messages."""
+        return self._target
+
     async def __aenter__(self) -> RedisStore:
         """Open the connections; they stay open until the block ends."""
         async with AsyncExitStack() as stack:
@@ -153,11 +160,9 @@ class RedisStore:
 
     async def compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
         """Delete ``key`` if and only if its value equals ``expected`` as a JSON value; return whether it did."""
-        from coredis.commands import Script
-
         expected_text = _canonical({"key": key, "value": json.loads(json.dumps(dict(expected)))})
         async with self._connection() as redis:
-            deleted = await Script(script=_COMPARE_AND_DELETE).execute(
+            deleted = await _compare_and_delete_script().execute(
                 keys=[self.key_of(key)], args=[expected_text], client=redis
             )
         return bool(deleted)
@@ -207,8 +212,31 @@ class RedisStore:
         if self._client is not None:
             yield self._client
             return
-        async with self._open() as redis:
-            yield redis
+        try:
+            async with self._open() as redis:
+                yield redis
+        except BaseExceptionGroup as group:
+            # A client opened for one operation runs its connection in a task group of its own; its one
+            # failure (a ConnectionError, say) is the operation's.
+            leaves = _leaves(group)
+            if len(leaves) == 1:
+                raise leaves[0] from None
+            raise
+
+
+@functools.cache
+def _compare_and_delete_script() -> Any:
+    # One Script object: coredis runs it by its SHA-1 (EVALSHA) and loads it once per server.
+    from coredis.commands import Script
+
+    return Script(script=_COMPARE_AND_DELETE)
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
 
 
 def _record(text: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -287,10 +315,11 @@ def _opener(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
     async def sentinel() -> AsyncIterator[Any]:
         # Sentinels themselves usually have no password; the primary takes the URL's credentials.
         async with AsyncExitStack() as stack:
+            secure: dict[str, Any] = {"ssl_context": ssl.create_default_context()} if tls else {}
             guards = await stack.enter_async_context(
-                coredis.Sentinel(sentinels, decode_responses=True, sentinel_kwargs={"ssl": tls})
+                coredis.Sentinel(sentinels, decode_responses=True, sentinel_kwargs=secure)
             )
-            yield await stack.enter_async_context(guards.primary_for(service, db=database, ssl=tls, **credentials))
+            yield await stack.enter_async_context(guards.primary_for(service, db=database, **secure, **credentials))
 
     return sentinel
 

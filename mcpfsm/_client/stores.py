@@ -7,9 +7,9 @@
   created ``0600`` inside a ``0700`` directory and replaced atomically (a temporary file in the same
   directory, then ``os.replace``), so a reader never sees half a file.
 
-Both implement :class:`~mcpfsm.TokenStore` (``MemoryStore`` the whole :class:`~mcpfsm.Store`); the keys are
-those of ``mcpfsm._core.credentials`` (registrations by issuer, tokens by issuer and resource).
-Neither ever logs or shows a value.
+Both implement the whole :class:`~mcpfsm.Store` (``FileStore`` and ``RedisStore``, for fleets, have modules of
+their own: docs/stores.md); the keys are those of ``mcpfsm._core.credentials`` (registrations by issuer, tokens
+by issuer and resource). Neither ever logs or shows a value.
 """
 
 from __future__ import annotations
@@ -142,6 +142,11 @@ class FileTokenStore:
         await trio.to_thread.run_sync(lambda: self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True))
         async with file_lock(self.path.with_name(f".{self.path.name}.{digest}.lock")):
             yield
+
+    async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        """Every key with its value and seconds to live (always ``None``: the file does not expire), by key."""
+        values = await trio.to_thread.run_sync(self._read)
+        return sorted((key, value, None) for key, value in values.items() if isinstance(value, dict))
 
     async def _update(self, key: str, value: dict[str, Any] | None, *, expected: Any = _ANY) -> bool:
         try:

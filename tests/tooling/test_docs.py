@@ -69,6 +69,8 @@ TESTED: Final = {
     "agent-headless",
     "group-from-file",
     "chained-audit-log",
+    "fleet-disk",
+    "fleet-redis",
 }
 """The examples the tests below run, by marker name."""
 

@@ -35,6 +35,7 @@ from . import (
     read,
     resources,
     servers,
+    store,
     tools,
     trace,
 )
@@ -43,7 +44,8 @@ from .common import Exit, Parser, classify, configure_logging, error_line, forma
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, servers, tools, call, resources, read, prompts, prompt, listen, plan, trace, audit, diagram, login, logout
+    demo, servers, tools, call, resources, read, prompts, prompt, listen, plan, trace, audit, diagram, login, logout,
+    store,
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
