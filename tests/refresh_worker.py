@@ -3,9 +3,9 @@
 ``python -m tests.refresh_worker STORE MCP_URL CALLS`` (``STORE`` as in :mod:`tests.store_worker`:
 ``file:DIR``, ``tokenfile:PATH`` or ``redis:URL``): prints ``READY``, waits for a line on stdin, then opens
 ``Client.http(MCP_URL, auth=OAuth(store=STORE))`` and calls ``test-tool`` ``CALLS`` times, and prints one JSON
-line ``{"ok": N, "errors": [...], "fallbacks": N}`` (``Client.store_fallbacks``: times the store failed or a lock
-was not taken in time and the client went on with its memory). Its ``authorize`` refuses: a worker that would have to log in again
-fails its call (the fleet shares one login, docs/stores.md).
+line ``{"ok": N, "errors": [...], "fallbacks": N}`` (``Client.store_fallbacks``: times the store failed or a
+lock was not taken in time and the client went on with its memory). Its ``authorize`` refuses: a worker that
+would have to log in again fails its call (the fleet shares one login, docs/stores.md).
 """
 
 from __future__ import annotations
