@@ -283,7 +283,7 @@ class AuthorizationLayer:
                 # them with yet, but another process may have stored newer ones (docs/stores.md). Read again
                 # after a pause; an expired token draws a 401, whose flow refreshes under the store's lock.
                 stored = await self._stored()
-                if stored is not None and stored.access_token != tokens.access_token and not stored.refresh_due(now):
+                if stored is not None and _later(stored, tokens, now):
                     self.binding.adopt(stored)
                     self._refresh_failures = 0
                     self._refresh_retry_at = 0.0
@@ -346,6 +346,15 @@ class AuthorizationLayer:
     async def aclose(self) -> None:
         """Close the HTTP client of the authorization side."""
         await self._http.aclose()
+
+
+def _later(stored: TokenSet, held: TokenSet, now: float) -> bool:
+    # Tokens another client stored that replace the held ones: others, still valid, expiring later.
+    return (
+        stored.access_token != held.access_token
+        and not stored.expired(now)
+        and (stored.expires_at or 0.0) > (held.expires_at or 0.0)
+    )
 
 
 async def _trip(send: Send, message: str, headers: Mapping[str, str]) -> tuple[Reply | None, TransportError | None]:

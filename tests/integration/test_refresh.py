@@ -225,3 +225,26 @@ async def test_two_clients_on_one_store_share_one_refresh(server: RunningAuthSer
     assert flow(events) == []
     used = bearers(server)
     assert used[-4:] == [used[-1]] * 4 and used[0] != used[-1]
+
+
+async def test_a_client_whose_loaded_token_expired_takes_a_peers_valid_one_from_the_store(
+    server: RunningAuthServer,
+) -> None:
+    # The second client loaded the first login's tokens and has run no flow (no authorization server bound).
+    # Long after, its token has expired; the one a peer stored since is due but still valid: it is taken from
+    # the store, and nothing is sent to the token endpoint, no 401 drawn.
+    server.configure({**REFRESHING, "revoke_on_reuse": True})
+    clock = Clock()
+    store = mcpfsm.MemoryStore()
+    events: list[mcpfsm.CallEvent] = []
+    async with clocked(server, clock, store=store) as one, clocked(server, clock, store=store, events=events) as two:
+        await one.call_tool("test-tool", {})
+        await two.call_tool("test-tool", {})
+        clock.offset = 3550.0
+        await one.call_tool("test-tool", {})  # refreshes: a token valid until 7150 on this clock, due at 7090
+        clock.offset = 7100.0
+        server.clear_log()
+        await two.call_tool("test-tool", {})
+    assert [(entry["path"], entry["status"]) for entry in server.log()] == [("/mcp", 200)]
+    assert flow(events) == []
+    assert server.stats()["token_requests"] == {"authorization_code": 1, "refresh_token": 1}
