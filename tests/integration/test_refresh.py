@@ -248,3 +248,38 @@ async def test_a_client_whose_loaded_token_expired_takes_a_peers_valid_one_from_
     assert [(entry["path"], entry["status"]) for entry in server.log()] == [("/mcp", 200)]
     assert flow(events) == []
     assert server.stats()["token_requests"] == {"authorization_code": 1, "refresh_token": 1}
+
+
+async def test_a_401_after_a_peer_replaced_the_token_resends_with_the_peers_token(server: RunningAuthServer) -> None:
+    # The server stops accepting the first access token; one client refreshes, the other then draws a 401 with
+    # the old token: its flow finds the peer's new tokens in the store, sends no token request (the refresh token
+    # it holds is spent: presenting it would revoke the grant) and resends once with the new token.
+    server.configure({**REFRESHING, "revoke_on_reuse": True})
+    clock = Clock()
+    store = mcpfsm.MemoryStore()
+    events: list[mcpfsm.CallEvent] = []
+    async with clocked(server, clock, store=store) as one, clocked(server, clock, store=store, events=events) as two:
+        await one.call_tool("test-tool", {})
+        await two.call_tool("test-tool", {})
+        server.revoke()
+        await one.call_tool("test-tool", {})
+        server.clear_log()
+        assert (await two.call_tool("test-tool", {})).text == "test-tool called"
+    assert [(entry["method"], entry["path"], entry["status"]) for entry in server.log()] == [
+        ("POST", "/mcp", 401),
+        ("GET", "/.well-known/oauth-protected-resource/mcp", 200),
+        ("GET", "/.well-known/oauth-authorization-server", 200),
+        ("POST", "/mcp", 200),
+    ]
+    assert flow(events) == [
+        ("starting", None),
+        ("discovering_resource", "unauthorized"),
+        ("discovering_issuer", "resource_found"),
+        ("refreshing", "issuer_kept"),
+        ("authorized", "refreshed"),
+    ]
+    assert server.stats() == {
+        "token_requests": {"authorization_code": 1, "refresh_token": 1},
+        "refresh_reuses": 0,
+        "revoked_grants": 0,
+    }
