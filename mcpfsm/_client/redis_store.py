@@ -77,7 +77,7 @@ class RedisStore:
         prefix: the start of every key this store writes (default ``mcpfsm:``), so that one server can hold
             several stores and other data.
         client: a ``coredis.Redis`` or ``coredis.RedisCluster`` built by the application (any option coredis
-            has), used instead of ``url``.
+            has), used instead of ``url``; the application enters it (``async with client:``) around its use.
 
     Enter it (``async with RedisStore(url) as store:``) around the clients that use it to keep its
     connections open for all of them; a store that is not entered opens a connection per operation.
@@ -107,7 +107,8 @@ class RedisStore:
         if client is not None:
             self._target = type(client).__name__
             given = client
-            self._open: Callable[[], AbstractAsyncContextManager[Any]] = lambda: given
+            # The application enters its own client (coredis clients are entered once, in a parent task).
+            self._open: Callable[[], AbstractAsyncContextManager[Any]] = lambda: contextlib.nullcontext(given)
         else:
             assert url is not None
             self._target = redacted(url)
@@ -197,7 +198,8 @@ class RedisStore:
         found: list[tuple[str, dict[str, Any], float | None]] = []
         async with self._connection() as redis:
             async for name in redis.scan_iter(match=_glob_escape(self.prefix) + "*"):
-                if name.startswith(self.prefix + "lock:"):
+                # A client= built without decode_responses answers bytes.
+                if (name.decode() if isinstance(name, bytes) else name).startswith(self.prefix + "lock:"):
                     continue
                 text = await redis.get(name)
                 record = _record(text)
@@ -239,7 +241,7 @@ def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
     return found
 
 
-def _record(text: str | None) -> tuple[str, dict[str, Any]] | None:
+def _record(text: str | bytes | None) -> tuple[str, dict[str, Any]] | None:
     if text is None:
         return None
     try:
@@ -255,7 +257,7 @@ def _record(text: str | None) -> tuple[str, dict[str, Any]] | None:
     return record["key"], record["value"]
 
 
-def _value_of(text: str | None, key: str) -> dict[str, Any] | None:
+def _value_of(text: str | bytes | None, key: str) -> dict[str, Any] | None:
     record = _record(text)
     if record is None or record[0] != key:
         return None
@@ -294,14 +296,14 @@ def _opener(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
         ) from exc
     if scheme in ("redis", "rediss"):
 
-        def standalone() -> AbstractAsyncContextManager[Any]:
+        def standalone() -> Any:  # a coredis.Redis, entered with `async with`
             return coredis.Redis.from_url(url, decode_responses=True)
 
         return standalone
     if scheme.endswith("+cluster"):
         nodes = [coredis.connection.TCPLocation(host, port) for host, port in hosts]
 
-        def cluster() -> AbstractAsyncContextManager[Any]:
+        def cluster() -> Any:  # a coredis.RedisCluster, entered with `async with`
             return coredis.RedisCluster(startup_nodes=nodes, ssl=tls, decode_responses=True, **credentials)
 
         return cluster

@@ -340,3 +340,25 @@ def test_redis_store_repr_hides_the_password() -> None:
     store = mcpfsm.RedisStore("rediss://app:s3cret@redis.example:6380/2", prefix="fleet:")
     assert repr(store) == "RedisStore('rediss://app:***@redis.example:6380/2', prefix='fleet:')"
     assert "s3cret" not in repr(store)
+
+
+def test_redis_store_without_coredis_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "coredis", None)
+    with pytest.raises(ImportError, match=r"^RedisStore talks to Redis through the coredis package, which is not"):
+        mcpfsm.RedisStore("redis://127.0.0.1:6379/0")
+
+
+@pytest.mark.parametrize("decoded", [True, False], ids=["str", "bytes"])
+async def test_a_coredis_client_of_the_applications_own(
+    decoded: bool, redis_server: RedisServer, redis_prefix: str
+) -> None:
+    import coredis
+
+    async with coredis.Redis.from_url(redis_server.url, decode_responses=decoded) as client:
+        store = mcpfsm.RedisStore(client=client, prefix=redis_prefix)
+        await store.set("tokens a", {"access_token": "a"})
+        async with store.lock("tokens a", ttl=30):
+            assert await store.get("tokens a") == {"access_token": "a"}
+        assert await store.entries() == [("tokens a", {"access_token": "a"}, None)]
+        assert await store.compare_and_delete("tokens a", {"access_token": "a"}) is True
+        assert repr(store) == f"RedisStore('Redis', prefix={redis_prefix!r})"

@@ -159,3 +159,51 @@ async def test_a_group_passes_one_store_to_every_member(tmp_path: Path) -> None:
         assert group.status == {"one": "connected", "two": "connected"}
         assert [group[name].store for name in ("one", "two")] == [store, store]
         assert [type(group[name].shared_store).__name__ for name in ("one", "two")] == ["GuardedStore"] * 2
+
+
+async def test_a_lock_the_store_cannot_give_falls_back_to_a_lock_of_this_process(
+    records: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    store = GuardedStore(mcpfsm.FileStore(blocker / "store"))
+    async with store.lock("tokens x", ttl=30):
+        assert (store.down, store.fallbacks) == (True, 1)
+    assert [message for _, message in records] == [
+        f"the store FileStore({str(blocker / 'store')!r}) failed (lock: NotADirectoryError); this client uses its"
+        " memory for 5 s"
+    ]
+
+
+def test_a_lock_held_past_its_ttl_by_another_process_is_waited_for_then_bypassed(
+    records: list[tuple[str, str]], tmp_path: Path
+) -> None:
+    import subprocess
+
+    directory = tmp_path / "store"
+    with subprocess.Popen(
+        [sys.executable, "-m", "tests.store_worker", f"file:{directory}", "hold", "tokens x", "3600"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "HELD\n"
+
+            async def take() -> GuardedStore:
+                store = GuardedStore(mcpfsm.FileStore(directory), timeout=1)
+                with trio.fail_after(GUARD):
+                    async with store.lock("tokens x", ttl=1):
+                        await store.set("tokens x", {"v": 1})
+                return store
+
+            store = trio.run(take)
+        finally:
+            holder.kill()
+    # Not a failure of the store: it stays up, and the value went to it.
+    assert (store.down, store.fallbacks) == (False, 1)
+    assert trio.run(mcpfsm.FileStore(directory).get, "tokens x") == {"v": 1}
+    assert [message for _, message in records] == [
+        f"the store FileStore({str(directory)!r}) waited more than 2 s for a lock; this client goes on under a lock"
+        " of its own"
+    ]

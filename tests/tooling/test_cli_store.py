@@ -72,6 +72,14 @@ def test_one_login_in_redis_serves_a_worker_and_store_check_shows_it_without_sec
     registration = trio.run(_registration, redis_server.url, redis_prefix, server.base_url)
     assert str(registration["client_id"]) not in checked.stdout
 
+    logged_out = command(tmp_path, "logout", server.mcp_url, "--store", redis_server.url, "--prefix", redis_prefix)
+    assert (logged_out.returncode, logged_out.stdout) == (
+        0,
+        f"logged out of {server.mcp_url}: its tokens were removed from {redis_server.url} (prefix {redis_prefix})\n",
+    )
+    left = command(tmp_path, "store", "check", redis_server.url, "--prefix", redis_prefix, "--json")
+    assert [entry["kind"] for entry in json.loads(left.stdout)] == ["registration"]
+
 
 async def _registration(url: str, prefix: str, issuer: str) -> dict[str, object]:
     async with mcpfsm.RedisStore(url, prefix=prefix) as store:
@@ -191,5 +199,18 @@ def test_a_redis_store_nobody_answers_is_unreachable(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (
         Exit.unreachable,
         "",
-        f"mcpfsm: error: cannot read the store redis://:***@127.0.0.1:{port}/0 (prefix mcpfsm:): ConnectionError\n",
+        f"mcpfsm: error: cannot use the store redis://:***@127.0.0.1:{port}/0 (prefix mcpfsm:): ConnectionError\n",
     )
+
+
+def test_login_to_a_store_nobody_answers_fails_before_the_login(server: RunningAuthServer, tmp_path: Path) -> None:
+    server.configure({})
+    server.clear_log()
+    with reserved_port() as port:
+        done = command(tmp_path, "login", server.mcp_url, "--no-browser", "--store", f"redis://127.0.0.1:{port}/0")
+    assert (done.returncode, done.stdout, done.stderr) == (
+        Exit.unreachable,
+        "",
+        f"mcpfsm: error: cannot use the store redis://127.0.0.1:{port}/0 (prefix mcpfsm:): ConnectionError\n",
+    )
+    assert server.log() == []

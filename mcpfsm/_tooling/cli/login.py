@@ -10,7 +10,7 @@ import trio
 
 from ..._client.client import Client
 from ..._client.stores import default_token_path
-from ..._core.credentials import OAuth
+from ..._core.credentials import OAuth, binding_key
 from ..._core.events import AuthEvent, CallEvent
 from .common import (
     PROTOCOLS,
@@ -25,7 +25,7 @@ from .common import (
     tls_verify,
 )
 from .credentials import add_login_options, auth_from
-from .store import add_store_option, describe, open_store, opened
+from .store import add_store_option, describe, open_store, opened, run_on
 
 __all__ = ["NAME", "configure", "run"]
 
@@ -81,15 +81,26 @@ def run(args: argparse.Namespace) -> Exit:
         )
 
     async def login() -> None:
-        with connection_errors(args.url):
-            if shared is None:
+        if shared is None:
+            with connection_errors(args.url):
                 async with client:
                     pass
-                return
-            async with opened(shared), client:
-                pass
+            return
+        async with opened(shared):
+            # The store answers before anyone logs in: a login whose tokens could not be kept is no login.
+            await shared.get(binding_key(args.url))
+            with connection_errors(args.url):
+                async with client:
+                    pass
 
-    trio.run(login)
+    if shared is None:
+        trio.run(login)
+    else:
+        run_on(shared, login)
+        if client.store_fallbacks:
+            raise CliError(
+                Exit.unreachable, f"the store {describe(shared)} failed during the login: the tokens are not stored"
+            )
     granted = [event for event in events if event.state == "authorized"]
     if not granted and not events:
         print_line(f"{args.url}: no login needed (the server accepted the stored token, or asks for none)")

@@ -13,9 +13,9 @@ import argparse
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import trio
@@ -26,7 +26,7 @@ from ..._client.stores import FileTokenStore
 from ..._core.credentials import binding_key, registration_key, tokens_key
 from .common import CliError, Exit, columns, print_line
 
-__all__ = ["NAME", "add_store_option", "configure", "describe", "open_store", "opened", "run"]
+__all__ = ["NAME", "add_store_option", "configure", "describe", "open_store", "opened", "run", "run_on"]
 
 NAME: Final = "store"
 SUMMARY: Final = "show what a shared store holds (kinds, keys, expiry), without secrets"
@@ -41,6 +41,7 @@ DESCRIPTION: Final = (
 _REDIS: Final = ("redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://", "redis+cluster://", "rediss+cluster://")
 
 Opened = FileStore | FileTokenStore | RedisStore
+T = TypeVar("T")
 
 
 def add_store_option(parser: argparse.ArgumentParser, help_text: str) -> None:
@@ -94,6 +95,19 @@ async def opened(store: Opened) -> AsyncIterator[Opened]:
         yield store
 
 
+def run_on(store: Opened, work: Callable[[], Awaitable[T]]) -> T:
+    """``trio.run(work)``; a store that fails (``OSError``, coredis' errors) is one error line, exit 4.
+
+    Raises:
+        CliError: the store failed; the message names it (without a password) and the kind of failure.
+    """
+    try:
+        return trio.run(work)
+    except Exception as exc:  # OSError, coredis' ConnectionError, TimeoutError, AuthenticationError, ...
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
+        raise CliError(Exit.unreachable, f"cannot use the store {describe(store)}: {reason}") from None
+
+
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the ``check`` action and its arguments."""
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
@@ -116,11 +130,7 @@ def run(args: argparse.Namespace) -> Exit:
         async with opened(store):
             return await store.entries()
 
-    try:
-        entries = trio.run(read)
-    except Exception as exc:  # OSError, coredis' ConnectionError, TimeoutError, AuthenticationError, ...
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
-        raise CliError(Exit.unreachable, f"cannot read the store {describe(store)}: {reason}") from None
+    entries = run_on(store, read)
     if args.server is not None:
         entries = _of_server(entries, args.server)
     now = time.time()
