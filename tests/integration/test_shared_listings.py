@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final
