@@ -31,7 +31,7 @@ import hashlib
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
 import trio
 
@@ -40,7 +40,9 @@ from .._log import logger
 
 if TYPE_CHECKING:
     from .._core.credentials import Store
-    from .session import Session
+    from .._core.oauth.redaction import Secrets
+    from .._transports.base import Transport
+    from .authorization import AuthorizationLayer, StaticToken
 
 __all__ = [
     "DOWN_FOR",
@@ -71,6 +73,19 @@ _SALT: Final = b"mcpfsm shared listings"
 T = TypeVar("T")
 
 
+class SessionPort(Protocol):
+    """What this module reads of a session (``mcpfsm._client.session.Session``): a narrow port, no import."""
+
+    @property
+    def transport(self) -> Transport: ...
+    @property
+    def cache(self) -> ResponseCache | None: ...
+    @property
+    def authorization(self) -> AuthorizationLayer | StaticToken | None: ...
+    @property
+    def secrets(self) -> Callable[[], Secrets] | None: ...
+
+
 class _Found(NamedTuple):
     result: dict[str, Any]
     ttl_ms: int
@@ -95,7 +110,7 @@ def _jwt_subject(token: str) -> str | None:
     return subject if isinstance(subject, str) and subject else None
 
 
-def authorization_identity(session: Session, typed: Callable[[tuple[str, ...]], str] | None = None) -> str | None:
+def authorization_identity(session: SessionPort, typed: Callable[[tuple[str, ...]], str] | None = None) -> str | None:
     """The authorization identity of ``session`` as a digest that holds no secret, or ``None``: it has none.
 
     With ``auth=`` credentials: issuer, client id, and the token's subject or a SHA-256 of the access token.
@@ -322,7 +337,7 @@ class SharedListings:
                         self._failed(exc)
 
 
-def for_session(session: Session, store: Store | None) -> SharedListings | None:
+def for_session(session: SessionPort, store: Store | None) -> SharedListings | None:
     """The shared layer of a client on ``session`` given ``store=``, or ``None``: nothing to share.
 
     ``None`` without a caller's store (the default ``MemoryStore`` is the client's own), without a response
