@@ -45,8 +45,10 @@ from ._transports.base import Transport
 from ._transports.http import HttpTransport
 
 if TYPE_CHECKING:
+    from ._client.file_store import FileStore
     from ._client.group import ClientGroup, GroupTool
     from ._client.loopback import LoopbackAuthorizer
+    from ._client.redis_store import RedisStore
     from ._client.stores import FileTokenStore, MemoryStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
     from ._core.config import Config, ServerConfig, load_config
@@ -91,12 +93,14 @@ _LAZY = {
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",
     "EnterpriseManaged": "._core.credentials",
+    "FileStore": "._client.file_store",
     "FileTokenStore": "._client.stores",
     "JwtBearer": "._core.credentials",
     "LoopbackAuthorizer": "._client.loopback",
     "MemoryStore": "._client.stores",
     "MemoryTokenStore": "._client.stores",
     "OAuth": "._core.credentials",
+    "RedisStore": "._client.redis_store",
     "Store": "._core.credentials",
     "TokenStore": "._core.credentials",
 }
@@ -138,6 +142,7 @@ __all__ = [
     "Edge",
     "EnterpriseManaged",
     "Exclusion",
+    "FileStore",
     "FileTokenStore",
     "GroupTool",
     "HeaderDecodeError",
@@ -160,6 +165,7 @@ __all__ = [
     "PromptArgument",
     "PromptResult",
     "ProtocolError",
+    "RedisStore",
     "Resource",
     "ResourceResult",
     "ResourceTemplate",
