@@ -275,6 +275,9 @@ class SharedListings:
             found = self._valid(value, scope)
             if found is not None:
                 return found
+            if value is not None:
+                # Expired or malformed: remove it, unless another process replaced it since it was read.
+                await self._bounded(functools.partial(self.store.compare_and_delete, name, value))
         return None
 
     def _valid(self, value: Mapping[str, Any] | None, scope: str) -> _Found | None:

@@ -97,6 +97,21 @@ def test_private_listings_are_shared_per_identity_across_processes(
 
     assert listed(peer) == 2
     assert sorted(out["stats"]["shared_hits"] for out in outputs) == [0, 0] + [1] * (WORKERS - 2)
+    stored = stored_text(spec, env)
+    assert "tools/list" in stored
+    for secret in ("alice-token", "bob-token", peer.url):
+        assert secret not in stored
+
+
+def stored_text(spec: str, env: dict[str, str]) -> str:
+    """Every key and value the store holds, as text, read with the store's own tools (not mcpfsm)."""
+    kind, _, where = spec.partition(":")
     if kind == "file":
-        stored = "".join(path.read_text(errors="replace") for path in (tmp_path / "store").rglob("*") if path.is_file())
-        assert stored and "alice-token" not in stored and "bob-token" not in stored and peer.url not in stored
+        files = [path for path in Path(where).rglob("*") if path.is_file()]
+        return "".join(f"{path.name}\n{path.read_text(errors='replace')}\n" for path in files)
+
+    def cli(*args: str) -> str:
+        return subprocess.run(["redis-cli", "-u", where, *args], capture_output=True, text=True, check=True).stdout
+
+    names = cli("--scan", "--pattern", env["MCPFSM_TEST_PREFIX"] + "*").split()
+    return "".join(f"{name}\n{cli('GET', name)}" for name in names)

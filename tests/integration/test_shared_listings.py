@@ -129,6 +129,12 @@ async def test_an_entry_carries_its_absolute_expiry_and_an_expired_one_is_not_us
     assert listed(peer) == 2
     assert (await store.get(key) or {})["expires_at"] >= after + 600
 
+    # An expired entry that is read is removed, even when nothing replaces it.
+    await store.set(key, value | {"expires_at": before - 1})
+    peer.control({"action": "cache_hints", "hints": {}})
+    await names(peer, store)
+    assert (listed(peer), store._values) == (3, {})
+
 
 class BrokenStore(mcpfsm.MemoryStore):
     """A store whose every operation fails (a Redis that refuses connections)."""
