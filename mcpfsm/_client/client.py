@@ -55,6 +55,7 @@ from . import negotiation, sharing, telemetry
 from .catalog import Catalog
 from .lifecycle import Lifecycle, Stage
 from .session import NotificationCallback, Session
+from .store_guard import GuardedStore, guarded
 from .tools import Tool, ToolList
 
 if TYPE_CHECKING:
@@ -272,6 +273,7 @@ class Client:
         self._lifecycle = Lifecycle(self._handshake)
         self._opened = False
         self._store = store
+        self._guarded: Store | None = None
         # A caller's store shares listings with the other clients of the same server (docs/cache.md).
         self._session.shared = sharing.for_session(self._session, store)
         self._tasks = bool(tasks)
@@ -401,6 +403,10 @@ class Client:
         if isinstance(layer, AuthorizationLayer):
             layer.audit = self._audit
             layer.telemetry = self._telemetry
+            # §18: tokens and registrations go to the client's store unless the credential names its own;
+            # either way every operation is bounded, with memory while the store is down (docs/stores.md).
+            own = layer.binding.credential.store
+            layer.binding.store = guarded(own) if own is not None else self.shared_store
             cache = self._session.cache
             if cache is not None:
                 # SEP-2549: cached answers never cross authorization contexts; a new token or issuer empties it.
@@ -792,6 +798,31 @@ class Client:
 
             self._store = MemoryStore()
         return self._store
+
+    @property
+    def shared_store(self) -> Store:
+        """:attr:`store` as this client uses it: every operation bounded, memory while it is down (docs/stores.md).
+
+        A ``MemoryStore`` as it is; any other store in a guard of this client's own (2 s per operation, then
+        5 s on the client's memory after a failure, one WARNING per outage).
+        """
+        if self._guarded is None:
+            self._guarded = guarded(self.store)
+        return self._guarded
+
+    @property
+    def store_fallbacks(self) -> int:
+        """How many times a store of this client failed and the client went on with its memory (docs/stores.md).
+
+        Counts the client's ``store=`` and the ``store=`` of its ``auth=`` credential, one per outage.
+        """
+        from .authorization import AuthorizationLayer
+
+        stores: list[object] = [self._guarded]
+        layer = self._session.authorization
+        if isinstance(layer, AuthorizationLayer) and layer.binding.store is not self._guarded:
+            stores.append(layer.binding.store)
+        return sum(store.fallbacks for store in stores if isinstance(store, GuardedStore))
 
     @property
     def cache(self) -> ResponseCache | None:
