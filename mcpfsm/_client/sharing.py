@@ -20,7 +20,9 @@ several clients; docs/cache.md) keeps the complete pages of ``tools/list``, ``pr
 - **a store that fails never hangs a call**: each operation is bounded (:data:`STORE_TIMEOUT`), waiting for a
   peer's fill too (:data:`FILL_WAIT`); a failure or a timeout is one WARNING and one
   ``CacheStats.store_failures``, the client asks the server, and the store counts as down for
-  :data:`DOWN_FOR` seconds so that a call pays at most one timeout.
+  :data:`DOWN_FOR` seconds so that a call pays at most one timeout. The bounds are those of the token store
+  guard (``mcpfsm._client.store_guard``), but this layer takes the raw store: the guard mirrors every value in
+  memory while this layer's memory is the response cache itself, bounded by bytes.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import trio
 
 from .._core.cache import CacheKey, CacheStats, ResponseCache, cache_hint
 from .._log import logger
+from .store_guard import DEFAULT_RETRY_AFTER, DEFAULT_STORE_TIMEOUT
 
 if TYPE_CHECKING:
     from .._core.credentials import Store
@@ -58,13 +61,13 @@ __all__ = [
 LISTINGS: Final = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
 """The methods whose pages are shared through a store."""
 
-STORE_TIMEOUT: Final = 2.0
-"""Seconds one store operation may take before the client asks the server instead."""
+STORE_TIMEOUT: Final = DEFAULT_STORE_TIMEOUT
+"""Seconds one store operation may take before the client asks the server instead (as for tokens)."""
 
 FILL_WAIT: Final = 5.0
 """Seconds a client waits for a peer's fill of the same page (and the ``ttl`` of that lock)."""
 
-DOWN_FOR: Final = 5.0
+DOWN_FOR: Final = DEFAULT_RETRY_AFTER
 """Seconds a store counts as down after an operation failed or timed out (no operation is tried meanwhile)."""
 
 _PBKDF2_ROUNDS: Final = 100_000
