@@ -56,6 +56,7 @@ __all__ = [
     "authorization_identity",
     "for_session",
     "typed_fingerprint",
+    "typed_secrets",
 ]
 
 LISTINGS: Final = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
@@ -117,11 +118,10 @@ def authorization_identity(session: SessionPort, typed: Callable[[tuple[str, ...
     """The authorization identity of ``session`` as a digest that holds no secret, or ``None``: it has none.
 
     With ``auth=`` credentials: issuer, client id, and the token's subject or a SHA-256 of the access token.
-    With ``auth="…"`` or a caller's ``Authorization`` header: ``typed(values)``, by default
+    With ``auth="…"`` or a caller's ``Authorization`` header: ``typed(`` :func:`typed_secrets` ``)``, by default
     :func:`typed_fingerprint` (what a caller typed may be a weak password: a slow digest).
     """
     layer = session.authorization
-    held = session.secrets
     if layer is not None:
         from .authorization import AuthorizationLayer  # loaded already: the session has an auth layer
 
@@ -135,11 +135,20 @@ def authorization_identity(session: SessionPort, typed: Callable[[tuple[str, ...
             token = hashlib.sha256(tokens.access_token.encode()).hexdigest()
             who = ("sub", subject) if subject is not None else ("token", token)
             return _digest("oauth", tokens.issuer, client_id, *who)
-        held = layer.secrets
-    values = tuple(sorted(held().values)) if held is not None else ()
-    if not values:
-        return None
-    return (typed or typed_fingerprint)(values)
+    values = typed_secrets(session)
+    return (typed or typed_fingerprint)(values) if values else None
+
+
+def typed_secrets(session: SessionPort) -> tuple[str, ...]:
+    """The secrets of an ``auth="…"`` token or a caller's ``Authorization`` header; none for flows."""
+    layer = session.authorization
+    if layer is not None:
+        from .authorization import AuthorizationLayer
+
+        if isinstance(layer, AuthorizationLayer):
+            return ()
+    held = layer.secrets if layer is not None else session.secrets
+    return tuple(sorted(held().values)) if held is not None else ()
 
 
 def typed_fingerprint(values: tuple[str, ...]) -> str:
@@ -169,7 +178,7 @@ class SharedListings:
         store: Store,
         *,
         server: str,
-        identity: Callable[[], str | None],
+        identity: Callable[[], Awaitable[str | None]],
         held: Callable[[], frozenset[str]],
         stats: CacheStats,
         timeout: float = STORE_TIMEOUT,
@@ -267,7 +276,7 @@ class SharedListings:
         return False, None
 
     async def _read(self, key: CacheKey) -> _Found | None:
-        identity = self._identity()
+        identity = await self._identity()
         for scope, owner in (("public", None), ("private", identity)):
             if scope == "private" and owner is None:
                 break
@@ -304,7 +313,7 @@ class SharedListings:
             return
         owner = None
         if hint.scope == "private":
-            owner = self._identity()
+            owner = await self._identity()
             if owner is None:
                 return
         text = json.dumps(result, ensure_ascii=False)
@@ -355,12 +364,14 @@ def for_session(session: SessionPort, store: Store | None) -> SharedListings | N
         return None
     memo: dict[tuple[str, ...], str] = {}
 
-    def typed(values: tuple[str, ...]) -> str:
-        # One slow digest per value the client holds, not one per request.
-        if values not in memo:
+    async def identity() -> str | None:
+        # The slow digest of typed secrets runs once per value the client holds, in a worker thread.
+        values = typed_secrets(session)
+        if values and values not in memo:
+            digest = await trio.to_thread.run_sync(typed_fingerprint, values)
             memo.clear()
-            memo[values] = typed_fingerprint(values)
-        return memo[values]
+            memo[values] = digest
+        return authorization_identity(session, memo.__getitem__)
 
     def held() -> frozenset[str]:
         layer = session.authorization
@@ -370,7 +381,7 @@ def for_session(session: SessionPort, store: Store | None) -> SharedListings | N
     return SharedListings(
         store,
         server=session.transport.url,
-        identity=lambda: authorization_identity(session, typed),
+        identity=identity,
         held=held,
         stats=session.cache.stats,
     )

@@ -79,10 +79,14 @@ def test_only_a_callers_store_on_http_with_a_cache_shares(make: Any, shared: boo
     assert for_session(client._session, None) is None
 
 
+async def no_identity() -> None:
+    return None
+
+
 async def test_a_page_quoting_a_held_secret_is_not_shared() -> None:
     store = mcpfsm.MemoryStore()
     stats = CacheStats()
-    shared = SharedListings(store, server=URL, identity=lambda: None, held=lambda: frozenset({"s3cret"}), stats=stats)
+    shared = SharedListings(store, server=URL, identity=no_identity, held=lambda: frozenset({"s3cret"}), stats=stats)
     page = {"tools": [{"name": "t", "description": "token s3cret"}], "ttlMs": 60_000, "cacheScope": "public"}
     clean = {"tools": [{"name": "t"}], "ttlMs": 60_000, "cacheScope": "public"}
 
