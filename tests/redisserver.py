@@ -23,7 +23,7 @@ from typing import Final
 
 from tests.ports import reserved_port
 
-__all__ = ["RedisServer", "ping", "start_redis", "start_sentinel"]
+__all__ = ["RedisServer", "command", "ping", "start_cluster_node", "start_redis", "start_sentinel"]
 
 STARTUP: Final = 30.0
 """Hang guard, in seconds, for a server to say it is ready."""
@@ -54,6 +54,14 @@ def ping(port: int) -> bool:
             return connection.recv(64).startswith(b"+PONG")
     except OSError:
         return False
+
+
+def command(port: int, *parts: str) -> bytes:
+    """Send one command (RESP array of bulk strings) to the server on ``port``; return its raw answer."""
+    encoded = f"*{len(parts)}\r\n" + "".join(f"${len(part)}\r\n{part}\r\n" for part in parts)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
+        connection.sendall(encoded.encode())
+        return connection.recv(65536)
 
 
 def _wait_ready(process: subprocess.Popen[str], port: int, marker: str) -> threading.Thread:
@@ -134,3 +142,17 @@ def start_sentinel(primary: RedisServer, service: str, directory: Path) -> Itera
         )
         with _running([_binary(), str(config), "--sentinel"], port, "Sentinel ID is"):
             yield port
+
+
+@contextmanager
+def start_cluster_node(directory: Path) -> Iterator[RedisServer]:
+    """Run a one-node Redis Cluster holding every slot; yield once ``CLUSTER INFO`` says ``cluster_state:ok``."""
+    with start_redis("--cluster-enabled", "yes", "--dir", str(directory)) as server:
+        assert command(server.port, "CLUSTER", "ADDSLOTSRANGE", "0", "16383") == b"+OK\r\n"
+        deadline = time.monotonic() + STARTUP
+        # The node turns its state to ok on its next cluster cron tick, after the slots are assigned.
+        while b"cluster_state:ok" not in command(server.port, "CLUSTER", "INFO"):
+            if time.monotonic() > deadline:
+                raise RuntimeError("the one-node cluster never reached cluster_state:ok")
+            time.sleep(0.05)
+        yield server

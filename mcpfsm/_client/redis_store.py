@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import ssl
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import TYPE_CHECKING, Any, Final
@@ -207,8 +208,23 @@ class RedisStore:
         if self._client is not None:
             yield self._client
             return
-        async with self._open() as redis:
-            yield redis
+        try:
+            async with self._open() as redis:
+                yield redis
+        except BaseExceptionGroup as group:
+            # A client opened for one operation runs its connection in a task group of its own; its one
+            # failure (a ConnectionError, say) is the operation's.
+            leaves = _leaves(group)
+            if len(leaves) == 1:
+                raise leaves[0] from None
+            raise
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for exc in group.exceptions:
+        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
+    return found
 
 
 def _record(text: str | None) -> tuple[str, dict[str, Any]] | None:
@@ -287,10 +303,11 @@ def _opener(url: str) -> Callable[[], AbstractAsyncContextManager[Any]]:
     async def sentinel() -> AsyncIterator[Any]:
         # Sentinels themselves usually have no password; the primary takes the URL's credentials.
         async with AsyncExitStack() as stack:
+            secure = {"ssl_context": ssl.create_default_context()} if tls else {}
             guards = await stack.enter_async_context(
-                coredis.Sentinel(sentinels, decode_responses=True, sentinel_kwargs={"ssl": tls})
+                coredis.Sentinel(sentinels, decode_responses=True, sentinel_kwargs=secure)
             )
-            yield await stack.enter_async_context(guards.primary_for(service, db=database, ssl=tls, **credentials))
+            yield await stack.enter_async_context(guards.primary_for(service, db=database, **secure, **credentials))
 
     return sentinel
 

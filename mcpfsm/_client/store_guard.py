@@ -49,9 +49,10 @@ class GuardedStore:
         store: the store to guard.
         timeout: seconds per operation.
         retry_after: seconds the store counts as down after a failure.
+        clock: seconds on a monotonic clock, for the down window (default: trio's clock).
     """
 
-    __slots__ = ("_down_until", "fallbacks", "memory", "retry_after", "store", "timeout")
+    __slots__ = ("_clock", "_down_until", "fallbacks", "memory", "retry_after", "store", "timeout")
 
     def __init__(
         self,
@@ -59,11 +60,13 @@ class GuardedStore:
         *,
         timeout: float = DEFAULT_STORE_TIMEOUT,
         retry_after: float = DEFAULT_RETRY_AFTER,
+        clock: Callable[[], float] = trio.current_time,
     ) -> None:
         """Guard ``store``; nothing is read or written until the first operation."""
         self.store = store
         self.timeout = timeout
         self.retry_after = retry_after
+        self._clock = clock
         self.memory = MemoryStore()
         self.fallbacks = 0
         """How many times the store failed and the client went on with its memory."""
@@ -75,7 +78,7 @@ class GuardedStore:
     @property
     def down(self) -> bool:
         """Whether the store failed less than ``retry_after`` seconds ago (operations go to memory)."""
-        return self._down_until is not None and trio.current_time() < self._down_until
+        return self._down_until is not None and self._clock() < self._down_until
 
     async def get(self, key: str) -> dict[str, Any] | None:
         """The store's value (kept in memory too), or the memory's while the store is down."""
@@ -175,7 +178,7 @@ class GuardedStore:
             return  # an operation that overlapped it already reported this outage
         self.fallbacks += 1
         if down:
-            self._down_until = trio.current_time() + self.retry_after
+            self._down_until = self._clock() + self.retry_after
             logger.warning(
                 "the store {!r} failed ({}: {}); this client uses its memory for {:g} s",
                 self.store,

@@ -22,7 +22,7 @@ import trio
 
 import mcpfsm
 from tests.peer.fixtures import REPO_ROOT
-from tests.redisserver import RedisServer
+from tests.redisserver import RedisServer, start_cluster_node, start_redis, start_sentinel
 
 BACKENDS = ["memory", "file", "tokenfile", "redis"]
 SHARED = ["file", "tokenfile", "redis"]
@@ -227,6 +227,31 @@ def test_a_dead_holder_of_a_redis_lock_excludes_others_until_its_ttl(
     # The dead holder's lock was still there, with its ttl running; the next holder waited for it to expire.
     assert 0 < left <= 2000
     assert waited > 0
+
+
+# --- Sentinel and Cluster, for real ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def deployment(kind: str, tmp_path: Path) -> Iterator[str]:
+    if kind == "sentinel":
+        with start_redis() as primary, start_sentinel(primary, "fleet", tmp_path) as port:
+            yield f"redis+sentinel://127.0.0.1:{port}/fleet"
+    else:
+        with start_cluster_node(tmp_path) as node:
+            yield f"redis+cluster://127.0.0.1:{node.port}"
+
+
+@pytest.mark.parametrize("kind", ["sentinel", "cluster"])
+async def test_sentinel_and_cluster_urls_reach_a_real_deployment(kind: str, tmp_path: Path) -> None:
+    with deployment(kind, tmp_path) as url:
+        async with mcpfsm.RedisStore(url, prefix="fleet:") as store:
+            await store.set("tokens a", {"access_token": "a"})
+            async with store.lock("tokens a", ttl=30):
+                assert await store.get("tokens a") == {"access_token": "a"}
+            assert await store.entries() == [("tokens a", {"access_token": "a"}, None)]
+            assert await store.compare_and_delete("tokens a", {"access_token": "a"}) is True
+            assert await store.get("tokens a") is None
 
 
 # --- what the files and keys look like ---------------------------------------------------------------------
