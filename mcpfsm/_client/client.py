@@ -51,7 +51,7 @@ from .._log import logger
 from .._transports.base import Transport
 from .._transports.http import HttpTransport, carries_credentials
 from .._transports.tls import CertTypes, VerifyTypes
-from . import negotiation, telemetry
+from . import negotiation, sharing, telemetry
 from .catalog import Catalog
 from .lifecycle import Lifecycle, Stage
 from .session import NotificationCallback, Session
@@ -282,6 +282,8 @@ class Client:
         self._opened = False
         self._store = store
         self._guarded: Store | None = None
+        # A caller's store shares listings with the other clients of the same server (docs/cache.md).
+        self._session.shared = sharing.for_session(self._session, store)
         self._tasks = bool(tasks)
         self._progress_timeout = progress_timeout
         self._total_timeout = total_timeout
