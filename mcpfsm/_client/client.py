@@ -722,7 +722,7 @@ class Client:
             self._task_support = TaskSupport(
                 self._session,
                 self._audit,
-                lambda: self.store,
+                lambda: self.shared_store,
                 tasks=self._tasks,
                 progress_timeout=self._progress_timeout,
                 total_timeout=self._total_timeout,

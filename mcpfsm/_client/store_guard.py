@@ -195,7 +195,10 @@ class _Failed(Exception):
 
 
 def guarded(store: TokenStore) -> Store:
-    """``store`` in a :class:`GuardedStore`, unless it is a ``MemoryStore`` (which cannot fail) or guarded already."""
-    if isinstance(store, MemoryStore | GuardedStore):
+    """``store`` in a :class:`GuardedStore`, unless it is a plain ``MemoryStore`` (which cannot fail) or guarded already.
+
+    A subclass of ``MemoryStore`` is guarded like any other store: its overrides may fail or hang.
+    """
+    if type(store) is MemoryStore or isinstance(store, GuardedStore):
         return store
     return GuardedStore(store)
