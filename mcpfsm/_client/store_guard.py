@@ -195,7 +195,7 @@ class _Failed(Exception):
 
 
 def guarded(store: TokenStore) -> Store:
-    """``store`` in a :class:`GuardedStore`, unless it is a plain ``MemoryStore`` (which cannot fail) or guarded already.
+    """``store`` in a :class:`GuardedStore`, unless it is a plain ``MemoryStore`` (it cannot fail) or guarded already.
 
     A subclass of ``MemoryStore`` is guarded like any other store: its overrides may fail or hang.
     """
