@@ -8,6 +8,7 @@ body: content decoding and limits are the HTTP transport's, the same on both pat
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -83,6 +84,24 @@ class HttpxResponse:
     async def abort(self) -> None:
         """Close the response: httpcore closes a connection whose body was not read to its end."""
         await self.aclose()
+
+    def drop_connection(self) -> bool:
+        """Shut the connection this response came on down, when the transport names it; whether there was one.
+
+        httpcore names it in the response's ``network_stream`` extension (its ``socket``). A connection shut
+        down reads as one the server closed, so httpcore's pool drops it before the next request: bytes left
+        on it after this response (a server that answered twice) reach no later request. A transport without
+        connections (``httpx.MockTransport``) names none.
+        """
+        stream = self._response.extensions.get("network_stream")
+        extra = getattr(stream, "get_extra_info", None)
+        connection = None if extra is None else extra("socket")
+        shutdown = getattr(connection, "shutdown", None)
+        if shutdown is None:
+            return False
+        with contextlib.suppress(OSError):
+            shutdown(socket.SHUT_RDWR)
+        return True
 
 
 class HttpxRoute:
