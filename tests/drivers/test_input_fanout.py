@@ -238,9 +238,11 @@ async def test_handlers_whose_requests_need_input_themselves_do_not_deadlock_the
             nested += 1
         return {"action": "decline"}
 
-    async with serving(nesting_server()) as server:
-        async with connect(url_of(server), "pool", protocol=MODERN, on_elicitation=on_elicitation) as client:
-            with trio.fail_after(30):  # a guard only: a deadlock would wait forever
-                done = await client.call_tool("outer", {"count": outer})
+    async with (
+        serving(nesting_server()) as server,
+        connect(url_of(server), "pool", protocol=MODERN, on_elicitation=on_elicitation) as client,
+    ):
+        with trio.fail_after(30):  # a guard only: a deadlock would wait forever
+            done = await client.call_tool("outer", {"count": outer})
     assert done.text == f"outer: {outer} answers"
     assert (inner_texts, nested) == (["inner: 1 answers"] * outer, outer)
