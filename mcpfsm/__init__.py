@@ -42,7 +42,6 @@ from ._log import disable_library_logs, log_to_stdlib
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
-from ._transports.http import HttpTransport
 
 if TYPE_CHECKING:
     from ._client.group import ClientGroup, GroupTool
@@ -63,14 +62,16 @@ if TYPE_CHECKING:
     from ._core.tool_annotations import ToolAnnotations
     from ._drivers.audit_log import AuditLog
     from ._machines.authorization import AUTHORIZATION
+    from ._transports.http import HttpTransport
     from ._transports.stdio import StdioTransport
 
 __version__ = MCPFSM_VERSION
 
 # What a client that only calls tools never uses is imported on first use of one of its names, so that
 # `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
-# many value types, the second machine); the results of resources, prompts and completion; the stdio
-# transport; subscriptions; server configurations and client groups.
+# many value types, the second machine); the results of resources, prompts and completion; the HTTP stack
+# (imported by the first Client.http() too) and the stdio transport; subscriptions; server configurations and
+# client groups.
 _LAZY = {
     "ClientGroup": "._client.group",
     "Config": "._core.config",
@@ -84,6 +85,7 @@ _LAZY = {
     "Resource": "._core.surface",
     "ResourceResult": "._core.surface",
     "ResourceTemplate": "._core.surface",
+    "HttpTransport": "._transports.http",
     "StdioTransport": "._transports.stdio",
     "AuditLog": "._drivers.audit_log",
     "ToolAnnotations": "._core.tool_annotations",

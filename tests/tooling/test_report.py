@@ -91,7 +91,10 @@ def test_runs_group_by_call_and_order_by_seq() -> None:
     [
         ("{]\n", r"^line 1: not JSON"),
         ("\n[1]\n", r"^line 2: not a CallEvent record \(a JSON list\)$"),
-        ('{"call_id": "c"}\n', r"^line 1: not a CallEvent record \(no 'seq', 'tool', 'state', 'attempt', 'at', 'elapsed'"),
+        (
+            '{"call_id": "c"}\n',
+            r"^line 1: not a CallEvent record \(no 'seq', 'tool', 'state', 'attempt', 'at', 'elapsed'",
+        ),
     ],
 )
 def test_a_malformed_trail_names_its_line(text: str, message: str) -> None:

@@ -233,8 +233,8 @@ def error_line(message: str) -> None:
 
 
 def configure_logging(verbose: bool) -> None:
-    # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log disables the
-    # library's records as loguru is imported, so the enable below comes after that).
+    # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log's disable, made at the
+    # library's first record, lets the enable below stand).
     from loguru import logger
 
     logger.remove()
