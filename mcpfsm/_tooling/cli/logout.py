@@ -11,10 +11,8 @@ from ..._client.stores import FileTokenStore, default_token_path
 from ..._core.credentials import binding_key, tokens_key
 from .common import Exit, print_line
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "logout"
-SUMMARY: Final = "forget the tokens stored for a server"
 DESCRIPTION: Final = (
     "Delete the tokens `mcpfsm login` stored for URL from the user's configuration directory. The client\n"
     "registration made with the authorization server stays (it identifies mcpfsm, not the user), so the\n"

@@ -8,7 +8,6 @@ body: content decoding and limits are the HTTP transport's, the same on both pat
 from __future__ import annotations
 
 import contextlib
-import socket
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -101,7 +100,7 @@ class HttpxResponse:
         if shutdown is None:
             return False
         with contextlib.suppress(OSError):
-            shutdown(socket.SHUT_RDWR)
+            shutdown(trio.socket.SHUT_RDWR)
         return True
 
 
