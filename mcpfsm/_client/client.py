@@ -49,8 +49,6 @@ from .._drivers.input import (
 from .._drivers.tool_call import ToolCall
 from .._log import logger
 from .._transports.base import Transport
-from .._transports.http import HttpTransport, carries_credentials
-from .._transports.tls import CertTypes, VerifyTypes
 from . import negotiation, sharing, telemetry
 from .catalog import Catalog
 from .lifecycle import Lifecycle, Stage
@@ -67,6 +65,10 @@ if TYPE_CHECKING:
     # The results of resources, prompts and completion: imported with the first such request; the stdio
     # transport with the first Client.stdio(), subscriptions with the first listen().
     from .._core.surface import Completion, Prompt, PromptResult, Resource, ResourceResult, ResourceTemplate
+
+    # The HTTP stack (mcpfsm's connection pool, redirects, proxies, TLS, event streams) is imported with the first
+    # Client.http(): a stdio client, and `import mcpfsm`, do without it (bench/startup.py).
+    from .._transports.tls import CertTypes, VerifyTypes
     from .authorization import AuthorizationLayer, StaticToken
     from .skills import Skill
     from .subscriptions import Subscription
@@ -356,6 +358,8 @@ class Client:
                 ``Upgrade``; a ``Host`` or ``Connection`` of your own is sent as given).
             ValueError, TypeError: as for :class:`Client`; ``auth`` of none of the accepted kinds.
         """
+        from .._transports.http import HttpTransport, carries_credentials  # with the first HTTP client (start-up)
+
         if isinstance(verify, str) and verify == "system":
             verify = system_trust()
         layer: AuthorizationLayer | StaticToken | None = None
@@ -429,6 +433,8 @@ class Client:
         # No text leaving the client quotes a secret it holds (docs/authorization.md).
         self._session.secrets = layer.secrets
         self._audit.redact = lambda text: layer.secrets().text(text)
+        from .._transports.http import HttpTransport  # imported already: only an HTTP client has a layer
+
         transport = self._session.transport
         if isinstance(transport, HttpTransport):
             transport.scrub = lambda error: layer.secrets().scrub(error)

@@ -27,10 +27,8 @@ from .common import (
 from .credentials import add_login_options, auth_from
 from .store import add_store_option, describe, open_store, opened, run_on
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "login"
-SUMMARY: Final = "log in to a protected server; store its tokens"
 DESCRIPTION: Final = (
     "Connect to URL; when the server asks for authorization, run the OAuth 2.1 login: the URL to open is\n"
     "printed (and opened in the browser), then the browser's redirect is received on --redirect-uri.\n"

@@ -10,10 +10,8 @@ from ..._core.credentials import binding_key, tokens_key
 from .common import Exit, print_line
 from .store import add_store_option, describe, open_store, opened, run_on
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "logout"
-SUMMARY: Final = "forget the tokens stored for a server"
 DESCRIPTION: Final = (
     "Delete the tokens `mcpfsm login` stored for URL from the user's configuration directory. The client\n"
     "registration made with the authorization server stays (it identifies mcpfsm, not the user), so the\n"

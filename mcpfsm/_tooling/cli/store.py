@@ -26,10 +26,8 @@ from ..._client.stores import FileTokenStore
 from ..._core.credentials import binding_key, registration_key, tokens_key
 from .common import CliError, Exit, columns, print_line
 
-__all__ = ["NAME", "add_store_option", "configure", "describe", "open_store", "opened", "run", "run_on"]
+__all__ = ["DESCRIPTION", "add_store_option", "configure", "describe", "open_store", "opened", "run", "run_on"]
 
-NAME: Final = "store"
-SUMMARY: Final = "show what a shared store holds (kinds, keys, expiry), without secrets"
 DESCRIPTION: Final = (
     "mcpfsm store check STORE lists what a store holds, one line per entry: its kind (binding, tokens,\n"
     "registration, or what else a client keeps there), its key, when the store expires it, and what it\n"
