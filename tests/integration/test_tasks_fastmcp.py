@@ -225,3 +225,18 @@ async def test_a_ttl_that_is_not_counted_from_created_at_expires_a_task_that_goe
                 while await (again := client.task(task.id)).refresh() != "completed":
                     await trio.sleep(0.05)  # a poll loop on the server's answer, bounded by fail_after
             assert (await again.wait()).text == "released outlives-ttl"
+
+
+async def test_a_task_waiting_for_input_cancels(server: FastmcpTasksServer) -> None:
+    # A task parked in input_required is, inside fastmcp-tasks, a finished backend execution with requests left over;
+    # tasks/cancel still ends it cancelled, and nothing is asked afterwards.
+    async with mcpfsm.Client.http(server.url, tasks=True) as client:
+        task = await client.start_tool("approve")
+        with trio.fail_after(10):
+            while await task.refresh() != "input_required":
+                await trio.sleep(0.05)  # a poll loop on the server's answer, bounded by fail_after
+        await task.cancel()
+        assert task.status == "cancelled"
+        assert task.id is not None
+        assert await client.task(task.id).refresh() == "cancelled"
+    assert "tasks/update" not in [e["method"] for e in task_requests(server, task.id)]
