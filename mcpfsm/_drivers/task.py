@@ -282,6 +282,7 @@ class TaskRun:
 
     async def _apply(self, status: TaskStatus, *, first: bool = False) -> None:
         changed = status.changed_from(self.status)
+        recorded = self.record()
         self.status = status
         if changed:
             self.port.changed()
@@ -316,7 +317,9 @@ class TaskRun:
             self._requests = None
         else:
             self._follow(Trigger.created if first else Trigger.polled)
-        if changed and not first:
+        # Only when the record differs (a new status, ttlMs...): a server may move lastUpdatedAt on every poll
+        # (fastmcp-tasks 4.1 does), which would otherwise write the same record to the store at each one.
+        if not first and self.record() != recorded:
             await self.port.save(status.task_id, self.record())
 
     async def _gather(self) -> None:
