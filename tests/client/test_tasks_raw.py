@@ -244,3 +244,29 @@ async def test_ten_thousand_new_input_keys_in_one_round_are_refused_without_a_ha
         assert (await mcp.call_tool("other")).text == "still here"
     assert calls == []
     assert "tasks/update" not in methods(server)
+
+
+async def test_a_task_whose_input_cannot_be_given_is_cancelled_on_the_server() -> None:
+    # A handler that raises: the run ends failed with the handler's error, and the server is told to cancel the
+    # task rather than leaving it parked in input_required until its TTL.
+    def script(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "tools/call" and params["name"] == "job":
+            return created(pollIntervalMs=50)
+        if method == "tools/call":
+            return {"content": [{"type": "text", "text": "still here"}]}
+        if method == "tasks/cancel":
+            return task("cancelled")
+        return task("input_required", pollIntervalMs=50, inputRequests={"k": ask("k")})
+
+    async def refuse(params: dict[str, Any]) -> dict[str, Any]:
+        raise RuntimeError("no one to ask")
+
+    async with serving(scripted(script)) as server, client(server, on_elicitation=refuse) as mcp:
+        with trio.fail_after(30), pytest.raises(RuntimeError, match=r"^no one to ask$"):
+            await mcp.call_tool("job")
+        assert (await mcp.call_tool("other")).text == "still here"
+    sent = methods(server)
+    assert sent.count("tasks/cancel") == 1
+    assert "tasks/update" not in sent
+    cancel = next(json.loads(seen.body) for seen in server.seen if json.loads(seen.body).get("method") == "tasks/cancel")
+    assert cancel["params"]["taskId"] == TASK_ID
