@@ -268,5 +268,6 @@ async def test_a_task_whose_input_cannot_be_given_is_cancelled_on_the_server() -
     sent = methods(server)
     assert sent.count("tasks/cancel") == 1
     assert "tasks/update" not in sent
-    cancel = next(json.loads(seen.body) for seen in server.seen if json.loads(seen.body).get("method") == "tasks/cancel")
+    bodies = [json.loads(seen.body) for seen in server.seen]
+    cancel = next(body for body in bodies if body.get("method") == "tasks/cancel")
     assert cancel["params"]["taskId"] == TASK_ID
