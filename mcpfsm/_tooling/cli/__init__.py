@@ -37,6 +37,8 @@ from . import (
     servers,
     skill,
     skills,
+    task,
+    tasks,
     tools,
     trace,
 )
@@ -45,8 +47,8 @@ from .common import Exit, Parser, classify, configure_logging, error_line, forma
 __all__ = ["COMMANDS", "Exit", "build_parser", "main"]
 
 COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, servers, tools, call, resources, read, prompts, prompt, skills, skill, listen, plan, trace, audit, diagram,
-    login, logout,
+    demo, servers, tools, call, resources, read, prompts, prompt, skills, skill, task, tasks, listen, plan, trace,
+    audit, diagram, login, logout,
 )
 """The subcommands, in the order ``mcpfsm --help`` lists them."""
 
@@ -62,7 +64,8 @@ exit codes:
   {Exit.protocol:<4} the server's answer is not valid JSON-RPC / MCP; skill: a file fails its verification
   {Exit.unknown_tool:<4} the tool is not listed (or was excluded for invalid x-mcp-header annotations)
   {Exit.invalid_schema:<4} invalid inputSchema (plan), or an argument cannot be mirrored into its header
-  {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included)
+  {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included); call --tasks:
+       the task was cancelled or expired
   {Exit.drift:<4} diagram --check: the generated diagrams are out of date; audit verify: the log's
        chain is broken (a line edited, removed, inserted or reordered)
   {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,

@@ -6,11 +6,12 @@ import argparse
 import contextlib
 import itertools
 import json
+import math
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from functools import partial
 from types import TracebackType
-from typing import IO, Any, Final, get_args
+from typing import IO, Any, Final, TypeGuard, get_args
 
 import trio
 
@@ -18,7 +19,7 @@ from ..._client.client import LogLevel
 from ..._client.group import GroupTool
 from ..._client.tools import ToolList
 from ..._core.config import Config
-from ..._core.events import CallEvent
+from ..._core.events import CallEvent, TaskEvent
 from ..._core.results import ToolResult
 from ..._log import logger
 from .arguments import apply_pairs, is_pair, schema_problems
@@ -63,7 +64,11 @@ DESCRIPTION: Final = (
     "showing it in full and asking for consent (it is never opened). --yes asks nothing: forms are\n"
     "accepted with their defaults, URLs declined.\n"
     "Without URL, TOOL is an aggregated name (server_tool) of the configuration's group (--config, or\n"
-    "./mcp.json): the call goes to that server with its headers; --events records which server in each event."
+    "./mcp.json): the call goes to that server with its headers; --events records which server in each event.\n"
+    "--tasks declares the tasks extension (SEP-2663): a server may then answer with a task, which is\n"
+    "polled until it ends; its status (and statusMessage) is shown on stderr as it changes, one line per\n"
+    "change, or on a terminal in the live line, with a progress bar when the progress has a total.\n"
+    "'mcpfsm task URL ID' shows or cancels a task later."
 )
 _SPINNER: Final = "|/-\\"
 
@@ -79,6 +84,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
     parser.add_argument(
         "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
+    )
+    parser.add_argument(
+        "--tasks",
+        action="store_true",
+        help="declare the tasks extension (SEP-2663): the server may answer with a task, polled until it ends,"
+        " its status shown on stderr",
     )
     parser.add_argument(
         "--log-level",
@@ -99,6 +110,8 @@ class _Console:
         self._live = stream.isatty()
         self._drawn = False
         self._paused = False
+        self._bar: tuple[float, float] | None = None
+        self._status: str | None = None
 
     def line(self, text: str) -> None:
         """Write one line, clearing the spinner first."""
@@ -110,6 +123,8 @@ class _Console:
         """Show a progress or log notification of the server as one line."""
         if method == "notifications/progress":
             progress, total = params.get("progress"), params.get("total")
+            if _is_number(progress) and _is_number(total) and total > 0:
+                self._bar = (float(progress), float(total))
             amount = _number(progress) if total is None else f"{_number(progress)}/{_number(total)}"
             message = params.get("message")
             self.line(f"mcpfsm: progress {amount}" + (f": {one_line(str(message))}" if message else ""))
@@ -119,6 +134,19 @@ class _Console:
             self.line(f"mcpfsm: server log ({params.get('level', 'info')}): {one_line(text)}")
         else:
             logger.debug("notification {} from the server: {}", method, params)
+
+    def event(self, event: CallEvent) -> None:
+        """Show a task's status as it changes: a line each, or on a terminal the live line's tail."""
+        if not isinstance(event, TaskEvent) or event.task_id is None:
+            return
+        status = f"task {event.task_id} {event.state}" + (
+            f": {one_line(event.status_message)}" if event.status_message else ""
+        )
+        if status == self._status:
+            return
+        self._status = status
+        if not self._live:
+            self.line(f"mcpfsm: {status}")
 
     async def run(self, call: Callable[[], Awaitable[T]]) -> T:
         """Await ``call()``; on a terminal, show a spinner and the elapsed time while it runs."""
@@ -140,7 +168,9 @@ class _Console:
                 await trio.sleep(0.1)
                 continue
             elapsed = trio.current_time() - started
-            self._stream.write(f"\r{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s\x1b[K")
+            tail = "" if self._bar is None else " " + _progress_bar(*self._bar)
+            tail += "" if self._status is None else f" {self._status}"
+            self._stream.write(f"\r{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s{tail}\x1b[K")
             self._stream.flush()
             self._drawn = True
             await trio.sleep(0.1)
@@ -159,6 +189,16 @@ class _Console:
         if self._drawn:
             self._stream.write("\r\x1b[K")
             self._drawn = False
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _progress_bar(progress: float, total: float, width: int = 20) -> str:
+    # "[########............] 2/5": the share of the progress notification's total done.
+    done = max(0, min(width, int(width * progress / total)))
+    return f"[{'#' * done}{'.' * (width - done)}] {_number(progress)}/{_number(total)}"
 
 
 def _number(value: object) -> str:
@@ -205,19 +245,21 @@ def run(args: argparse.Namespace) -> Exit:
     console = _Console(sys.stderr, args.tool)
     events = None if args.events is None else _EventLog(args.events, console)
     elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes, pause=console.paused)
+    on_event = _with_status(console, events) if args.tasks else events
     config = group_config(args)
     if config is not None:
         with events or contextlib.nullcontext():
-            result = trio.run(partial(_call_in_group, args, config, arguments, pairs, console, events, elicitation))
+            result = trio.run(partial(_call_in_group, args, config, arguments, pairs, console, on_event, elicitation))
         return _print_result(args, result)
     # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
     client = make_client(
         args,
-        on_event=events,
+        on_event=on_event,
         on_notification=console.notification,
         on_elicitation=elicitation,
         elicitation_modes=("form", "url"),
         log_level=args.log_level,
+        **_task_options(args),
     )
 
     async def call() -> ToolResult:
@@ -244,7 +286,7 @@ async def _call_in_group(
     arguments: dict[str, Any],
     pairs: list[str],
     console: _Console,
-    events: _EventLog | None,
+    on_event: Callable[[CallEvent], None] | None,
     elicitation: TerminalElicitation,
 ) -> ToolResult:
     from ..._client.group import ClientGroup
@@ -253,10 +295,11 @@ async def _call_in_group(
         raise CliError(Exit.usage, "--by-name needs one server: name it where the URL goes")
     async with ClientGroup(
         config,
-        on_event=events,
+        on_event=on_event,
         on_notification=console.notification,
         on_elicitation=elicitation,
         elicitation_modes=("form", "url"),
+        **_task_options(args),
     ) as group:
         tools = await group.tools()
         tool = tools.get(args.tool)
@@ -267,6 +310,21 @@ async def _call_in_group(
         checked = _checked(args, tool.input_schema, arguments, pairs)
         with connection_errors(target(args)):
             return await console.run(lambda: tool.call(checked))
+
+
+def _task_options(args: argparse.Namespace) -> dict[str, Any]:
+    # tasks=True only when asked: a client option the group's members and Client.http/stdio all take.
+    return {"tasks": True} if args.tasks else {}
+
+
+def _with_status(console: _Console, events: _EventLog | None) -> Callable[[CallEvent], None]:
+    # --tasks: every event goes by the console (a task's status), then to --events when given.
+    def on_event(event: CallEvent) -> None:
+        console.event(event)
+        if events is not None:
+            events(event)
+
+    return on_event
 
 
 def _checked(
