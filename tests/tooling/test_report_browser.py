@@ -1,10 +1,10 @@
 """The trail viewer in a real browser: headless Chromium (Debian ``chromium``, ``chromium-driver``) through Selenium.
 
 One report holds the walkthroughs' recorded runs (``specs/tool-call.md``, ``specs/authorization.md``,
-``specs/task.md``), a live run of the input machine and live calls against two test servers whose events name their
-``server``. For every run the page must light exactly the recorded path on its machine's diagram, step through it with the buttons and the
-arrow keys, filter the index, and fetch nothing. ``.ci/run`` installs Chromium and its driver when missing; the
-driver is always /usr/bin/chromedriver, so Selenium Manager never downloads one.
+``specs/task.md``), a live run of the input machine and live calls against two test servers whose events name
+their ``server``. For every run the page must light exactly the recorded path on its machine's diagram, step
+through it with the buttons and the arrow keys, filter the index, and fetch nothing. ``.ci/run`` installs Chromium
+and its driver when missing; the driver is always /usr/bin/chromedriver, so Selenium Manager never downloads one.
 """
 
 from __future__ import annotations
