@@ -44,11 +44,12 @@ from ._log import disable_library_logs, log_to_stdlib
 from ._machines.definition import Edge, MachineDefinition
 from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
 from ._transports.base import Transport
-from ._transports.http import HttpTransport
 
 if TYPE_CHECKING:
+    from ._client.file_store import FileStore
     from ._client.group import ClientGroup, GroupTool
     from ._client.loopback import LoopbackAuthorizer
+    from ._client.redis_store import RedisStore
     from ._client.skills import LoadedSkill, Skill
     from ._client.stores import FileTokenStore, MemoryStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
@@ -69,14 +70,16 @@ if TYPE_CHECKING:
     from ._drivers.audit_log import AuditLog
     from ._machines.authorization import AUTHORIZATION
     from ._machines.task import TASK
+    from ._transports.http import HttpTransport
     from ._transports.stdio import StdioTransport
 
 __version__ = MCPFSM_VERSION
 
 # What a client that only calls tools never uses is imported on first use of one of its names, so that
 # `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
-# many value types, the second machine); the results of resources, prompts and completion; the stdio
-# transport; subscriptions; tasks; server configurations and client groups.
+# many value types, the second machine); the results of resources, prompts and completion; the HTTP stack
+# (imported by the first Client.http() too) and the stdio transport; subscriptions; tasks; server
+# configurations and client groups.
 _LAZY = {
     "ClientGroup": "._client.group",
     "Config": "._core.config",
@@ -90,6 +93,7 @@ _LAZY = {
     "Resource": "._core.surface",
     "ResourceResult": "._core.surface",
     "ResourceTemplate": "._core.surface",
+    "HttpTransport": "._transports.http",
     "StdioTransport": "._transports.stdio",
     "AuditLog": "._drivers.audit_log",
     "ToolAnnotations": "._core.tool_annotations",
@@ -99,12 +103,14 @@ _LAZY = {
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",
     "EnterpriseManaged": "._core.credentials",
+    "FileStore": "._client.file_store",
     "FileTokenStore": "._client.stores",
     "JwtBearer": "._core.credentials",
     "LoopbackAuthorizer": "._client.loopback",
     "MemoryStore": "._client.stores",
     "MemoryTokenStore": "._client.stores",
     "OAuth": "._core.credentials",
+    "RedisStore": "._client.redis_store",
     "Store": "._core.credentials",
     "TokenStore": "._core.credentials",
     "LoadedSkill": "._client.skills",
@@ -151,6 +157,7 @@ __all__ = [
     "Edge",
     "EnterpriseManaged",
     "Exclusion",
+    "FileStore",
     "FileTokenStore",
     "GroupTool",
     "HeaderDecodeError",
@@ -174,6 +181,7 @@ __all__ = [
     "PromptArgument",
     "PromptResult",
     "ProtocolError",
+    "RedisStore",
     "Resource",
     "ResourceResult",
     "ResourceTemplate",

@@ -1,19 +1,18 @@
 """The library's loguru logger, without importing loguru (docs/development.md).
 
-mcpfsm logs through loguru and never configures it: ``logger.disable("mcpfsm")`` is in force, and an
-application calls ``logger.enable("mcpfsm")`` to see the library's records (loguru's README, "suitable
-for scripts and libraries"). Importing loguru takes about as long as importing trio, and in a process
-that never imports loguru no sink can exist, so mcpfsm does not import it:
+mcpfsm logs through loguru and never configures it, as loguru's README says a library should: its records
+are disabled (``logger.disable("mcpfsm")``), and an application calls ``logger.enable("mcpfsm")`` to see
+them. Importing loguru takes about as long as importing trio, and in a process that never imports loguru no
+sink can exist, so mcpfsm does not import it:
 
 - :data:`logger` is ``loguru.logger`` as soon as loguru is imported (by anyone), and does nothing
   before. Every attribute is looked up on ``loguru.logger`` at the call, so its methods run in the
   caller's frame: records name the mcpfsm module, function and line, and
   ``logger.enable("mcpfsm._transports")`` selects modules as before.
-- :func:`disable_library_logs` (run by ``import mcpfsm``) disables ``"mcpfsm"`` at once when loguru is
-  already imported, and otherwise right after loguru's own import completes (a one-shot finder on
-  ``sys.meta_path`` wraps loguru's loader), before the code importing loguru can call ``enable``. So
-  ``disable`` and an application's ``enable`` happen in the same order as when ``import mcpfsm``
-  imported loguru itself.
+- :func:`disable_library_logs` (run by ``import mcpfsm``) calls ``logger.disable("mcpfsm")`` at once when
+  loguru is already imported. Otherwise the call is made at the library's first record after loguru's
+  import, with the outcome it would have had at ``import mcpfsm``: what the application said since about
+  ``"mcpfsm"`` (or a module of it, or ``""``) stands, as loguru's activation list records it.
 
 Nothing here imports loguru; the type of :data:`logger` is loguru's own, for the type checker only.
 """
@@ -21,21 +20,17 @@ Nothing here imports loguru; the type of :data:`logger` is loguru's own, for the
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    # For the type checker only: importing importlib.abc at run time imports importlib.resources, a few
-    # milliseconds of `import mcpfsm` (bench/startup.py); the import system needs only the methods.
-    from importlib.abc import Loader
-    from importlib.machinery import ModuleSpec
-
     from loguru import Logger
 
 __all__ = ["disable_library_logs", "log_to_stdlib", "logger", "loguru_imported"]
 
 _LIBRARY = "mcpfsm"
+
+_pending = False
+"""``import mcpfsm`` ran before loguru was imported: the library's records are disabled at the first one."""
 
 
 class _LazyLogger:
@@ -47,6 +42,8 @@ class _LazyLogger:
         real = getattr(loguru, "logger", None)
         if real is None:
             return self._nothing
+        if _pending:
+            _settle(real)
         return getattr(real, name)
 
     def _nothing(self, *args: object, **kwargs: object) -> _LazyLogger:
@@ -67,54 +64,38 @@ def loguru_imported() -> bool:
     return "loguru" in sys.modules
 
 
-class _DisablingLoader:
-    # Runs loguru's own loader, then disables the library's records before anyone else sees the module.
-    def __init__(self, loader: Loader) -> None:
-        self._loader = loader
-
-    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module: ModuleType) -> None:
-        self._loader.exec_module(module)
-        module.logger.disable(_LIBRARY)
-
-    def __getattr__(self, name: str) -> Any:
-        # get_resource_reader, is_package, get_code, ...: whatever the wrapped loader offers.
-        return getattr(self._loader, name)
-
-
-class _OnLoguruImport:
-    # One shot: leaves sys.meta_path at the first lookup of loguru, and finds it with the finders after it.
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> ModuleSpec | None:
-        if fullname != "loguru":
-            return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec: ModuleSpec | None = None
-        for finder in sys.meta_path:
-            find_spec = getattr(finder, "find_spec", None)
-            spec = None if find_spec is None else find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        if spec is None:
-            return None
-        loader = spec.loader
-        if loader is not None and hasattr(loader, "exec_module"):
-            spec.loader = cast("Loader", _DisablingLoader(loader))
-        return spec
-
-
 def disable_library_logs() -> None:
-    """``logger.disable("mcpfsm")`` now if loguru is imported, else right after its import; idempotent."""
-    loguru = sys.modules.get("loguru")
-    if loguru is not None and hasattr(loguru, "logger"):
-        loguru.logger.disable(_LIBRARY)
+    """``logger.disable("mcpfsm")`` now if loguru is imported, else at the library's first record; idempotent."""
+    global _pending
+    real = getattr(sys.modules.get("loguru"), "logger", None)
+    if real is None:
+        _pending = True
         return
-    if not any(isinstance(finder, _OnLoguruImport) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _OnLoguruImport())
+    _pending = False
+    real.disable(_LIBRARY)
+
+
+def _settle(real: Logger) -> None:
+    # loguru came after `import mcpfsm`, and the application may have called enable/disable since: the outcome is
+    # that of disable("mcpfsm") at `import mcpfsm` followed by those calls. loguru keeps them in its activation list
+    # (each name with a final dot; no public reader: without it, disable("mcpfsm") alone). `enable("")` with
+    # nothing disabled leaves no entry there, so it does not count: an application enables "mcpfsm" by name.
+    global _pending
+    _pending = False
+    activation = getattr(getattr(real, "_core", None), "activation_list", None)
+    said = [(name, bool(status)) for name, status in activation or () if isinstance(name, str)]
+    if any(f"{_LIBRARY}.".startswith(name) for name, _ in said):
+        return  # said of the whole library, or of everything: it stands
+    modules = sorted(
+        ((name[:-1], status) for name, status in said if name.startswith(f"{_LIBRARY}.")),
+        key=lambda entry: entry[0].count("."),
+    )
+    real.disable(_LIBRARY)
+    for name, status in modules:  # said of a module of the library: it stands, the rest is disabled
+        if status:
+            real.enable(name)
+        else:
+            real.disable(name)
 
 
 _stdlib_sink: int | None = None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,6 +13,7 @@ from loguru import logger
 # `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
 from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.redisserver import RedisServer, start_redis
 
 
 @pytest.fixture
@@ -66,3 +68,16 @@ def records() -> Iterator[list[tuple[str, str]]]:
     finally:
         logger.remove(sink)
         logger.disable("mcpfsm")
+
+
+@pytest.fixture(scope="module")
+def redis_server() -> Iterator[RedisServer]:
+    """A real ``redis-server`` on a free 127.0.0.1 port, one per test module that asks for it (tests/redisserver.py)."""
+    with start_redis() as server:
+        yield server
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    """A key prefix of this test's own, so that the tests of a module never see each other's keys."""
+    return f"mcpfsm-test-{uuid.uuid4().hex[:12]}:"

@@ -19,12 +19,13 @@ import html
 import posixpath
 import re
 from pathlib import Path
-from typing import Any
-
-from mkdocs.structure.files import File, Files
-from mkdocs.structure.pages import Page
+from typing import TYPE_CHECKING, Any
 
 from mcpfsm._tooling.recorded import MANUAL_REPORTS, manual_reports
+
+if TYPE_CHECKING:  # MkDocs is the docs extra: the tests import this hook with the test extra alone
+    from mkdocs.structure.files import Files
+    from mkdocs.structure.pages import Page
 
 _GENERATED = (("diagrams", "*.svg"), ("specs", "*.md"))
 _MARKER = re.compile(r"^<!-- report: ([a-z-]+) -->$", re.MULTILINE)
@@ -32,6 +33,8 @@ _MARKER = re.compile(r"^<!-- report: ([a-z-]+) -->$", re.MULTILINE)
 
 def on_files(files: Files, config: Any) -> Files:
     """Add each generated diagram and explanation, and the recorded reports, to the site's files."""
+    from mkdocs.structure.files import File
+
     root = Path(config["config_file_path"]).parent
     for folder, pattern in _GENERATED:
         for path in sorted((root / folder).glob(pattern)):

@@ -9,7 +9,10 @@ Two parts that share one :class:`~mcpfsm._drivers.authorization_binding.Binding`
   request layers and era negotiation (so a 401 on ``server/discover`` or ``initialize`` is handled here and
   is never an era signal). Its policy, in one place:
 
-  - a token about to expire, with a refresh token and a bound authorization server, is refreshed first;
+  - a token whose refresh is due (``TokenSet.refresh_at``: 60 s ahead of expiry, or a tenth of a shorter
+    lifetime), with a refresh token and a bound authorization server, is refreshed first; when that refresh
+    fails while the held token is still valid, the held token is sent and the refresh tried again after a
+    pause that grows from 2 s to 60 s; no lock is taken and no store read unless a refresh is due;
   - HTTP 401 runs a flow (discovery from scratch: MCP 2026-07-28 "Authorization"), then the message is
     resent unchanged; HTTP 403 with ``error="insufficient_scope"`` runs a step-up flow and resends; any
     other 403 is the caller's answer;
@@ -52,6 +55,7 @@ from .._core.oauth.tokens import TokenSet
 from .._drivers.audit import AuditBus
 from .._drivers.authorization import AuthorizationFlow
 from .._drivers.authorization_binding import Binding, Entry
+from .._log import logger
 from .._machines.authorization import State
 from .._transports.base import Reply
 from .._transports.oauth_http import OAuthHttp
@@ -67,6 +71,10 @@ Send = Callable[[str, Mapping[str, str]], Awaitable[Reply | None]]
 _PROOFS_KEPT: Final = 16
 """The DPoP proofs last sent to the MCP endpoint that stay secrets to redact (a proof is single-use, and a
 server quotes the one it refuses right away)."""
+
+_RETRY_FIRST: Final = 2.0
+_RETRY_MAX: Final = 60.0
+"""After a failed proactive refresh the held token serves; the next try comes 2 s later, then 4 s, ... 60 s."""
 
 _MAX_SENDS: Final = 6
 """A message is sent at most this often: once, a DPoP nonce resend, one resend after a 401 flow and one
@@ -142,6 +150,8 @@ class AuthorizationLayer:
             self._authorize = credential.authorize or LoopbackAuthorizer(credential.redirect_uri)
         self._lock = trio.Lock()
         self._loaded = False
+        self._refresh_failures = 0
+        self._refresh_retry_at = 0.0
         self._proofs: deque[str] = deque(maxlen=_PROOFS_KEPT)
         credential_secrets = Secrets().with_values(
             *(getattr(credential, name, None) for name in ("client_secret", "private_key_pem", "idp_id_token"))
@@ -259,28 +269,68 @@ class AuthorizationLayer:
             self._loaded = True
             await self._load()
         tokens = self.binding.tokens
-        if tokens is None or tokens.refresh_token is None or self.binding.metadata is None:
+        if tokens is None or tokens.refresh_token is None:
             return
-        if tokens.expiring(self._clock()):
-            async with self._lock:
-                if self.binding.tokens is tokens:
-                    await self._run(Entry.expiring, None, again=False, tool="", attempt=1)
+        now = self._clock()
+        # The hot path: nothing is locked or read unless a refresh is due.
+        if not tokens.refresh_due(now) or (now < self._refresh_retry_at and not tokens.expired(now)):
+            return
+        async with self._lock:
+            if self.binding.tokens is not tokens:
+                return
+            if self.binding.metadata is None:
+                # Tokens loaded from a store, before any flow bound an authorization server: nothing to refresh
+                # them with yet, but another process may have stored newer ones (docs/stores.md). Read again
+                # after a pause; an expired token draws a 401, whose flow refreshes under the store's lock.
+                stored = await self._stored()
+                if stored is not None and _later(stored, tokens, now):
+                    self.binding.adopt(stored)
+                    self._refresh_failures = 0
+                    self._refresh_retry_at = 0.0
+                else:
+                    self._pause_refresh()
+                return
+            try:
+                await self._run(Entry.expiring, None, again=False, tool="", attempt=1)
+            except AuthorizationError:
+                if self.binding.tokens is not tokens or tokens.expired(self._clock()):
+                    raise
+                # A proactive refresh failed (a 5xx, the network) while the held token is still valid: it
+                # serves this request, and the refresh is tried again after a growing pause, not before
+                # every request (OAuth 2.1 §4.3: nothing obliges a refresh ahead of expiry).
+                pause = self._pause_refresh()
+                logger.warning(
+                    "refreshing the access token failed; the held token serves until the next try in {} s", pause
+                )
+                return
+            self._refresh_failures = 0
+            self._refresh_retry_at = 0.0
+
+    def _pause_refresh(self) -> float:
+        # The next try after 2 s, then 4 s, 8 s, ... at most 60 s.
+        self._refresh_failures += 1
+        pause: float = min(_RETRY_FIRST * 2.0 ** (self._refresh_failures - 1), _RETRY_MAX)
+        self._refresh_retry_at = self._clock() + pause
+        return pause
 
     async def _load(self) -> None:
-        # Tokens a store kept for this endpoint (from `mcpfsm login`, say): the issuer and resource the
-        # endpoint was last authorized with, then that pair's tokens: never a token of another authorization
-        # server or resource (RFC 8707; SEP-2352, authorization server binding).
+        tokens = await self._stored()
+        if tokens is not None and self.binding.tokens is None:
+            self.binding.load(tokens)
+
+    async def _stored(self) -> TokenSet | None:
+        # Tokens a store kept for this endpoint (from `mcpfsm login`, or another process): the issuer and
+        # resource the endpoint was last authorized with, then that pair's tokens: never a token of another
+        # authorization server or resource (RFC 8707; SEP-2352, authorization server binding).
         store = self.binding.store
         record = await store.get(binding_key(self.binding.mcp_url))
         if record is None:
-            return
+            return None
         issuer, resource = record.get("issuer"), record.get("resource")
         if not isinstance(issuer, str) or not (resource is None or isinstance(resource, str)):
-            return
+            return None
         stored = await store.get(tokens_key(issuer, resource))
-        tokens = TokenSet.from_dict(stored) if stored is not None else None
-        if tokens is not None and self.binding.tokens is None:
-            self.binding.load(tokens)
+        return TokenSet.from_dict(stored) if stored is not None else None
 
     async def _run(
         self, entry: Entry, challenge: BearerChallenge | None, *, again: bool, tool: str, attempt: int
@@ -296,6 +346,15 @@ class AuthorizationLayer:
     async def aclose(self) -> None:
         """Close the HTTP client of the authorization side."""
         await self._http.aclose()
+
+
+def _later(stored: TokenSet, held: TokenSet, now: float) -> bool:
+    # Tokens another client stored that replace the held ones: others, still valid, expiring later.
+    return (
+        stored.access_token != held.access_token
+        and not stored.expired(now)
+        and (stored.expires_at or 0.0) > (held.expires_at or 0.0)
+    )
 
 
 async def _trip(send: Send, message: str, headers: Mapping[str, str]) -> tuple[Reply | None, TransportError | None]:

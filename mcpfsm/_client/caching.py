@@ -5,17 +5,25 @@ and the layer below it: a fresh entry answers without a request; otherwise the r
 result the hints allow is stored. ``fresh=True`` (``client.tools(fresh=True)``, the -32020 relist) skips the
 lookup and still stores, so a bypass also refreshes. Only the modern era is cached: legacy results carry
 no hints (MCP 2025-11-25). The clock is ``trio.current_time`` (monotonic), read when the answer arrives.
+
+With ``shared`` (a client given a store of its caller's), a listing that misses in memory goes through
+:class:`~mcpfsm._client.sharing.SharedListings`: the store's entry, else one fill per page across every
+process that shares the store.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from .._core.cache import ResponseCache, cache_key
 from .._core.constants import is_modern
+from .sharing import LISTINGS
+
+if TYPE_CHECKING:
+    from .sharing import SharedListings
 
 __all__ = ["through"]
 
@@ -28,6 +36,7 @@ async def through(
     send: Callable[[], Awaitable[dict[str, Any]]],
     *,
     fresh: bool = False,
+    shared: SharedListings | None = None,
     clock: Callable[[], float] = trio.current_time,
 ) -> dict[str, Any]:
     """Answer from ``cache`` or through ``send()``; see the module docstring.
@@ -43,6 +52,10 @@ async def through(
         hit = cache.get(key, clock())
         if hit is not None:
             return hit
+    if shared is not None and method in LISTINGS:
+        return await shared.through(
+            key, cache, send, fresh=fresh, same_era=lambda: version() == before, clock=clock
+        )
     result = await send()
     if version() == before:
         cache.put(key, result, clock())

@@ -49,12 +49,11 @@ from .._drivers.input import (
 from .._drivers.tool_call import ToolCall
 from .._log import logger
 from .._transports.base import Transport
-from .._transports.http import HttpTransport, carries_credentials
-from .._transports.tls import CertTypes, VerifyTypes
-from . import negotiation, telemetry
+from . import negotiation, sharing, telemetry
 from .catalog import Catalog
 from .lifecycle import Lifecycle, Stage
 from .session import NotificationCallback, Session
+from .store_guard import GuardedStore, guarded
 from .tools import Tool, ToolList
 
 if TYPE_CHECKING:
@@ -66,6 +65,10 @@ if TYPE_CHECKING:
     # The results of resources, prompts and completion: imported with the first such request; the stdio
     # transport with the first Client.stdio(), subscriptions with the first listen().
     from .._core.surface import Completion, Prompt, PromptResult, Resource, ResourceResult, ResourceTemplate
+
+    # The HTTP stack (mcpfsm's connection pool, redirects, proxies, TLS, event streams) is imported with the first
+    # Client.http(): a stdio client, and `import mcpfsm`, do without it (bench/startup.py).
+    from .._transports.tls import CertTypes, VerifyTypes
     from .authorization import AuthorizationLayer, StaticToken
     from .skills import Skill
     from .subscriptions import Subscription
@@ -280,6 +283,9 @@ class Client:
         self._lifecycle = Lifecycle(self._handshake)
         self._opened = False
         self._store = store
+        self._guarded: Store | None = None
+        # A caller's store shares listings with the other clients of the same server (docs/cache.md).
+        self._session.shared = sharing.for_session(self._session, store)
         self._tasks = bool(tasks)
         self._progress_timeout = progress_timeout
         self._total_timeout = total_timeout
@@ -352,6 +358,8 @@ class Client:
                 ``Upgrade``; a ``Host`` or ``Connection`` of your own is sent as given).
             ValueError, TypeError: as for :class:`Client`; ``auth`` of none of the accepted kinds.
         """
+        from .._transports.http import HttpTransport, carries_credentials  # with the first HTTP client (start-up)
+
         if isinstance(verify, str) and verify == "system":
             verify = system_trust()
         layer: AuthorizationLayer | StaticToken | None = None
@@ -413,6 +421,10 @@ class Client:
         if isinstance(layer, AuthorizationLayer):
             layer.audit = self._audit
             layer.telemetry = self._telemetry
+            # §18: tokens and registrations go to the client's store unless the credential names its own;
+            # either way every operation is bounded, with memory while the store is down (docs/stores.md).
+            own = layer.binding.credential.store
+            layer.binding.store = guarded(own) if own is not None else self.shared_store
             cache = self._session.cache
             if cache is not None:
                 # SEP-2549: cached answers never cross authorization contexts; a new token or issuer empties it.
@@ -421,6 +433,8 @@ class Client:
         # No text leaving the client quotes a secret it holds (docs/authorization.md).
         self._session.secrets = layer.secrets
         self._audit.redact = lambda text: layer.secrets().text(text)
+        from .._transports.http import HttpTransport  # imported already: only an HTTP client has a layer
+
         transport = self._session.transport
         if isinstance(transport, HttpTransport):
             transport.scrub = lambda error: layer.secrets().scrub(error)
@@ -714,7 +728,7 @@ class Client:
             self._task_support = TaskSupport(
                 self._session,
                 self._audit,
-                lambda: self.store,
+                lambda: self.shared_store,
                 tasks=self._tasks,
                 progress_timeout=self._progress_timeout,
                 total_timeout=self._total_timeout,
@@ -918,6 +932,31 @@ class Client:
 
             self._store = MemoryStore()
         return self._store
+
+    @property
+    def shared_store(self) -> Store:
+        """:attr:`store` as this client uses it: every operation bounded, memory while it is down (docs/stores.md).
+
+        A ``MemoryStore`` as it is; any other store in a guard of this client's own (2 s per operation, then
+        5 s on the client's memory after a failure, one WARNING per outage).
+        """
+        if self._guarded is None:
+            self._guarded = guarded(self.store)
+        return self._guarded
+
+    @property
+    def store_fallbacks(self) -> int:
+        """How many times a store of this client failed and the client went on with its memory (docs/stores.md).
+
+        Counts the client's ``store=`` and the ``store=`` of its ``auth=`` credential, one per outage.
+        """
+        from .authorization import AuthorizationLayer
+
+        stores: list[object] = [self._guarded]
+        layer = self._session.authorization
+        if isinstance(layer, AuthorizationLayer) and layer.binding.store is not self._guarded:
+            stores.append(layer.binding.store)
+        return sum(store.fallbacks for store in stores if isinstance(store, GuardedStore))
 
     @property
     def cache(self) -> ResponseCache | None:

@@ -122,7 +122,8 @@ class ClientGroup:
         connect_timeout: seconds a member may take to connect before it is ``"failed"``.
         environ: the variables the configuration's ``${env:NAME}`` read (default ``os.environ``).
         **client_options: passed to every member's :meth:`Client.http` or :meth:`Client.stdio` (input
-            handlers, ``cache``, ``validate_output``, ...).
+            handlers, ``cache``, ``validate_output``, ...); ``store=`` gives every member one store
+            (docs/stores.md), each member bounding it on its own.
 
     Raises:
         ConfigError: the configuration is malformed, or ``separator`` is not made of ``A-Z a-z 0-9 _ - .``.

@@ -82,6 +82,7 @@ if TYPE_CHECKING:
     # Loaded with the first auth= (it brings the OAuth core): `import mcpfsm` stays quick.
     from .._core.oauth.redaction import Secrets
     from .authorization import AuthorizationLayer, StaticToken
+    from .sharing import SharedListings
 
 __all__ = ["Session"]
 
@@ -124,6 +125,8 @@ class Session:
         """The input handlers (also what the session declares as client capabilities)."""
         self.cache = cache
         """The response cache (SEP-2549); a new authorization context calls ``cache.clear()``."""
+        self.shared: SharedListings | None = None
+        """Where listings are shared with the other clients of a store (``mcpfsm._client.sharing``), or ``None``."""
         self.log_level = log_level
         self.hub = NotificationHub()
         """Where open subscriptions receive the server's notifications."""
@@ -264,6 +267,7 @@ class Session:
             params,
             lambda: self.renew_and_request(method, params, plan),
             fresh=fresh,
+            shared=self.shared,
         )
 
     async def renew_and_request(

@@ -7,27 +7,30 @@
   created ``0600`` inside a ``0700`` directory and replaced atomically (a temporary file in the same
   directory, then ``os.replace``), so a reader never sees half a file.
 
-Both implement :class:`~mcpfsm.TokenStore` (``MemoryStore`` the whole :class:`~mcpfsm.Store`); the keys are
-those of ``mcpfsm._core.credentials`` (registrations by issuer, tokens by issuer and resource).
-Neither ever logs or shows a value.
+Both implement the whole :class:`~mcpfsm.Store` (``FileStore`` and ``RedisStore``, for fleets, have modules of
+their own: docs/stores.md); the keys are those of ``mcpfsm._core.credentials`` (registrations by issuer, tokens
+by issuer and resource). Neither ever logs or shows a value.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import json
 import os
-import tempfile
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import trio
 
 from .._log import logger
+from .file_store import file_lock, write_json_atomically
 
 __all__ = ["FileTokenStore", "MemoryStore", "MemoryTokenStore", "default_token_path"]
+
+_ANY: Final = object()
 
 
 class MemoryStore:
@@ -63,7 +66,7 @@ class MemoryStore:
 
     async def compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
         """Delete ``key`` if its value equals ``expected`` (as a JSON value); return whether it did."""
-        if key in self._values and self._values[key] == dict(expected):
+        if key in self._values and self._values[key] == json.loads(json.dumps(dict(expected))):
             del self._values[key]
             return True
         return False
@@ -93,18 +96,21 @@ class FileTokenStore:
     Args:
         path: the file; its directory is created (mode 0700) on the first write.
 
-    Writes from one process are serialised; two processes writing at once each replace the whole file, so
-    the last one wins (nothing is ever half-written). A file that is not a JSON object is treated as empty
+    Every write reads the file, changes one key and replaces the whole file, under an operating-system lock
+    on ``PATH.lock`` (``filelock``), so writers in any number of processes never lose each other's keys and
+    a reader never sees half a file. It is a whole :class:`~mcpfsm.Store`: ``lock(key, ttl)`` takes a file
+    lock of its own beside the file (released the moment a holder's process exits), and
+    ``compare_and_delete`` is atomic like every write. A file that is not a JSON object is treated as empty
     (with one WARNING) and replaced on the next write. A write that fails (a read-only disk, say) is logged
-    as a WARNING and the client goes on with the tokens in memory.
+    as a WARNING and the client goes on with the tokens in memory. :class:`~mcpfsm.FileStore` keeps one
+    file per key instead, for stores that many processes write often.
     """
 
-    __slots__ = ("_lock", "path")
+    __slots__ = ("path",)
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         """Use the file at ``path``; nothing is read until the first ``get``."""
         self.path = Path(path)
-        self._lock = trio.Lock()
 
     def __repr__(self) -> str:
         return f"FileTokenStore({str(self.path)!r})"
@@ -117,13 +123,39 @@ class FileTokenStore:
 
     async def set(self, key: str, value: Mapping[str, Any]) -> None:
         """Store ``value`` under ``key`` and rewrite the file."""
-        async with self._lock:
-            await trio.to_thread.run_sync(self._update, key, dict(value))
+        await self._update(key, dict(value))
 
     async def delete(self, key: str) -> None:
         """Forget ``key`` and rewrite the file (nothing is written when it was absent)."""
-        async with self._lock:
-            await trio.to_thread.run_sync(self._update, key, None)
+        await self._update(key, None)
+
+    async def compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
+        """Delete ``key`` if and only if its value equals ``expected`` as a JSON value; return whether it did."""
+        return await self._update(key, None, expected=json.loads(json.dumps(dict(expected))))
+
+    @contextlib.asynccontextmanager
+    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
+        """Hold ``key`` against every other holder of this file, in any process (``ttl``: see ``FileStore.lock``)."""
+        if not ttl > 0:
+            raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
+        digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+        await trio.to_thread.run_sync(lambda: self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True))
+        async with file_lock(self.path.with_name(f".{self.path.name}.{digest}.lock")):
+            yield
+
+    async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
+        """Every key with its value and seconds to live (always ``None``: the file does not expire), by key."""
+        values = await trio.to_thread.run_sync(self._read)
+        return sorted((key, value, None) for key, value in values.items() if isinstance(value, dict))
+
+    async def _update(self, key: str, value: dict[str, Any] | None, *, expected: Any = _ANY) -> bool:
+        try:
+            await trio.to_thread.run_sync(lambda: self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True))
+        except OSError:
+            # No directory, so no lock file either: the write below fails too, and says so.
+            return await trio.to_thread.run_sync(self._replace, key, value, expected)
+        async with file_lock(self.path.with_name(self.path.name + ".lock")):
+            return await trio.to_thread.run_sync(self._replace, key, value, expected)
 
     def _read(self) -> dict[str, Any]:
         try:
@@ -142,34 +174,22 @@ class FileTokenStore:
             return {}
         return values
 
-    def _update(self, key: str, value: dict[str, Any] | None) -> None:
+    def _replace(self, key: str, value: dict[str, Any] | None, expected: Any) -> bool:
         values = self._read()
+        if expected is not _ANY and values.get(key) != expected:
+            return False
         if value is None:
             if key not in values:
-                return
+                return False
             del values[key]
         else:
             values[key] = value
         try:
-            self._write(values)
+            write_json_atomically(self.path, values)
         except OSError as exc:
             logger.warning("cannot write the token store {}: {}", self.path, exc.strerror or exc)
-
-    def _write(self, values: dict[str, Any]) -> None:
-        directory = self.path.parent
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=directory)
-        try:
-            # mkstemp creates the file 0600 (readable by the owner only) before anything is written.
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                json.dump(values, handle, indent=1, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+            return False
+        return True
 
 
 def default_token_path() -> Path:

@@ -21,12 +21,15 @@ What is cached, and for how long, follows the server's hints, read by :func:`cac
   ``resources/read`` entries of that URI and of the URIs it lies under or that lie under it.
 
 Entries are handed out as deep copies, so a caller mutating a result cannot change a later hit. At most
-``max_entries`` entries are kept; the least recently used goes first.
+``max_entries`` entries and ``max_bytes`` bytes are kept (a result's size is its JSON encoding in UTF-8, as it
+came over the wire); the least recently used goes first, and a result larger than ``max_bytes`` on its own is
+not stored at all (a dropped 10 MB resource must not stay in memory because it was once read).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 __all__ = [
     "CACHEABLE_METHODS",
+    "DEFAULT_MAX_BYTES",
     "MAX_TTL_MS",
     "CacheHint",
     "CacheKey",
@@ -41,6 +45,7 @@ __all__ = [
     "ResponseCache",
     "cache_hint",
     "cache_key",
+    "encoded_size",
 ]
 
 CACHEABLE_METHODS: Final = frozenset(
@@ -61,6 +66,10 @@ MAX_TTL_MS: Final = 24 * 60 * 60 * 1000
 """The longest time a result is kept, in milliseconds (24 hours); a larger ``ttlMs`` is clamped to it."""
 
 _BY_URI: Final = frozenset({"resources/read", "skills/get"})
+
+DEFAULT_MAX_BYTES: Final = 32 * 1024 * 1024
+"""The default byte budget of one client's response cache (32 MiB of encoded results)."""
+
 _MRTR_PARAMS: Final = ("inputResponses", "requestState")
 
 # notification method -> the cached methods it invalidates (SEP-2549 "Invalidation").
@@ -87,16 +96,31 @@ class CacheHint(NamedTuple):
 
 @dataclass(slots=True)
 class CacheStats:
-    """Counts since the cache was made: lookups that were served, and lookups that missed."""
+    """Counts since the cache was made.
+
+    Attributes:
+        hits: lookups this client's memory served.
+        misses: lookups this client's memory could not serve.
+        shared_hits: misses that a shared store served (entries another client stored; docs/cache.md).
+        store_failures: shared-store operations that failed or timed out; the client asked the server instead.
+    """
 
     hits: int = 0
     misses: int = 0
+    shared_hits: int = 0
+    store_failures: int = 0
 
 
 class _Entry(NamedTuple):
     result: dict[str, Any]
     expires: float
     scope: Scope
+    size: int
+
+
+def encoded_size(result: Mapping[str, Any]) -> int:
+    """The size in bytes of ``result`` encoded as compact JSON in UTF-8 (what a cache budget counts)."""
+    return len(json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
 
 
 def cache_key(version: str, method: str, params: Mapping[str, Any] | None) -> CacheKey | None:
@@ -137,16 +161,26 @@ class ResponseCache:
 
     Args:
         max_entries: the bound on entries kept (least recently used evicted first).
+        max_bytes: the bound on the encoded size of the results kept (least recently used evicted first); a
+            result larger than this is not stored.
+
+    Raises:
+        ValueError: a bound is below 1.
     """
 
-    __slots__ = ("_entries", "max_entries", "stats")
+    __slots__ = ("_entries", "bytes", "max_bytes", "max_entries", "stats")
 
-    def __init__(self, max_entries: int = 1024) -> None:
+    def __init__(self, max_entries: int = 1024, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         """An empty cache."""
         if max_entries < 1:
             raise ValueError("max_entries must be at least 1")
+        if max_bytes < 1:
+            raise ValueError("max_bytes must be at least 1")
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self._entries: OrderedDict[CacheKey, _Entry] = OrderedDict()
+        self.bytes = 0
+        """The encoded size of the results held."""
         self.stats = CacheStats()
 
     def __len__(self) -> int:
@@ -161,29 +195,40 @@ class ResponseCache:
             self.stats.hits += 1
             return copy.deepcopy(entry.result)
         if entry is not None:
-            del self._entries[key]
+            self._drop(key)
         self.stats.misses += 1
         return None
 
-    def put(self, key: CacheKey, result: Mapping[str, Any], received: float) -> bool:
-        """Store a copy of ``result`` if its hints allow it; True when stored.
+    def put(self, key: CacheKey, result: Mapping[str, Any], received: float, *, ttl_ms: int | None = None) -> bool:
+        """Store a copy of ``result`` if its hints allow it and it fits ``max_bytes``; True when stored.
 
-        A result that may not be stored also drops what was stored under ``key``: it is newer.
+        A result that may not be stored also drops what was stored under ``key``: it is newer. ``ttl_ms``
+        replaces the result's own ``ttlMs`` (what remains of an entry another client stored).
         """
         hint = cache_hint(result)
+        self._drop(key)
         if hint is None:
-            self._entries.pop(key, None)
             return False
-        self._entries[key] = _Entry(copy.deepcopy(dict(result)), received + hint.ttl_ms / 1000, hint.scope)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        size = encoded_size(result)
+        if size > self.max_bytes:
+            return False
+        ttl = hint.ttl_ms if ttl_ms is None else min(ttl_ms, hint.ttl_ms)
+        self._entries[key] = _Entry(copy.deepcopy(dict(result)), received + ttl / 1000, hint.scope, size)
+        self.bytes += size
+        while len(self._entries) > self.max_entries or self.bytes > self.max_bytes:
+            _, evicted = self._entries.popitem(last=False)
+            self.bytes -= evicted.size
         return True
+
+    def _drop(self, key: CacheKey) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self.bytes -= entry.size
 
     def forget(self, method: str) -> None:
         """Drop every entry of ``method`` (e.g. all pages of a listing whose cursor the server refused)."""
         for key in [key for key in self._entries if key[1] == method]:
-            del self._entries[key]
+            self._drop(key)
 
     def invalidate(self, notification: str, params: Mapping[str, Any] | None = None) -> None:
         """Drop what a server notification says has changed (SEP-2549 "Invalidation"); others are ignored."""
@@ -198,15 +243,16 @@ class ResponseCache:
                     if key[1] == "resources/read" and key[2] is not None and _related(key[2], uri)
                 ]
                 for key in stale:
-                    del self._entries[key]
+                    self._drop(key)
 
     def clear(self, *, keep_public: bool = False) -> None:
         """Empty the cache (a new authorization context); ``keep_public`` keeps entries marked ``public``."""
         if keep_public:
             for key in [key for key, entry in self._entries.items() if entry.scope != "public"]:
-                del self._entries[key]
+                self._drop(key)
         else:
             self._entries.clear()
+            self.bytes = 0
 
 
 def _related(cached: str, updated: str) -> bool:

@@ -88,6 +88,7 @@ from .._machines.authorization import COMPILED, State, Trigger
 from .audit import AuditBus
 from .authorization_binding import Binding, Bound, Entry, Identity, known_identity
 from .driver import Effect, cancellation_summary, drive, plain
+from .token_sharing import delete_if_unchanged, refresh_lock
 
 __all__ = ["AuthorizationFlow", "AuthorizationPort"]
 
@@ -266,14 +267,17 @@ class AuthorizationFlow:
             )
         return tokens
 
-    async def _grant(self, tokens: TokenSet) -> None:
-        bound = Bound(
+    def _bound(self) -> Bound:
+        return Bound(
             metadata=self.metadata,
             resource_metadata=self.resource_metadata,
             resource=self.resource,
             identity=self.identity,
             requested=self.scopes,
         )
+
+    async def _grant(self, tokens: TokenSet) -> None:
+        bound = self._bound()
         self.scopes = tokens.scopes if tokens.scopes else self.scopes
         await self.binding.keep(tokens, bound)
 
@@ -417,6 +421,40 @@ class AuthorizationFlow:
         return known
 
     async def _refreshing(self) -> Trigger:
+        # Single flight across processes (docs/stores.md): under the store's lock on the tokens' key, what is
+        # stored is read again; a peer's newer tokens are used without a request, else the newest refresh
+        # token stored is spent (rotation: one spent twice may revoke the grant, RFC 6749 §10.4).
+        binding = self.binding
+        previous = self.previous
+        assert previous is not None and previous.refresh_token is not None
+        key = tokens_key(previous.issuer, previous.resource)
+        # A peer that already finished spares this client the lock: using its tokens sends nothing, so that
+        # needs no exclusion; deciding to spend the refresh token does.
+        early = await binding.store.get(key)
+        stored = TokenSet.from_dict(early) if early is not None else None
+        if stored is not None and self._newer(stored, previous):
+            binding.adopt(stored, self._bound())
+            return Trigger.refreshed
+        async with refresh_lock(binding.store, key):
+            record = await binding.store.get(key)
+            stored = TokenSet.from_dict(record) if record is not None else None
+            if stored is not None and self._newer(stored, previous):
+                binding.adopt(stored, self._bound())
+                return Trigger.refreshed
+            if stored is not None and stored.refresh_token is not None and stored.issuer == previous.issuer:
+                self.previous = stored
+            return await self._refresh(key, record)
+
+    def _newer(self, stored: TokenSet, previous: TokenSet) -> bool:
+        # Another client replaced the tokens this flow started from, and what it stored is not due itself.
+        return (
+            stored.access_token != previous.access_token
+            and stored.issuer == previous.issuer
+            and stored.resource == previous.resource
+            and not stored.refresh_due(self.port.now())
+        )
+
+    async def _refresh(self, key: str, record: Mapping[str, Any] | None) -> Trigger:
         state = State.refreshing
         binding = self.binding
         previous = self.previous
@@ -442,8 +480,16 @@ class AuthorizationFlow:
         try:
             answer = await self._token(build, state)
             if answer.status in (400, 401):
-                # OAuth 2.1 §5.2: invalid_grant and friends; the refresh token is spent. Identify afresh.
-                await binding.forget(previous)
+                # OAuth 2.1 §5.2: invalid_grant and friends; the refresh token is spent. The stored tokens go
+                # only if they are still the ones spent (a peer's fresh ones stay); once more, what is stored.
+                binding.release(previous)
+                if record is not None:
+                    await delete_if_unchanged(binding.store, key, record)
+                again = await binding.store.get(key)
+                stored = TokenSet.from_dict(again) if again is not None else None
+                if stored is not None and self._newer(stored, previous):
+                    binding.adopt(stored, self._bound())
+                    return Trigger.refreshed
                 self.previous = None
                 return Trigger.refresh_refused
             tokens = self._read_tokens(answer, state)

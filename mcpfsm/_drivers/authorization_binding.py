@@ -229,6 +229,23 @@ class Binding:
             self.tokens = None
         await self.store.delete(tokens_key(tokens.issuer, tokens.resource))
 
+    def release(self, tokens: TokenSet) -> None:
+        """Stop holding tokens of ``tokens``' issuer, as :meth:`forget` does, but leave the store to the caller."""
+        if self.tokens is not None and self.tokens.issuer == tokens.issuer:
+            self.tokens = None
+
+    def adopt(self, tokens: TokenSet, bound: Bound | None = None) -> None:
+        """Hold tokens another client already stored (nothing is written back); the ``on_change`` callbacks run.
+
+        A new generation starts, as with :meth:`keep`.
+        """
+        if bound is not None:
+            self.bound = bound
+        self.tokens = tokens
+        self.generation += 1
+        for callback in self.on_change:
+            callback()
+
     async def keep(self, tokens: TokenSet, bound: Bound | None = None) -> None:
         """Hold and store new tokens, bound to ``bound`` when given; the ``on_change`` callbacks run.
 

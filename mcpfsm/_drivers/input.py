@@ -59,6 +59,10 @@ MAX_CONCURRENT_HANDLERS: Final = 16
 """Handler calls one client runs at once, input rounds and legacy server requests together; the rest wait
 their turn (a round of many requests, or a legacy stream of many server requests, never starts them all)."""
 
+_NESTING: ContextVar[int] = ContextVar("mcpfsm_handler_nesting", default=0)
+# How many handler calls the running task is inside of (a handler's own request may take an input round whose
+# handlers run in the handler's task or tasks it started, so they see the count).
+
 WAITING_TOOL: ContextVar[str] = ContextVar("mcpfsm_waiting_tool", default="")
 """The tool whose ``tools/call`` the current task is sending (set around the send): a legacy server request
 that arrives on that call's own event stream is read in this task, so its events name the tool."""
@@ -85,7 +89,7 @@ class InputHandlers:
             ``max_input_rounds`` is less than 1.
     """
 
-    __slots__ = ("_declared", "_handlers", "_limiter", "_offered", "audit_answers", "max_rounds")
+    __slots__ = ("_declared", "_handlers", "_limiters", "_offered", "audit_answers", "max_rounds")
 
     def __init__(
         self,
@@ -114,7 +118,7 @@ class InputHandlers:
         self._handlers = {method: handler for method, handler in handlers.items() if handler is not None}
         self._declared = (modes if on_elicitation is not None else (), on_sampling is not None, on_roots is not None)
         self._offered: Offered | None = None
-        self._limiter: trio.CapacityLimiter | None = None
+        self._limiters: list[trio.CapacityLimiter] = []
         self.max_rounds = max_input_rounds
         """``max_input_rounds``."""
         self.audit_answers = audit_answers
@@ -147,25 +151,33 @@ class InputHandlers:
 
         The caller has made sure :meth:`refusal` is ``None``. An accepted form elicitation gets the
         schema's defaults for whatever the handler left out (SEP-1034). At most
-        :data:`MAX_CONCURRENT_HANDLERS` handler calls of this client run at once; this one waits its turn.
+        :data:`MAX_CONCURRENT_HANDLERS` handler calls of this client run at once; this one waits its turn. The
+        handlers of a round that a handler's own request takes (nested input) are bounded apart, by the same
+        number, so that the handlers waiting for them never hold every place.
 
         Raises:
             TypeError, ValueError: the handler is not async or its answer is malformed.
             Exception: whatever the handler raises, unchanged.
         """
         handler = self._handlers[method]
-        limiter = self._limiter
-        if limiter is None:  # made with the first input request (start-up)
-            limiter = self._limiter = trio.CapacityLimiter(MAX_CONCURRENT_HANDLERS)
+        # One bound per nesting level: a handler holds its place while its own request waits for a nested round,
+        # so the nested round's handlers take places of the next level, never the ones their callers hold.
+        depth = _NESTING.get()
+        limiters = self._limiters
+        while len(limiters) <= depth:  # made with the first input request of a level (start-up)
+            limiters.append(trio.CapacityLimiter(MAX_CONCURRENT_HANDLERS))
+        limiter = limiters[depth]
         # A borrower of its own: a handler may make a request whose input is answered in the same task.
         borrower = object()
         await limiter.acquire_on_behalf_of(borrower)
+        nesting = _NESTING.set(depth + 1)
         try:
             outcome = handler(copy.deepcopy(dict(params)))
             if not inspect.isawaitable(outcome):
                 raise TypeError(f"the {method} handler must be async (it returned {type(outcome).__name__})")
             answer = await outcome
         finally:
+            _NESTING.reset(nesting)
             limiter.release_on_behalf_of(borrower)
         return self.offered.checked_answer(method, params, answer)
 

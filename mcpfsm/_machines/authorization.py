@@ -76,7 +76,8 @@ class Trigger(StrEnum):
 _DESCRIPTIONS: Final[Mapping[State, str]] = {
     State.starting: (
         "Name why the flow runs: a 401 (discover afresh), a 403 `insufficient_scope` (step up with the union "
-        "of the held and the challenged scopes), or a held token that expires within 60 s; refuse a second "
+        "of the held and the challenged scopes), or a held token whose refresh is due (60 s before expiry, or a "
+        "tenth of a shorter lifetime); refuse a second "
         "challenge on a request already resent after a flow, and a scope set whose step-up already failed."
     ),
     State.discovering_resource: (
@@ -90,8 +91,10 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = {
         "excepted); a different issuer than the held tokens' drops them (migration)."
     ),
     State.refreshing: (
-        "POST `grant_type=refresh_token` with the same `resource` and client authentication, no `scope` "
-        "(one retry with the server's DPoP nonce); a refusal drops the tokens."
+        "Read the stored tokens, then again under the store's lock on them: newer ones a peer stored are used "
+        "without a request; else POST `grant_type=refresh_token` (the newest refresh token stored) with the same "
+        "`resource` and client authentication, no `scope` (one retry with the server's DPoP nonce); a refusal "
+        "deletes the stored tokens only if they are still the ones spent."
     ),
     State.registering: (
         "Identify the client to this issuer: pre-registered credentials bound to it, else a Client ID "
@@ -120,7 +123,7 @@ _EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.unauthorized, State.starting, State.discovering_resource, "HTTP 401"),
     edge(Trigger.scope_challenged, State.starting, State.discovering_resource, "HTTP 403 insufficient_scope, unbound"),
     edge(Trigger.insufficient_scope, State.starting, State.authorizing, "HTTP 403 insufficient_scope, AS bound"),
-    edge(Trigger.expiring, State.starting, State.refreshing, "token expires in 60 s, refresh token held"),
+    edge(Trigger.expiring, State.starting, State.refreshing, "refresh due, refresh token held"),
     edge(Trigger.challenged_again, State.starting, State.failed, "401/403 on the resent request"),
     edge(Trigger.already_stepped_up, State.starting, State.failed, "scope set already stepped up"),
     edge(Trigger.resource_found, State.discovering_resource, State.discovering_issuer, "PRM names this server"),
@@ -135,7 +138,7 @@ _EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
     edge(Trigger.issuer_found, State.discovering_issuer, State.registering, "metadata valid"),
     edge(Trigger.issuer_changed, State.discovering_issuer, State.registering, "another issuer: tokens dropped"),
     edge(Trigger.refused, State.discovering_issuer, State.failed, "issuer mismatch, no PKCE S256, no metadata"),
-    edge(Trigger.refreshed, State.refreshing, State.authorized, "new access token"),
+    edge(Trigger.refreshed, State.refreshing, State.authorized, "new access token, or a peer's stored one"),
     edge(Trigger.refresh_refused, State.refreshing, State.registering, "HTTP 400/401: tokens dropped"),
     edge(Trigger.refused, State.refreshing, State.failed, "5xx, network"),
     edge(Trigger.identified, State.registering, State.authorizing, "pre-registered, CIMD or DCR"),

@@ -137,7 +137,7 @@ class RunningAuthServer:
     """A running test authorization server (``python -m mcpfsm._tooling.authserver``) and its control surface.
 
     One origin serves the protected MCP endpoint (`mcp_url`), its metadata, the authorization servers and
-    `/_log`, `/_log/clear` and `/_config` (see that module's docstring).
+    `/_log`, `/_log/clear`, `/_config`, `/_revoke`, `/_stats` and `/_token_outage` (see that module's docstring).
     """
 
     base_url: str
@@ -179,6 +179,20 @@ class RunningAuthServer:
         import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
 
         httpx.post(f"{self.base_url}/_revoke", json={"refresh_tokens": refresh_tokens}).raise_for_status()
+
+    def stats(self) -> dict[str, Any]:
+        """``{"token_requests": {grant_type: n}, "refresh_reuses": n, "revoked_grants": n}`` since configure."""
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
+        response = httpx.get(f"{self.base_url}/_stats")
+        response.raise_for_status()
+        return cast(dict[str, Any], response.json())
+
+    def token_outage(self, count: int, *, status: int = 503) -> None:
+        """Answer the next ``count`` token requests with HTTP ``status`` (an authorization server that is down)."""
+        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
+
+        httpx.post(f"{self.base_url}/_token_outage", json={"count": count, "status": status}).raise_for_status()
 
 
 @contextmanager

@@ -23,18 +23,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .._core.events import CallEvent
 from .._machines import MACHINES
 from .._machines.definition import MachineDefinition
 from .diagram import svg
 from .render import banner, dot
 from .report_assets import SCRIPT, STYLE
+from .trace import parse_records
 
 __all__ = ["Run", "machine_svg", "parse_trail", "report_html", "runs_of"]
 
 _SVG_NS: Final = "http://www.w3.org/2000/svg"
 _XLINK_NS: Final = "http://www.w3.org/1999/xlink"
-_REQUIRED: Final = ("call_id", "seq", "tool", "state", "attempt", "at", "elapsed")
 # Fields every event has, shown in their own timeline columns or on the run; the rest are details.
 _RUN_FIELDS: Final = frozenset({"call_id", "machine", "tool", "server"})
 # Left out of each event on the page: the chain's hashes (for `mcpfsm audit verify`; the page keeps log_seq),
@@ -46,33 +45,15 @@ _DEFAULTS: Final = {"attempt": 1, "round": 0}
 
 
 def parse_trail(text: str) -> list[dict[str, Any]]:
-    """Read a JSON Lines audit trail: one event record per line, blank lines skipped.
+    """Read a JSON Lines audit trail: one event record per line, blank lines skipped (:func:`.trace.parse_records`).
 
     Each record must read back as an event (:meth:`CallEvent.from_dict`); it is kept whole, so fields this
     version does not know (a ``server``, a task's poll) reach the page too.
 
     Raises:
-        ValueError: a line is not JSON or not an event record; the message starts with ``line N:``.
+        ValueError: a line is not JSON or not a CallEvent record; the message starts with ``line N:``.
     """
-    records: list[dict[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"line {number}: not JSON ({exc.msg} at column {exc.colno})") from exc
-        if not isinstance(record, dict):
-            raise ValueError(f"line {number}: not an event record (a JSON {type(record).__name__})")
-        missing = [name for name in _REQUIRED if name not in record]
-        if missing:
-            raise ValueError(f"line {number}: not an event record (no {', '.join(map(repr, missing))})")
-        try:
-            CallEvent.from_dict(record)
-        except ValueError as exc:
-            raise ValueError(f"line {number}: {exc}") from exc
-        records.append(record)
-    return records
+    return [record for record, _ in parse_records(text)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

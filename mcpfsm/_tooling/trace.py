@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from .._core.events import CallEvent, InputEvent
 
-__all__ = ["parse_events", "select_call", "sequence_diagram", "servers_of", "summary_by_server"]
+__all__ = ["parse_events", "parse_records", "select_call", "sequence_diagram", "servers_of", "summary_by_server"]
 
 # Mermaid reads `;` as a statement separator and `#…;` as an entity code, and renders message text
 # as HTML, so these characters are written as Mermaid entity codes (`#59;` is `;`). Line breaks
@@ -240,14 +240,17 @@ def summary_by_server(events: Sequence[CallEvent]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def parse_events(text: str) -> list[CallEvent]:
-    """Read JSON Lines audit records (one :meth:`CallEvent.to_json` per line); blank lines are skipped.
+def parse_records(text: str) -> list[tuple[dict[str, Any], CallEvent]]:
+    """Read JSON Lines audit records (one :meth:`CallEvent.to_json` per line), each with the event it reads back as.
+
+    The one reader of trails (``mcpfsm trace``, the trail viewer): blank lines are skipped; each record is kept
+    whole beside its event, so fields this version does not know (a ``server``, a task's poll) are not lost.
 
     Raises:
         ValueError: a line is not JSON or not a CallEvent record; the message starts with
             ``line N:`` (1-based).
     """
-    events: list[CallEvent] = []
+    records: list[tuple[dict[str, Any], CallEvent]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -261,10 +264,20 @@ def parse_events(text: str) -> list[CallEvent]:
         if missing:
             raise ValueError(f"line {number}: not a CallEvent record (no {', '.join(map(repr, missing))})")
         try:
-            events.append(CallEvent.from_dict(record))
+            records.append((record, CallEvent.from_dict(record)))
         except ValueError as exc:
             raise ValueError(f"line {number}: {exc}") from exc
-    return events
+    return records
+
+
+def parse_events(text: str) -> list[CallEvent]:
+    """The events of JSON Lines audit records (:func:`parse_records`); blank lines are skipped.
+
+    Raises:
+        ValueError: a line is not JSON or not a CallEvent record; the message starts with
+            ``line N:`` (1-based).
+    """
+    return [event for _, event in parse_records(text)]
 
 
 def select_call(

@@ -71,6 +71,12 @@ async def _list(client: Client, server: RunningAuthServer, notes: list[str]) -> 
     await client.tools()
 
 
+async def _list_then_outlive_the_token(client: Client, server: RunningAuthServer, notes: list[str]) -> None:
+    await client.tools()
+    # The token lives 1 s (the scenario's expires_in): its refresh falls due within that second.
+    await trio.sleep(1.0)
+
+
 async def _revoke_then_list(client: Client, server: RunningAuthServer, notes: list[str]) -> None:
     await trio.to_thread.run_sync(server.revoke)
     await client.tools()
@@ -141,12 +147,16 @@ _EXAMPLES: Final = (
     _Example(
         title="Refresh before the token expires",
         story=(
-            "The tokens of this server live 30 s, inside the 60 s refresh margin, so before the next request "
-            "the held token counts as expiring: a flow enters at `refreshing` with the refresh token, the same "
-            "`resource` and client authentication and no `scope`, and the request goes out with the new token."
+            "A refresh falls due 60 s before the access token expires, or a tenth of its lifetime before when "
+            "that is shorter (a token of 30 s: 3 s before, not before every request). The tokens of this server "
+            "live 1 s and the example waits that second out, so before the next request the refresh is due: a "
+            "flow enters at `refreshing` with the refresh token, the same `resource` and client authentication "
+            "and no `scope`, and the request goes out with the new token. Another process sharing the store may "
+            "have refreshed already: under the store's lock the flow reads the tokens again and uses newer ones "
+            "without a request (docs/stores.md)."
         ),
-        scenario={"challenge_scope": "mcp:basic", "expires_in": 30, **_REFRESHING},
-        prepare=_list,
+        scenario={"challenge_scope": "mcp:basic", "expires_in": 1, **_REFRESHING},
+        prepare=_list_then_outlive_the_token,
         act=_list,
     ),
     _Example(

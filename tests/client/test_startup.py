@@ -122,6 +122,32 @@ def test_enabling_one_module_selects_it_as_before() -> None:
     assert records("import mcpfsm", 'logger.enable("mcpfsm._transports")') == []
 
 
+@pytest.mark.parametrize(
+    ("enable", "seen"),
+    [
+        ('logger.enable("mcpfsm")\nlogger.disable("mcpfsm._drivers")', False),
+        ('logger.enable("mcpfsm._drivers")\nlogger.disable("mcpfsm._drivers.audit")', False),
+        ('logger.enable("mcpfsm._drivers.audit")', True),
+        ('logger.disable("")\nlogger.enable("mcpfsm")', True),
+        ('logger.enable("mcpfsm")\nlogger.disable("")', False),
+        ('logger.enable("mcp")', False),
+    ],
+)
+@pytest.mark.parametrize("first", ["import mcpfsm", "import loguru\nimport mcpfsm"])
+def test_what_the_application_says_after_import_mcpfsm_stands_whenever_loguru_came(
+    first: str, enable: str, seen: bool
+) -> None:
+    # loguru's way for a library: disable("mcpfsm") at import, the application's enable/disable calls after it.
+    # With loguru imported after mcpfsm, the disable is made at the first record, with the same outcome.
+    assert records(first, enable) == ([WARNING] if seen else [])
+
+
+def test_import_mcpfsm_adds_no_import_hook() -> None:
+    # (six, which a dependency imports, adds a finder of its own.)
+    code = "import json, sys\nimport mcpfsm\nprint(json.dumps([type(f).__module__ for f in sys.meta_path]))"
+    assert [module for module in fresh_python(code) if module.startswith("mcpfsm")] == []
+
+
 MACHINE_MODULES = """
 import json, sys
 {code}

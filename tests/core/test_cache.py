@@ -6,7 +6,15 @@ from typing import Any
 
 import pytest
 
-from mcpfsm._core.cache import MAX_TTL_MS, CacheHint, ResponseCache, cache_hint, cache_key
+from mcpfsm._core.cache import (
+    DEFAULT_MAX_BYTES,
+    MAX_TTL_MS,
+    CacheHint,
+    ResponseCache,
+    cache_hint,
+    cache_key,
+    encoded_size,
+)
 
 MODERN = "2026-07-28"
 
@@ -172,3 +180,55 @@ def test_forget_drops_every_page_of_one_method() -> None:
 def test_max_entries_must_be_positive() -> None:
     with pytest.raises(ValueError, match=r"^max_entries must be at least 1$"):
         ResponseCache(max_entries=0)
+
+
+def resource(size: int) -> dict[str, Any]:
+    return {"contents": [{"uri": "res://big", "text": "x" * size}], "resultType": "complete", "ttlMs": 60_000}
+
+
+def test_the_default_cache_keeps_a_byte_budget_not_every_dropped_10_mb_resource() -> None:
+    # The fault run: 30 resources of 10 MB each, read once and never again, all stayed in memory.
+    cache = ResponseCache()
+    for number in range(30):
+        cache.put((MODERN, "resources/read", f"res://big/{number}"), resource(10_000_000), 0.0)
+    assert cache.bytes <= DEFAULT_MAX_BYTES
+    assert [key[2] for key in cache._entries] == ["res://big/27", "res://big/28", "res://big/29"]
+
+
+def test_the_oldest_entries_go_first_until_the_bytes_fit() -> None:
+    cache = ResponseCache(max_bytes=3 * encoded_size(resource(1000)))
+    for uri in ("res://a", "res://b", "res://c"):
+        cache.put((MODERN, "resources/read", uri), resource(1000), 0.0)
+    assert cache.get((MODERN, "resources/read", "res://a"), 1.0) is not None
+    cache.put((MODERN, "resources/read", "res://d"), resource(1000), 0.0)
+    assert [key[2] for key in cache._entries] == ["res://c", "res://a", "res://d"]
+    assert cache.bytes == 3 * encoded_size(resource(1000))
+
+
+def test_a_result_over_the_budget_is_not_stored_and_drops_the_older_one() -> None:
+    key = (MODERN, "resources/read", "res://a")
+    cache = ResponseCache(max_bytes=2000)
+    assert cache.put(key, resource(100), 0.0)
+    assert not cache.put(key, resource(5000), 0.0)
+    assert (len(cache), cache.bytes) == (0, 0)
+
+
+def test_the_byte_count_follows_every_removal() -> None:
+    cache = ResponseCache()
+    cache.put((MODERN, "tools/list", None), page(), 0.0)
+    cache.put((MODERN, "resources/read", "res://a"), resource(10), 0.0)
+    cache.put((MODERN, "prompts/list", None), page(ttl=1000), 0.0)
+    cache.forget("tools/list")
+    cache.invalidate("notifications/resources/updated", {"uri": "res://a"})
+    assert cache.bytes == encoded_size(page(ttl=1000))
+    assert cache.get((MODERN, "prompts/list", None), 5.0) is None
+    assert cache.bytes == 0
+
+
+def test_the_size_is_the_utf8_json_encoding() -> None:
+    assert encoded_size({"a": "é"}) == len('{"a":"é"}'.encode())
+
+
+def test_max_bytes_must_be_positive() -> None:
+    with pytest.raises(ValueError, match=r"^max_bytes must be at least 1$"):
+        ResponseCache(max_bytes=0)

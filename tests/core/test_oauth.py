@@ -1426,20 +1426,21 @@ def test_read_token_response() -> None:
         token_type="Bearer",
         refresh_token="rt",
         expires_at=4600.0,
+        issued_at=1000.0,
         scopes=("mcp:basic", "mcp:write"),
         issuer=AS,
         resource=MCP,
     )
     assert tokens.authorization == "Bearer at"
     assert repr(tokens) == (
-        "TokenSet(token_type='Bearer', expires_at=4600.0, scopes=('mcp:basic', 'mcp:write'),"
+        "TokenSet(token_type='Bearer', expires_at=4600.0, issued_at=1000.0, scopes=('mcp:basic', 'mcp:write'),"
         " issuer='https://as.example.com', resource='https://mcp.example.com/mcp')"
     )
 
 
 def test_read_token_response_minimal() -> None:
     assert read(200, {"access_token": "at", "token_type": "Bearer"}) == o.TokenSet(
-        access_token="at", scopes=("mcp:basic",), issuer=AS, resource=MCP
+        access_token="at", issued_at=1000.0, scopes=("mcp:basic",), issuer=AS, resource=MCP
     )
 
 
@@ -1488,7 +1489,12 @@ def test_refresh_keeps_what_is_omitted() -> None:
     )
     kept = read(200, {"access_token": "new", "token_type": "Bearer"}, previous=previous, state="refreshing")
     assert kept == o.TokenSet(
-        access_token="new", refresh_token="rt-old", scopes=("a", "offline_access"), issuer=AS, resource=MCP
+        access_token="new",
+        refresh_token="rt-old",
+        issued_at=1000.0,
+        scopes=("a", "offline_access"),
+        issuer=AS,
+        resource=MCP,
     )
     rotated = read(
         200, {"access_token": "new", "token_type": "Bearer", "refresh_token": "rt-new", "scope": "a"}, previous=previous
@@ -1585,6 +1591,48 @@ def test_expiring() -> None:
     assert [tokens.expiring(now) for now in (939.0, 940.0, 1000.0)] == [False, True, True]
     assert tokens.expiring(995.0, margin=0) is False
     assert o.TokenSet(access_token="a", issuer=AS, resource=MCP).expiring(1e12) is False
+
+
+@pytest.mark.parametrize(
+    ("issued_at", "expires_at", "refresh_at"),
+    [
+        (1000.0, 4600.0, 4540.0),  # an hour: 60 s ahead
+        (1000.0, 1030.0, 1027.0),  # 30 s: a tenth of it, not a refresh before every request
+        (1000.0, 1600.0, 1540.0),  # ten minutes: a tenth is 60 s
+        (1000.0, 1000.0, 1000.0),  # expired at once
+        (None, 1030.0, 970.0),  # a record stored without issued_at: 60 s
+        (1000.0, None, None),  # no expiry known: never refreshed ahead
+    ],
+    ids=["hour", "30s", "10min", "zero", "no-issued_at", "no-expiry"],
+)
+def test_a_refresh_falls_due_a_margin_proportionate_to_the_lifetime_ahead(
+    issued_at: float | None, expires_at: float | None, refresh_at: float | None
+) -> None:
+    tokens = o.TokenSet(access_token="a", issued_at=issued_at, expires_at=expires_at, issuer=AS, resource=MCP)
+    assert tokens.refresh_at == refresh_at
+    if refresh_at is None:
+        assert tokens.refresh_due(1e12) is False and tokens.expired(1e12) is False
+    else:
+        assert [tokens.refresh_due(refresh_at - 0.5), tokens.refresh_due(refresh_at)] == [False, True]
+        assert expires_at is not None
+        assert [tokens.expired(expires_at - 0.5), tokens.expired(expires_at)] == [False, True]
+
+
+def test_tokens_round_trip_through_a_store_record_with_their_issue_time() -> None:
+    tokens = o.TokenSet(
+        access_token="a", refresh_token="r", issued_at=1000.0, expires_at=1030.0, issuer=AS, resource=MCP
+    )
+    assert o.TokenSet.from_dict(tokens.to_dict()) == tokens
+    assert o.TokenSet.from_dict({**tokens.to_dict(), "issued_at": None}) == o.TokenSet(
+        access_token="a", refresh_token="r", expires_at=1030.0, issuer=AS, resource=MCP
+    )
+    record = tokens.to_dict()
+    del record["issued_at"]  # written before issued_at existed
+    assert o.TokenSet.from_dict(record) == o.TokenSet(
+        access_token="a", refresh_token="r", expires_at=1030.0, issuer=AS, resource=MCP
+    )
+    for bad in (True, "soon", float("nan"), 10**400):
+        assert o.TokenSet.from_dict({**tokens.to_dict(), "issued_at": bad}) is None
 
 
 def test_read_token_exchange_response() -> None:

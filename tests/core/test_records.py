@@ -31,7 +31,7 @@ RECORDS = [
     pytest.param(ProxyRules((RULE,)), id="ProxyRules"),
     pytest.param(SseEvent(event="message", data="{}", id="7", retry=None), id="SseEvent"),
     pytest.param(CacheHint(ttl_ms=1000, scope="private"), id="CacheHint"),
-    pytest.param(_Entry({}, 1.0, "public"), id="_Entry"),
+    pytest.param(_Entry({}, 1.0, "public", 2), id="_Entry"),
     pytest.param(ToolCatalog(), id="ToolCatalog"),
 ]
 

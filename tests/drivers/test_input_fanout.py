@@ -194,3 +194,55 @@ async def test_a_legacy_stream_of_many_server_requests_runs_at_most_the_bound_at
     assert done.text == f"{count} answered"
     assert legacy.answered == {f"q{n}": ROOTS for n in range(count)}
     assert (crowd.calls, crowd.peak, crowd.running) == (count, MAX_CONCURRENT_HANDLERS, 0)
+
+
+# --- nested: a handler whose own request triggers an input round -------------------------------------------------
+
+
+def nesting_server() -> Server:
+    """``tools/call`` ``outer`` asks ``count`` elicitations in one round, each with the message ``outer``;
+    ``tools/call`` ``inner`` asks one, with the message ``inner``. Either completes once its round is answered."""
+
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        message = json.loads(seen.body)
+        params = message["params"]
+        if message["method"] == "server/discover":
+            result: dict[str, Any] = {"supportedVersions": [MODERN], "capabilities": {}}
+        elif "inputResponses" in params:
+            text = f"{params['name']}: {len(params['inputResponses'])} answers"
+            result = {"resultType": "complete", "content": [{"type": "text", "text": text}]}
+        else:
+            count = params["arguments"].get("count", 1)
+            form = {"type": "object", "properties": {}}
+            ask = {"method": "elicitation/create", "params": {"message": params["name"], "requestedSchema": form}}
+            requests = {f"e{n}": ask for n in range(count)}
+            result = {"resultType": "input_required", "inputRequests": requests, "requestState": "st"}
+        await send_json(stream, {"jsonrpc": "2.0", "id": message["id"], "result": result})
+        return True
+
+    return Server(default=answer)
+
+
+@pytest.mark.parametrize("outer", [MAX_CONCURRENT_HANDLERS, 3 * MAX_CONCURRENT_HANDLERS])
+async def test_handlers_whose_requests_need_input_themselves_do_not_deadlock_the_bound(outer: int) -> None:
+    # Every outer handler holds its place under the bound while its own tools/call waits for a nested round: if
+    # the nested handlers took from the same places, none would be left for them.
+    inner_texts: list[str] = []
+    nested = 0
+
+    async def on_elicitation(params: dict[str, Any]) -> dict[str, Any]:
+        nonlocal nested
+        if params["message"] == "outer":
+            inner_texts.append((await client.call_tool("inner", {})).text)
+        else:
+            nested += 1
+        return {"action": "decline"}
+
+    async with (
+        serving(nesting_server()) as server,
+        connect(url_of(server), "pool", protocol=MODERN, on_elicitation=on_elicitation) as client,
+    ):
+        with trio.fail_after(30):  # a guard only: a deadlock would wait forever
+            done = await client.call_tool("outer", {"count": outer})
+    assert done.text == f"outer: {outer} answers"
+    assert (inner_texts, nested) == (["inner: 1 answers"] * outer, outer)

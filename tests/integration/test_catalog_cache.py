@@ -13,7 +13,7 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._core.cache import CacheStats
+from mcpfsm._core.cache import DEFAULT_MAX_BYTES, CacheStats
 from tests.fakeserver import FakeServer, result, rpc_error
 from tests.peer.fixtures import HttpPeer
 
@@ -219,3 +219,21 @@ async def test_a_refused_cursor_after_cached_pages_drops_them_and_lists_again(fa
         None,
         "page-2",
     ]
+
+
+async def test_large_resources_read_once_do_not_stay_in_memory(fake: FakeServer) -> None:
+    # The fault run: 30 resources of 10 MB, each read once (then dropped by the server), kept 300 MB alive.
+    big = "x" * 10_000_000
+    fake.queue(
+        "resources/read",
+        *(result({"contents": [{"uri": f"res://big/{n}", "text": big}], "ttlMs": 3_600_000}) for n in range(30)),
+    )
+    async with fake.client(protocol=MODERN) as client:
+        for number in range(30):
+            assert len((await client.read_resource(f"res://big/{number}")).text) == len(big)
+        cache = client.cache
+        assert cache is not None
+        kept = [key[2] for key in cache._entries]
+
+    assert cache.bytes <= DEFAULT_MAX_BYTES < 4 * len(big)
+    assert kept == ["res://big/27", "res://big/28", "res://big/29"]

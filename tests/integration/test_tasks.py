@@ -249,3 +249,23 @@ async def test_a_handle_of_a_client_without_tasks_true_is_told_to_pass_it(tasks:
             await client.task("task-1:build").refresh()
     assert caught.value.code == -32021
     assert tasks.log()[-1]["extensions"] == []
+
+
+class FrozenStore(mcpfsm.MemoryStore):
+    """A store whose every read and write hangs, as a Redis frozen with SIGSTOP does."""
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def set(self, key: str, value: dict[str, Any]) -> None:
+        await trio.sleep_forever()
+
+
+async def test_a_store_that_hangs_never_hangs_a_task(tasks: HttpPeer) -> None:
+    # The task records go through the client's store guard (docs/stores.md): bounded, then memory.
+    async with mcpfsm.Client.http(tasks.url, tasks=True, store=FrozenStore()) as client:
+        with trio.fail_after(60):
+            result = await client.call_tool("build", {"seconds": 0.1, "poll_ms": 50})
+        assert result.text == "built in 0.1 s"
+        assert client.store_fallbacks == 1

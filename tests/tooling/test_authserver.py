@@ -918,6 +918,54 @@ def test_refresh_with_rotation(authserver: Server, http: httpx.Client) -> None:
         flow.refresh()
 
 
+INVALID_GRANT = r"^refreshing: the token endpoint answered HTTP 400 \(error='invalid_grant'"
+
+
+@pytest.mark.parametrize("revoke", [False, True], ids=["reuse-counted", "reuse-revokes-the-grant"])
+def test_a_retired_refresh_token_presented_again(authserver: Server, http: httpx.Client, revoke: bool) -> None:
+    # RFC 6749 §10.4, RFC 9700 §4.14.2: with revoke_on_reuse the whole grant dies, the tokens the rotation
+    # issued included; without it the reuse is only counted and refused.
+    base = authserver({"refresh_tokens": True, "revoke_on_reuse": revoke})
+    flow = Flow(http, f"{base}/mcp")
+    assert flow.call(rpc("tools/list")).status_code == 200
+    first = flow.tokens
+    second = flow.refresh()
+    flow.tokens = first
+    with pytest.raises(AuthorizationError, match=INVALID_GRANT):
+        flow.refresh()
+    flow.tokens = second
+    assert flow.send(rpc("tools/list")).status_code == (401 if revoke else 200)
+    if revoke:
+        with pytest.raises(AuthorizationError, match=INVALID_GRANT):
+            flow.refresh()
+    else:
+        assert flow.refresh().access_token != second.access_token
+    assert http.get(f"{base}/_stats").json() == {
+        "token_requests": {"authorization_code": 1, "refresh_token": 3},
+        "refresh_reuses": 1,
+        "revoked_grants": 1 if revoke else 0,
+    }
+
+
+def test_a_token_outage_answers_the_next_token_requests_with_its_status(
+    authserver: Server, http: httpx.Client
+) -> None:
+    base = authserver({"refresh_tokens": True})
+    flow = Flow(http, f"{base}/mcp")
+    assert flow.call(rpc("tools/list")).status_code == 200
+    held = flow.tokens
+    assert http.post(f"{base}/_token_outage", json={"count": 2, "status": 502}).status_code == 204
+    for _ in range(2):
+        with pytest.raises(AuthorizationError, match=r"^refreshing: the token endpoint answered HTTP 502 "):
+            flow.refresh()
+        flow.tokens = held
+    assert flow.refresh().access_token != held.access_token
+    assert [status for method, path, status in steps(http, base) if path == "/token"] == [200, 502, 502, 200]
+    assert http.get(f"{base}/_stats").json()["token_requests"] == {"authorization_code": 1, "refresh_token": 3}
+    for bad in ({"count": -1}, {"count": 1, "status": 200}, {"count": "1"}, []):
+        assert http.post(f"{base}/_token_outage", json=bad).status_code == 400
+
+
 def test_expired_token_is_refused(authserver: Server, http: httpx.Client) -> None:
     base = authserver({"expires_in": 0, "challenge_scope": "mcp:basic"})
     flow = Flow(http, f"{base}/mcp")

@@ -69,3 +69,10 @@ def test_a_package_that_does_not_provide_the_command_fails(tmp_path: Path) -> No
 def test_ci_provides_npm_before_the_conformance_suite_runs() -> None:
     lines = [line.strip() for line in (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert lines.index(".ci/need npm npm") < lines.index("tests/conformance/run")
+
+
+def test_ci_provides_redis_server_to_the_test_command() -> None:
+    # The shared stores' tests start a real redis-server (tests/redisserver.py); .ci/need installs it first.
+    lines = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    command = next(line for line in lines if line.endswith(".venv/bin/python -m pytest"))
+    assert command.index(".ci/need redis-server redis-server") < command.index("-m pytest")

@@ -69,8 +69,11 @@ TESTED: Final = {
     "agent-headless",
     "group-from-file",
     "chained-audit-log",
+    "fleet-disk",
+    "fleet-redis",
     "skills",
     "long-task",
+    "shared-listings",
 }
 """The examples the tests below run, by marker name."""
 
@@ -252,6 +255,20 @@ def test_the_headless_agent_runs(tmp_path: Path) -> None:
         grants = [entry["form"]["grant_type"] for entry in server.log() if entry["path"] == "/token"]
     assert (done.returncode, done.stdout, done.stderr) == (0, "test-tool called\n", "")
     assert grants == ["client_credentials"]
+
+
+def test_the_shared_listings_example_lists_once_for_two_processes(tmp_path: Path) -> None:
+    hint = {"ttlMs": 60_000, "cacheScope": "public"}
+    with start_http_peer(mode="modern") as peer:
+        peer.control({"action": "cache_hints", "hints": {"tools/list": hint}})
+        runs = [run_example("shared-listings", tmp_path, peer.url, str(tmp_path / "store")) for _ in range(2)]
+        listed = [entry["jsonrpc_method"] for entry in peer.log()].count("tools/list")
+    assert [run.returncode for run in runs] == [0, 0], [run.stderr for run in runs]
+    assert [run.stdout for run in runs] == [
+        "12 tools; from the shared store: 0\n",
+        "12 tools; from the shared store: 1\n",
+    ]
+    assert listed == 1
 
 
 def test_the_api_reference_documents_every_public_name() -> None:

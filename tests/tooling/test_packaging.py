@@ -47,6 +47,9 @@ def test_the_extras() -> None:
         "mkdocstrings",
     }
     assert [name.split(">")[0] for name in extras["system-trust"]] == ["truststore"]
+    # RedisStore's client, also in the test extra so that the suite runs RedisStore against redis-server.
+    assert extras["redis"] == ["coredis>=6.9"] and "coredis>=6.9" in extras["test"]
+    assert "filelock>=4.3" in PYPROJECT["project"]["dependencies"]
 
 
 def test_the_token_file_is_in_the_platforms_config_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

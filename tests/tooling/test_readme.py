@@ -77,7 +77,7 @@ def test_the_manual_names_every_network_command_and_the_options_they_share() -> 
     sentence = re.search(r"Every network command \(([^)]*)\) also takes", CLI_PAGE)
     assert sentence is not None
     named = re.findall(r"`([a-z]+)`", sentence[1])
-    network = [c.NAME for c in COMMANDS if {"--auth", "--stdio", *shared} <= _options(c.NAME)]
+    network = [c.name for c in COMMANDS if {"--auth", "--stdio", *shared} <= _options(c.name)]
     assert named == network
     assert "PEM file), as does `login`;" in " ".join(CLI_PAGE.split())
     assert shared <= _options("login") and "--stdio" not in _options("login")

@@ -91,8 +91,11 @@ def test_runs_group_by_call_and_order_by_seq() -> None:
     ("text", "message"),
     [
         ("{]\n", r"^line 1: not JSON"),
-        ("\n[1]\n", r"^line 2: not an event record \(a JSON list\)$"),
-        ('{"call_id": "c"}\n', r"^line 1: not an event record \(no 'seq', 'tool', 'state', 'attempt', 'at', 'elapsed'"),
+        ("\n[1]\n", r"^line 2: not a CallEvent record \(a JSON list\)$"),
+        (
+            '{"call_id": "c"}\n',
+            r"^line 1: not a CallEvent record \(no 'seq', 'tool', 'state', 'attempt', 'at', 'elapsed'",
+        ),
     ],
 )
 def test_a_malformed_trail_names_its_line(text: str, message: str) -> None:

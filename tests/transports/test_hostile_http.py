@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -396,4 +397,97 @@ async def test_a_stray_answer_racing_the_next_request_is_dropped_and_the_call_ge
 
     assert [tool.name for tool in tools] == ["own"]
     assert [seen.connection for seen in server.seen] == [1, 1]
+    assert ("WARNING", f"ignoring a response for unknown request id {stray['id']!r} from the MCP server") in records
+
+
+def framed(message: dict[str, Any], *, status: int = 200, chunked: bool, gzipped: bool) -> bytes:
+    """One JSON response as bytes on the wire: ``Content-Length`` or chunked, plain or gzip-encoded."""
+    body = json.dumps(message).encode()
+    head = b"HTTP/1.1 %d X\r\nContent-Type: application/json\r\n" % status
+    if gzipped:
+        body = gzip.compress(body)
+        head += b"Content-Encoding: gzip\r\n"
+    if not chunked:
+        return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+    half = len(body) // 2
+    chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:half], body[half:]) if part)
+    return head + b"Transfer-Encoding: chunked\r\n\r\n" + chunks + b"0\r\n\r\n"
+
+
+def stray_then_own_framed(stray: dict[str, Any], status: int, *, chunked: bool, gzipped: bool) -> Any:
+    """:func:`stray_then_own` with both responses chunked and/or gzip-encoded, in one write."""
+
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        own = {"jsonrpc": "2.0", "id": json.loads(seen.body)["id"], "result": {"tools": [{"name": "own"}]}}
+        await stream.send_all(
+            framed(stray, status=status, chunked=chunked, gzipped=gzipped)
+            + framed(own, chunked=chunked, gzipped=gzipped)
+        )
+        return True
+
+    return answer
+
+
+FRAMINGS: Final = [
+    pytest.param(True, False, id="chunked"),
+    pytest.param(False, True, id="gzip"),
+    pytest.param(True, True, id="chunked-gzip"),
+]
+STRAYS: Final = [
+    pytest.param({"jsonrpc": "2.0", "id": 1, "result": {"stray": True}}, 200, id="result"),
+    pytest.param({"jsonrpc": "2.0", "id": 99, "error": {"code": -32603, "message": "stray"}}, 500, id="error"),
+]
+
+
+@pytest.mark.parametrize(("chunked", "gzipped"), FRAMINGS)
+@pytest.mark.parametrize(("stray", "status"), STRAYS)
+async def test_a_stray_answer_chunked_or_gzipped_is_dropped_and_the_call_gets_its_own(
+    stray: dict[str, Any], status: int, chunked: bool, gzipped: bool, records: list[tuple[str, str]]
+) -> None:
+    server = Server()
+    server.queue(
+        rpc({"supportedVersions": ["2026-07-28"]}),
+        stray_then_own_framed(stray, status, chunked=chunked, gzipped=gzipped),
+    )
+
+    async with serving(server), mcpfsm.Client.http(f"http://{HOST}:{server.port}/mcp") as client:
+        tools = await client.tools()
+
+    assert [tool.name for tool in tools] == ["own"]
+    assert [seen.connection for seen in server.seen] == [1, 1]
+    assert ("WARNING", f"ignoring a response for unknown request id {stray['id']!r} from the MCP server") in records
+
+
+@pytest.mark.parametrize(("chunked", "gzipped"), [pytest.param(False, False, id="length"), *FRAMINGS])
+@pytest.mark.parametrize(("stray", "status"), STRAYS)
+async def test_a_stray_answer_through_the_callers_httpx_transport_never_becomes_a_calls_answer_or_error(
+    stray: dict[str, Any], status: int, chunked: bool, gzipped: bool, records: list[tuple[str, str]]
+) -> None:
+    import httpx
+
+    server = Server()
+    server.queue(
+        rpc({"supportedVersions": ["2026-07-28"]}),
+        stray_then_own_framed(stray, status, chunked=chunked, gzipped=gzipped),
+    )
+    server.default = rpc({"tools": [{"name": "later"}]})
+
+    async with (
+        serving(server),
+        httpx.AsyncHTTPTransport() as transport,
+        mcpfsm.Client.http(f"http://{HOST}:{server.port}/mcp", http_transport=transport) as client,
+    ):
+        try:
+            first = [tool.name for tool in await client.tools()]
+        except mcpfsm.TransportError as exc:
+            # The caller's transport cannot read past the stray: the call fails as a transport failure that
+            # names the stray's id, never with the stray's result or error as its own.
+            assert "stray" not in str(exc)
+            assert repr(stray["id"]) in str(exc)
+            first = None
+        # The next call is not answered with the bytes left over from the one before.
+        later = [tool.name for tool in await client.tools(fresh=True)]
+
+    assert first in (["own"], None)
+    assert later == ["later"]
     assert ("WARNING", f"ignoring a response for unknown request id {stray['id']!r} from the MCP server") in records

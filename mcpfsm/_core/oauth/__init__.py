@@ -133,6 +133,7 @@ from .token_request import (
 from .tokens import (
     ACCESS_TOKEN_REFRESH_MARGIN,
     MAX_TOKEN_LIFETIME,
+    REFRESH_MARGIN_SHARE,
     TokenSet,
     read_token_exchange_response,
     read_token_response,
@@ -151,6 +152,7 @@ __all__ = [
     "MAX_TOKEN_LIFETIME",
     "METADATA_REQUEST_HEADERS",
     "REDACTED",
+    "REFRESH_MARGIN_SHARE",
     "SECRET_FORM_FIELDS",
     "TOKEN_TYPE_ID_JAG",
     "TOKEN_TYPE_ID_TOKEN",

@@ -16,6 +16,7 @@ from .token_request import TOKEN_TYPE_ID_JAG
 __all__ = [
     "ACCESS_TOKEN_REFRESH_MARGIN",
     "MAX_TOKEN_LIFETIME",
+    "REFRESH_MARGIN_SHARE",
     "TokenSet",
     "read_token_exchange_response",
     "read_token_response",
@@ -23,7 +24,12 @@ __all__ = [
 
 
 ACCESS_TOKEN_REFRESH_MARGIN: Final = 60.0
-"""Seconds before ``expires_at`` from which a held access token counts as expiring."""
+"""Seconds before ``expires_at`` from which a held access token counts as expiring, at most."""
+
+REFRESH_MARGIN_SHARE: Final = 0.1
+"""The share of a token's lifetime its refresh margin takes when that is less than the 60 s: a token that lives
+30 s is refreshed 3 s before it expires, not before every request (a margin as long as the lifetime would make
+every request refresh first)."""
 
 MAX_TOKEN_LIFETIME: Final = 365 * 24 * 3600
 """The longest ``expires_in`` taken as given, in seconds (a year); a larger one counts as this.
@@ -40,7 +46,10 @@ class TokenSet:
         access_token: the access token.
         token_type: ``Bearer``, or ``DPoP`` for a token bound to the client's DPoP key.
         refresh_token: the refresh token, or None.
-        expires_at: when the access token expires (the clock the driver passed), or None when unknown.
+        expires_at: when the access token expires (absolute, in the clock the driver passed: seconds since the
+            epoch, so that another process reading a shared store agrees), or None when unknown.
+        issued_at: when it was granted, in the same clock, or None when unknown (a record stored before this
+            field existed); with ``expires_at`` it gives the lifetime the refresh margin is a share of.
         scopes: the granted scopes (the requested ones when the server does not say).
         issuer: the issuer that granted them.
         resource: the resource they are for.
@@ -50,6 +59,7 @@ class TokenSet:
     token_type: Literal["Bearer", "DPoP"] = "Bearer"
     refresh_token: str | None = field(default=None, repr=False)
     expires_at: float | None = None
+    issued_at: float | None = None
     scopes: tuple[str, ...] = ()
     issuer: str
     resource: str | None
@@ -63,6 +73,28 @@ class TokenSet:
         """Tell whether the access token expires within ``margin`` seconds of ``now``."""
         return self.expires_at is not None and now >= self.expires_at - margin
 
+    @property
+    def refresh_at(self) -> float | None:
+        """When a refresh falls due: ``expires_at`` less the smaller of 60 s and a tenth of the lifetime.
+
+        ``None`` when the expiry is unknown (never refreshed ahead). Without ``issued_at`` the margin is 60 s.
+        """
+        if self.expires_at is None:
+            return None
+        margin = ACCESS_TOKEN_REFRESH_MARGIN
+        if self.issued_at is not None:
+            margin = min(margin, REFRESH_MARGIN_SHARE * max(self.expires_at - self.issued_at, 0.0))
+        return self.expires_at - margin
+
+    def refresh_due(self, now: float) -> bool:
+        """Tell whether a refresh is due at ``now`` (:attr:`refresh_at` has passed)."""
+        refresh_at = self.refresh_at
+        return refresh_at is not None and now >= refresh_at
+
+    def expired(self, now: float) -> bool:
+        """Tell whether the access token has expired at ``now`` (an unknown expiry never has)."""
+        return self.expires_at is not None and now >= self.expires_at
+
     def to_dict(self) -> dict[str, Any]:
         """The tokens as a JSON-ready record, for a token store (it holds the tokens)."""
         return {
@@ -70,6 +102,7 @@ class TokenSet:
             "token_type": self.token_type,
             "refresh_token": self.refresh_token,
             "expires_at": self.expires_at,
+            "issued_at": self.issued_at,
             "scopes": list(self.scopes),
             "issuer": self.issuer,
             "resource": self.resource,
@@ -80,6 +113,7 @@ class TokenSet:
         """Rebuild tokens from :meth:`to_dict` output; ``None`` for a record that is not one."""
         access, kind, refresh = record.get("access_token"), record.get("token_type"), record.get("refresh_token")
         expires_at, scopes = record.get("expires_at"), record.get("scopes")
+        issued_at = record.get("issued_at")
         issuer, resource = record.get("issuer"), record.get("resource")
         if not isinstance(access, str) or not _header_safe(access) or kind not in ("Bearer", "DPoP"):
             return None
@@ -87,9 +121,7 @@ class TokenSet:
             return None
         if not (refresh is None or isinstance(refresh, str)) or not (resource is None or isinstance(resource, str)):
             return None
-        if expires_at is not None and (
-            isinstance(expires_at, bool) or not isinstance(expires_at, int | float) or not _finite(expires_at)
-        ):
+        if not (_time(expires_at) and _time(issued_at)):
             return None
         scope_list = _string_tuple(scopes)
         if scope_list is None:
@@ -99,10 +131,16 @@ class TokenSet:
             token_type=cast('Literal["Bearer", "DPoP"]', kind),
             refresh_token=refresh or None,
             expires_at=None if expires_at is None else float(expires_at),
+            issued_at=None if issued_at is None else float(issued_at),
             scopes=scope_list,
             issuer=issuer,
             resource=resource,
         )
+
+
+def _time(value: object) -> bool:
+    # A stored time: absent, or a finite number of seconds (a bool is no number here).
+    return value is None or (not isinstance(value, bool) and isinstance(value, int | float) and _finite(value))
 
 
 def _finite(number: int | float) -> bool:
@@ -150,8 +188,8 @@ def read_token_response(
 
     ``token_type`` compares case-insensitively: ``Bearer``; or, when the request carried a DPoP proof,
     ``DPoP`` (a bound token) or ``Bearer`` (a server that does not bind). ``expires_at`` = ``now`` +
-    ``expires_in``. On a refresh (``previous`` given) an omitted refresh token keeps the previous one and an
-    omitted scope keeps the previous scopes (RFC 6749 §6).
+    ``expires_in``, ``issued_at`` = ``now``. On a refresh (``previous`` given) an omitted refresh token keeps
+    the previous one and an omitted scope keeps the previous scopes (RFC 6749 §6).
 
     Args:
         status: the HTTP status.
@@ -212,6 +250,7 @@ def read_token_response(
         token_type=token_type,
         refresh_token=refresh_token,
         expires_at=None if lifetime is None else now + lifetime,
+        issued_at=now,
         scopes=scopes,
         issuer=issuer,
         resource=resource,

@@ -7,8 +7,8 @@ JSON object sets the fields of :class:`Scenario`; each field mirrors a variation
 conformance scenarios serve (PRM location, metadata paths, issuer mismatch, ``iss`` variants, token endpoint
 auth methods, pre-registration, Client ID Metadata Documents, dynamic registration, scopes, step-up, retry
 limit, authorization server migration, the 2025-03-26 fallbacks, client credentials, JWT bearer,
-enterprise-managed token exchange, DPoP with nonces, refresh token rotation, expiring tokens). Unknown
-fields are an error.
+enterprise-managed token exchange, DPoP with nonces, refresh token rotation and reuse detection, expiring
+tokens). Unknown fields are an error.
 
 It serves, on one origin:
 
@@ -21,6 +21,10 @@ It serves, on one origin:
 - ``GET /_log`` (every request received, in order, with its answer's status) and ``POST /_log/clear``;
 - ``POST /_revoke``: every access token dies, with ``{"refresh_tokens": true}`` every refresh token too
   (clients stay);
+- ``GET /_stats``: token requests by ``grant_type``, retired refresh tokens presented again
+  (``refresh_reuses``) and grants revoked for it (``revoked_grants``, with ``revoke_on_reuse``: RFC 6749
+  §10.4, RFC 9700 §4.14.2);
+- ``POST /_token_outage`` ``{"count": N, "status": 503}``: the next N token requests get that status;
 - ``POST /_config`` with a JSON object of :class:`Scenario` fields: start afresh with that scenario (new
   clients, codes and tokens, an empty log), so one process serves many tests.
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import hashlib
 import json
 import secrets
 import time
+from collections import Counter
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, unquote_plus, urlencode, urlsplit
 
@@ -77,7 +79,18 @@ class AuthorizationServer:
         self.clients: dict[str, Client] = {}
         self.codes: dict[str, dict[str, Any]] = {}
         self.refresh_tokens: dict[str, Grant] = {}
+        self.spent_refresh_tokens: dict[str, str] = {}
+        """Every refresh token a rotation retired, and the grant family it belonged to."""
         self.nonce = secrets.token_urlsafe(12)
+        self.token_requests: Counter[str] = Counter()
+        """Token requests received, by ``grant_type`` (those an outage answered included)."""
+        self.refresh_reuses = 0
+        """Retired refresh tokens presented again."""
+        self.revoked_grants = 0
+        """Grant families revoked because a retired refresh token came back (``revoke_on_reuse``)."""
+        self.outage_status = 503
+        self.outage_left = 0
+        """The next this many token requests are answered ``outage_status`` (``POST /_token_outage``)."""
 
     def url(self, name: str) -> str:
         """The absolute URL of an endpoint of this server."""
@@ -271,6 +284,13 @@ class AuthorizationServer:
     async def token(self, request: Request) -> Response:
         """The token endpoint: every grant this server knows."""
         form = dict(parse_qsl((await request.body()).decode(), keep_blank_values=True))
+        self.token_requests[form.get("grant_type", "")] += 1
+        if form.get("grant_type") == "refresh_token" and self.scenario.refresh_delay > 0:
+            await asyncio.sleep(self.scenario.refresh_delay)
+        if self.outage_left > 0:
+            self.outage_left -= 1
+            body = {"error": "temporarily_unavailable", "error_description": "the token service is down"}
+            return JSONResponse(body, status_code=self.outage_status)
         try:
             jkt = self.dpop_binding(request)
             client = self.authenticate(request, form)
@@ -328,6 +348,13 @@ class AuthorizationServer:
         """RFC 6749 §6, with rotation; a DPoP-bound refresh token needs a proof of the same key (RFC 9449 §5)."""
         old = form.get("refresh_token", "")
         grant = self.refresh_tokens.get(old)
+        family = self.spent_refresh_tokens.get(old) if grant is None else None
+        if family is not None:
+            # RFC 6749 §10.4, RFC 9700 §4.14.2: a rotated-away refresh token came back, so either the client
+            # or an attacker holds a stolen one; the server cannot tell which and revokes the whole grant.
+            self.refresh_reuses += 1
+            if self.scenario.revoke_on_reuse:
+                self.revoke_family(family)
         if grant is None or grant.client_id != client.client_id:
             raise Rejected(400, "invalid_grant", "unknown or retired refresh token")
         if form.get("resource", grant.resource) != grant.resource:
@@ -338,7 +365,15 @@ class AuthorizationServer:
             raise Rejected(400, "invalid_scope", "this server expects no scope on refresh")
         if self.scenario.rotate_refresh_tokens:
             del self.refresh_tokens[old]
+            self.spent_refresh_tokens[old] = grant.family
         return dataclasses.replace(grant)
+
+    def revoke_family(self, family: str) -> None:
+        """Revoke every access and refresh token of one grant family."""
+        self.revoked_grants += 1
+        for tokens in (self.refresh_tokens, self.world.access_tokens):
+            for token in [token for token, grant in tokens.items() if grant.family == family]:
+                del tokens[token]
 
     def client_credentials_grant(self, client: Client, form: dict[str, str]) -> Grant:
         """OAuth 2.1 §4.2 for the one configured client-credentials client."""

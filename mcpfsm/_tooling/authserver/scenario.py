@@ -6,6 +6,7 @@ import base64
 import dataclasses
 import hashlib
 import json
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +72,10 @@ class Scenario:
         dpop_nonce_resource: the resource requires its nonce (401 ``use_dpop_nonce``).
         refresh_tokens: issue refresh tokens.
         rotate_refresh_tokens: a refresh returns a new refresh token and retires the old one.
+        revoke_on_reuse: a retired refresh token presented again revokes its whole grant, every access and
+            refresh token descended from the same authorization (RFC 6749 §10.4; RFC 9700 §4.14.2).
+        refresh_delay: seconds the token endpoint takes to answer a refresh (a slow server, so that clients
+            refreshing together overlap).
         expires_in: access token lifetime in seconds (0: expired at once).
         token_suffix: appended to every access token issued (a non-ASCII one makes a token no header can carry).
         sessions: answer ``initialize`` with an ``Mcp-Session-Id`` and accept the session ``DELETE`` (legacy).
@@ -108,6 +113,8 @@ class Scenario:
     dpop_nonce_resource: bool = False
     refresh_tokens: bool = False
     rotate_refresh_tokens: bool = True
+    revoke_on_reuse: bool = False
+    refresh_delay: float = 0.0
     expires_in: int = 3600
     token_suffix: str = ""
     sessions: bool = False
@@ -147,6 +154,8 @@ class Grant:
     resource: str | None
     jkt: str | None = None
     expires_at: float | None = None
+    family: str = field(default_factory=lambda: secrets.token_hex(8))
+    """The authorization every token of this grant descends from (refreshes keep it): what a reuse revokes."""
 
 
 class Rejected(Exception):

@@ -393,9 +393,43 @@ class World:
         self.log.clear()
         return Response(status_code=204)
 
+    async def read_stats(self, request: Request) -> Response:
+        """GET /_stats: token requests by grant type, refresh token reuses, grants revoked for a reuse."""
+        servers = (self.main, self.second)
+        requests: dict[str, int] = {}
+        for server in servers:
+            for grant_type, count in server.token_requests.items():
+                requests[grant_type] = requests.get(grant_type, 0) + count
+        return JSONResponse(
+            {
+                "token_requests": requests,
+                "refresh_reuses": sum(server.refresh_reuses for server in servers),
+                "revoked_grants": sum(server.revoked_grants for server in servers),
+            }
+        )
+
+    async def token_outage(self, request: Request) -> Response:
+        """POST /_token_outage ``{"count": N, "status": 503}``: the next N token requests get that status."""
+        try:
+            asked = json.loads(await request.body() or b"{}")
+        except ValueError:
+            asked = None
+        count = asked.get("count") if isinstance(asked, dict) else None
+        status = asked.get("status", 503) if isinstance(asked, dict) else None
+        if not isinstance(count, int) or not isinstance(status, int) or count < 0 or not 400 <= status <= 599:
+            body = {"error": "invalid_request", "error_description": "a count >= 0 and an error status"}
+            return JSONResponse(body, status_code=400)
+        for server in (self.main, self.second):
+            server.outage_left, server.outage_status = count, status
+        return Response(status_code=204)
+
     async def dispatch(self, request: Request) -> Response:
         """Record the request, route it, record the answer's status."""
         path = request.url.path
+        if path == "/_stats" and request.method == "GET":
+            return await self.read_stats(request)
+        if path == "/_token_outage" and request.method == "POST":
+            return await self.token_outage(request)
         if path == "/_log" and request.method == "GET":
             return await self.read_log(request)
         if path == "/_log/clear" and request.method == "POST":

@@ -5,8 +5,8 @@ say) go to stderr as one ``mcpfsm: warning: …`` line each, ``-v`` adds DEBUG. 
 with exactly one ``mcpfsm: error: …`` line on stderr and an exit code of its own (see
 :class:`~mcpfsm._tooling.cli.common.Exit` and ``mcpfsm --help``), never a traceback.
 
-A subcommand is a module with ``NAME``, ``SUMMARY``, ``DESCRIPTION``, ``configure(parser)`` and
-``run(args) -> Exit``, listed in :data:`COMMANDS`.
+A subcommand is a row of :data:`COMMANDS` (its name and summary) and a module with ``DESCRIPTION``,
+``configure(parser)`` and ``run(args) -> Exit``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Final
 
@@ -37,6 +38,7 @@ from . import (
     servers,
     skill,
     skills,
+    store,
     task,
     tasks,
     tools,
@@ -44,13 +46,55 @@ from . import (
 )
 from .common import Exit, Parser, classify, configure_logging, error_line, formatter, leaf
 
-__all__ = ["COMMANDS", "Exit", "build_parser", "main"]
+__all__ = ["COMMANDS", "Command", "Exit", "build_parser", "main"]
 
-COMMANDS: Final[tuple[ModuleType, ...]] = (
-    demo, servers, tools, call, resources, read, prompts, prompt, skills, skill, task, tasks, listen, plan, trace,
-    audit, diagram, login, logout,
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A subcommand: its name, the line ``mcpfsm --help`` shows for it, and its module.
+
+    The module has ``DESCRIPTION`` (the text of ``mcpfsm NAME --help``), ``configure(parser)`` (its arguments)
+    and ``run(args) -> Exit``.
+    """
+
+    name: str
+    summary: str
+    module: ModuleType
+
+    def configure(self, parser: argparse.ArgumentParser) -> None:
+        """Add the command's arguments to ``parser``."""
+        self.module.configure(parser)
+
+    def run(self, args: argparse.Namespace) -> Exit:
+        """Run the command."""
+        result: Exit = self.module.run(args)
+        return result
+
+
+COMMANDS: Final[tuple[Command, ...]] = (
+    Command("demo", "run the -32020 recovery against an embedded MCP server", demo),
+    Command("servers", "connect every server of a configuration; show status, era and tool count", servers),
+    Command("tools", "list a server's tools and their mirrored headers", tools),
+    Command("call", "call a tool; print the result as JSON", call),
+    Command("resources", "list a server's resources and resource templates", resources),
+    Command("read", "read one resource", read),
+    Command("prompts", "list a server's prompts and their arguments", prompts),
+    Command("prompt", "get one prompt's messages", prompt),
+    Command("skills", "list a server's skills (SEP-2640)", skills),
+    Command("skill", "print one skill's SKILL.md or a file of it, verified", skill),
+    Command("task", "show a task's status, or cancel it (SEP-2663)", task),
+    Command("tasks", "list the unfinished tasks recorded for a server (SEP-2663)", tasks),
+    Command("listen", "print change notifications as JSON Lines until interrupted", listen),
+    Command("plan", "show the headers a tools/call would send (no network)", plan),
+    Command("trace", "draw a recorded call or input run as a Mermaid sequence diagram", trace),
+    Command("audit", "verify a chained audit log: the first line edited, removed, inserted or reordered", audit),
+    Command("diagram", "regenerate or verify specs/ and diagrams/", diagram),
+    Command("login", "log in to a protected server; store its tokens", login),
+    Command("logout", "forget the tokens stored for a server", logout),
+    Command("store", "show what a shared store holds (kinds, keys, expiry), without secrets", store),
 )
-"""The subcommands, in the order ``mcpfsm --help`` lists them."""
+"""The subcommands, one row each, in the order ``mcpfsm --help`` lists them."""
+
 
 _EXIT_CODES = f"""\
 exit codes:
@@ -99,9 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         command.configure(
             subparsers.add_parser(
-                command.NAME,
-                help=command.SUMMARY,
-                description=command.DESCRIPTION,
+                command.name,
+                help=command.summary,
+                description=command.module.DESCRIPTION,
                 epilog="exit codes: see 'mcpfsm --help'",
                 formatter_class=formatter,
                 parents=[verbose],
@@ -144,4 +188,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(code)
 
 
-_RUN: Final = {command.NAME: command.run for command in COMMANDS}
+_RUN: Final = {command.name: command.run for command in COMMANDS}

@@ -9,10 +9,8 @@ from typing import Final
 from ..._drivers.audit_log import verify_chain
 from .common import CliError, Exit, os_reason, print_line
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "audit"
-SUMMARY: Final = "verify a chained audit log: the first line edited, removed, inserted or reordered"
 DESCRIPTION: Final = (
     "mcpfsm audit verify FILE... reads a log written by AuditLog(path, chain=True) - its rotated files\n"
     "oldest first, the current file last - and prints the first line edited, removed, inserted or\n"

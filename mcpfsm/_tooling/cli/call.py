@@ -29,6 +29,7 @@ from .common import (
     T,
     add_args_option,
     add_server_options,
+    add_yes_option,
     connection_errors,
     error_line,
     group_config,
@@ -42,10 +43,8 @@ from .common import (
 from .configured import find_config, is_url, read_config
 from .elicit import TerminalElicitation
 
-__all__ = ["NAME", "configure", "run", "unknown_tool"]
+__all__ = ["configure", "run", "unknown_tool"]
 
-NAME: Final = "call"
-SUMMARY: Final = "call a tool; print the result as JSON"
 DESCRIPTION: Final = (
     "Call TOOL and print its result (the JSON-RPC result object) as JSON on stdout.\n"
     "By default the tools are listed first and the listed tool is called, so its annotated\n"
@@ -82,9 +81,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--events", metavar="FILE|-", help="write the call's audit events as JSON Lines to FILE ('-': stderr)"
     )
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
-    parser.add_argument(
-        "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
-    )
+    add_yes_option(parser)
     parser.add_argument(
         "--tasks",
         action="store_true",

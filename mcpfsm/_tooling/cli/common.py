@@ -195,6 +195,13 @@ def add_args_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_yes_option(parser: argparse.ArgumentParser) -> None:
+    """``--yes``: a command whose server may ask the user something answers without asking."""
+    parser.add_argument(
+        "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
+    )
+
+
 def leaf(exc: BaseException) -> BaseException:
     # trio wraps errors raised inside a nursery in an ExceptionGroup; one failure is one leaf.
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -243,8 +250,8 @@ def error_line(message: str) -> None:
 
 
 def configure_logging(verbose: bool) -> None:
-    # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log disables the
-    # library's records as loguru is imported, so the enable below comes after that).
+    # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log's disable, made at the
+    # library's first record, lets the enable below stand).
     from loguru import logger
 
     logger.remove()

@@ -21,10 +21,8 @@ from .call import unknown_tool
 from .common import CliError, Exit, T, connection_errors, print_line
 from .tools import render_tools
 
-__all__ = ["DEMO_ARGUMENTS", "NAME", "configure", "event_lines", "run"]
+__all__ = ["DEMO_ARGUMENTS", "configure", "event_lines", "run"]
 
-NAME: Final = "demo"
-SUMMARY: Final = "run the -32020 recovery against an embedded MCP server"
 DESCRIPTION: Final = (
     "Start the official MCP SDK server on 127.0.0.1, list its tools, call execute-sql showing the\n"
     "headers sent, change the server's schema, and call through the stale tool handle so the\n"

@@ -9,10 +9,8 @@ from typing import Final
 from .. import diagram
 from .common import CliError, Exit, os_reason, print_line
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "diagram"
-SUMMARY: Final = "regenerate or verify specs/ and diagrams/"
 DESCRIPTION: Final = (
     "Regenerate each state machine's diagrams in specs/ and diagrams/ from its definition, and its\n"
     "walkthrough in specs/ from recorded runs; or with --check verify that they are up to date.\n"

@@ -11,10 +11,8 @@ import trio
 
 from .common import Exit, add_server_options, connection_errors, leaf, make_client, print_line, target
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "listen"
-SUMMARY: Final = "print change notifications as JSON Lines until interrupted"
 DESCRIPTION: Final = (
     "Subscribe to a server's change notifications and print each as one JSON line\n"
     '{"method": ..., "params": ...} on stdout until Ctrl-C (then exit 0). The 2026-07-28 era uses\n'

@@ -5,44 +5,44 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
-import trio
-
 from ..._client.stores import FileTokenStore, default_token_path
 from ..._core.credentials import binding_key, tokens_key
 from .common import Exit, print_line
+from .store import add_store_option, describe, open_store, opened, run_on
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "logout"
-SUMMARY: Final = "forget the tokens stored for a server"
 DESCRIPTION: Final = (
     "Delete the tokens `mcpfsm login` stored for URL from the user's configuration directory. The client\n"
     "registration made with the authorization server stays (it identifies mcpfsm, not the user), so the\n"
-    "next login does not register again. Nothing is sent to the server."
+    "next login does not register again. Nothing is sent to the server. --store forgets them in the\n"
+    "shared store `mcpfsm login --store` wrote them to."
 )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
     parser.add_argument("url", metavar="URL", help="the MCP endpoint, as given to `mcpfsm login`")
+    add_store_option(parser, "the shared store the login went to: redis://…, file:///DIR or a path (docs/stores.md)")
 
 
 def run(args: argparse.Namespace) -> Exit:
     """Forget the stored tokens."""
-    path = default_token_path()
-    store = FileTokenStore(path)
+    store = FileTokenStore(default_token_path()) if args.store is None else open_store(args.store, prefix=args.prefix)
+    path = describe(store)
 
     async def logout() -> bool:
-        binding = await store.get(binding_key(args.url))
-        if binding is None:
-            return False
-        issuer, resource = binding.get("issuer"), binding.get("resource")
-        if isinstance(issuer, str) and (resource is None or isinstance(resource, str)):
-            await store.delete(tokens_key(issuer, resource))
-        await store.delete(binding_key(args.url))
-        return True
+        async with opened(store):
+            binding = await store.get(binding_key(args.url))
+            if binding is None:
+                return False
+            issuer, resource = binding.get("issuer"), binding.get("resource")
+            if isinstance(issuer, str) and (resource is None or isinstance(resource, str)):
+                await store.delete(tokens_key(issuer, resource))
+            await store.delete(binding_key(args.url))
+            return True
 
-    if trio.run(logout):
+    if run_on(store, logout):
         print_line(f"logged out of {args.url}: its tokens were removed from {path}")
     else:
         print_line(f"{args.url}: no tokens stored in {path}")

@@ -11,10 +11,8 @@ from ..._core.plan import plan_request
 from ..._core.schema import inspect_input_schema
 from .common import CliError, Exit, add_args_option, json_kind, load_json, parse_arguments, print_line, read_text
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "plan"
-SUMMARY: Final = "show the headers a tools/call would send (no network)"
 DESCRIPTION: Final = (
     "Validate a tool's inputSchema (SEP-2243 x-mcp-header rules) and print the headers a tools/call\n"
     f"with --args would carry at protocol {MODERN_VERSION}, one 'Name: value' per line. FILE holds a\n"

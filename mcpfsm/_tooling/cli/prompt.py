@@ -15,6 +15,7 @@ from .common import (
     Exit,
     add_args_option,
     add_server_options,
+    add_yes_option,
     connection_errors,
     json_kind,
     make_client,
@@ -24,10 +25,8 @@ from .common import (
 )
 from .elicit import TerminalElicitation
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "prompt"
-SUMMARY: Final = "get one prompt's messages"
 DESCRIPTION: Final = (
     "Get a prompt (prompts/get; Mcp-Name carries the name in the 2026-07-28 era) with the\n"
     "arguments given (--args: a JSON object of strings) and print its messages, one\n"
@@ -43,9 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="the prompt's name")
     add_args_option(parser)
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    parser.add_argument(
-        "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
-    )
+    add_yes_option(parser)
 
 
 def render(result: PromptResult) -> str:

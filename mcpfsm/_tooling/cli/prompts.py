@@ -11,10 +11,8 @@ import trio
 from ..._core.surface import Prompt
 from .common import Exit, add_listing_options, columns, connection_errors, make_client, print_line, target
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "prompts"
-SUMMARY: Final = "list a server's prompts and their arguments"
 DESCRIPTION: Final = (
     "List the prompts of a server (every page of prompts/list): name, arguments (required ones\n"
     "marked with *) and description. Get one with 'mcpfsm prompt URL NAME --args JSON'."

@@ -10,13 +10,11 @@ from typing import Final
 import trio
 
 from ..._core.surface import ResourceResult
-from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+from .common import Exit, add_server_options, add_yes_option, connection_errors, make_client, print_line, target
 from .elicit import TerminalElicitation
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "read"
-SUMMARY: Final = "read one resource"
 DESCRIPTION: Final = (
     "Read a resource (resources/read; Mcp-Name carries the URI in the 2026-07-28 era) and print its\n"
     "text contents as they are; a binary (blob) content is shown as one line naming its size and type.\n"
@@ -31,9 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_server_options(parser)
     parser.add_argument("uri", metavar="URI", help="the resource's URI")
     parser.add_argument("--json", action="store_true", help="print the whole result as JSON")
-    parser.add_argument(
-        "--yes", action="store_true", help="answer elicitation without asking: forms with their defaults, URLs declined"
-    )
+    add_yes_option(parser)
 
 
 def render(result: ResourceResult) -> str:

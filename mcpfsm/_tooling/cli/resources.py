@@ -11,10 +11,8 @@ import trio
 from ..._core.surface import Resource, ResourceTemplate
 from .common import Exit, add_listing_options, columns, connection_errors, make_client, print_line, target
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "resources"
-SUMMARY: Final = "list a server's resources and resource templates"
 DESCRIPTION: Final = (
     "List the resources of a server (every page of resources/list): URI, MIME type, name and\n"
     "description; then its resource templates (resources/templates/list). Read one with 'mcpfsm read'."

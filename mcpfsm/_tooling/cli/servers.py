@@ -12,10 +12,8 @@ from ..._core.errors import ConfigError
 from .common import CliError, Exit, columns, error_line, one_line, print_line
 from .configured import add_config_option, find_config, read_config
 
-__all__ = ["NAME", "configure", "run"]
+__all__ = ["configure", "run"]
 
-NAME: Final = "servers"
-SUMMARY: Final = "connect every server of a configuration; show status, era and tool count"
 DESCRIPTION: Final = (
     "Open every enabled server of the configuration (--config FILE; default ./mcp.json, then mcp.json in\n"
     "the user's config dir) as one client group, and print one line per server: its status (connected,\n"

@@ -10,10 +10,8 @@ import trio
 
 from .common import CliError, Exit, add_server_options, connection_errors, make_client, target
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "skill"
-SUMMARY: Final = "print one skill's SKILL.md or a file of it, verified"
 DESCRIPTION: Final = (
     "Get a skill's entry (skills/get, with the URI of its SKILL.md), read its SKILL.md and verify it\n"
     "against the entry: byte size, sha256 digest, then the YAML frontmatter field by field; print it.\n"

@@ -13,10 +13,8 @@ from .common import Exit, add_listing_options, columns, connection_errors, make_
 if TYPE_CHECKING:
     from ..._client.skills import Skill
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "skills"
-SUMMARY: Final = "list a server's skills (SEP-2640)"
 DESCRIPTION: Final = (
     "List the skills a server serves (every page of skills/list; only asked of a server that declares\n"
     "the io.modelcontextprotocol/skills extension): the URI of each SKILL.md, how many files it\n"

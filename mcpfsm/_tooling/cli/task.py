@@ -13,10 +13,8 @@ from .common import CliError, Exit, add_server_options, connection_errors, make_
 if TYPE_CHECKING:
     from ..._client.tasks import Task
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "describe", "run"]
+__all__ = ["DESCRIPTION", "configure", "describe", "run"]
 
-NAME: Final = "task"
-SUMMARY: Final = "show a task's status, or cancel it (SEP-2663)"
 DESCRIPTION: Final = (
     "Show the status of the task ID of the server at URL (one tasks/get, with the tasks extension\n"
     "declared): its status, statusMessage, poll interval, TTL and creation time. --cancel sends\n"

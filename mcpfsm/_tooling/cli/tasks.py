@@ -11,10 +11,8 @@ import trio
 from .common import Exit, add_listing_options, columns, connection_errors, make_client, print_line, target
 from .task import describe
 
-__all__ = ["DESCRIPTION", "NAME", "SUMMARY", "configure", "run"]
+__all__ = ["DESCRIPTION", "configure", "run"]
 
-NAME: Final = "tasks"
-SUMMARY: Final = "list the unfinished tasks recorded for a server (SEP-2663)"
 DESCRIPTION: Final = (
     "List the unfinished tasks recorded for the server at URL in the client's store\n"
     "(client.pending_tasks()), each polled once (tasks/get) for its status: id, tool, status and\n"

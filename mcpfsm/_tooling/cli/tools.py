@@ -26,10 +26,8 @@ from .common import (
 )
 from .elicit import shown
 
-__all__ = ["NAME", "configure", "parameter_rows", "render_instructions", "render_tools", "run"]
+__all__ = ["configure", "parameter_rows", "render_instructions", "render_tools", "run"]
 
-NAME: Final = "tools"
-SUMMARY: Final = "list a server's tools and their mirrored headers"
 DESCRIPTION: Final = (
     "List the tools of a server with their parameters: name, type, whether it is required, and the\n"
     "Mcp-Param-* header it is mirrored into (its x-mcp-header annotation); then the tools excluded\n"

@@ -15,10 +15,8 @@ from ..report import parse_trail, report_html
 from ..trace import parse_events, select_call, sequence_diagram, servers_of, summary_by_server
 from .common import CliError, Exit, os_reason, print_line, read_text
 
-__all__ = ["NAME", "configure", "run", "write_report"]
+__all__ = ["configure", "run", "write_report"]
 
-NAME: Final = "trace"
-SUMMARY: Final = "draw a recorded call or input run as a Mermaid sequence diagram"
 DESCRIPTION: Final = (
     "Turn one call's audit events (JSON Lines, as written by 'mcpfsm call --events' or mcpfsm.AuditLog)\n"
     "into a Mermaid sequenceDiagram: client and server, the headers on the arrows, the states as notes.\n"

@@ -67,9 +67,11 @@ async def read_body(
             raise
     body = decoder(response, limit=limit)
     pieces: list[bytes] = []
+    # A pooled reply kept (its request id is checked once decoded) keeps its connection after the last chunk too.
+    chunks = response.chunks(keep=True) if keep and isinstance(response, WireReply) else response.chunks()
     try:
         with mapped(what):
-            async for chunk in response.chunks():
+            async for chunk in chunks:
                 pieces.extend(body.decode(chunk))
             pieces.extend(body.finish())
     except BodyTooLarge as exc:

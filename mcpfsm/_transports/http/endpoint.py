@@ -16,7 +16,7 @@ from ..._core.errors import TransportError
 from ..._log import logger
 from ..pool import HttpResponse
 from .headers import RequestHeaders
-from .routing import Route
+from .routing import Hop, Route
 from .urls import Origin, origin, redacted, redirect_target, target
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ class Endpoint:
         permanent = True
         for hops in range(MAX_REDIRECTS + 1):
             fixed, headers = self._headers.for_hop(url, where, start, method, extra)
-            response = await self._route.request(url, where, path, method, fixed, headers, body, resendable, long_lived)
+            hop = Hop(url, where, path, method, fixed, headers, body, resendable=resendable, long_lived=long_lived)
+            response = await self._route.request(hop)
             if response.set_cookie:
                 # RFC 6265 §5.3: what a response sets (a redirect's included) applies from the next request on.
                 self._headers.keep_cookies(url, method, response.set_cookie)

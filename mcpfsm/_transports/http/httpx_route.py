@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any, cast
 import trio
 
 from ..._core.h1 import H1Error, field_problem
-from .urls import Origin
 
 if TYPE_CHECKING:
     import httpx
+
+    from .routing import Hop
 
 __all__ = ["HttpxResponse", "HttpxRoute"]
 
@@ -84,6 +85,24 @@ class HttpxResponse:
         """Close the response: httpcore closes a connection whose body was not read to its end."""
         await self.aclose()
 
+    def drop_connection(self) -> bool:
+        """Shut the connection this response came on down, when the transport names it; whether there was one.
+
+        httpcore names it in the response's ``network_stream`` extension (its ``socket``). A connection shut
+        down reads as one the server closed, so httpcore's pool drops it before the next request: bytes left
+        on it after this response (a server that answered twice) reach no later request. A transport without
+        connections (``httpx.MockTransport``) names none.
+        """
+        stream = self._response.extensions.get("network_stream")
+        extra = getattr(stream, "get_extra_info", None)
+        connection = None if extra is None else extra("socket")
+        shutdown = getattr(connection, "shutdown", None)
+        if shutdown is None:
+            return False
+        with contextlib.suppress(OSError):
+            shutdown(trio.socket.SHUT_RDWR)
+        return True
+
 
 class HttpxRoute:
     """Sends every request of an ``HttpTransport`` through the caller's ``httpx.AsyncBaseTransport``.
@@ -108,33 +127,22 @@ class HttpxRoute:
         # A long-lived stream's silences are not bounded (httpx cannot tell the head's wait from the body's).
         self._long_lived_extensions: dict[str, Any] = {"timeout": {**timeouts.as_dict(), "read": None}}
 
-    async def request(
-        self,
-        url: httpx.URL,
-        origin: Origin,
-        target: str,
-        method: str,
-        fixed: tuple[tuple[str, str], ...],
-        headers: list[tuple[str, str]],
-        body: bytes,
-        resendable: bool,
-        long_lived: bool,
-    ) -> HttpxResponse:
+    async def request(self, hop: Hop) -> HttpxResponse:
         """Send one request through the caller's transport; see :class:`~.routing.Route`.
 
         Raises:
             H1Error: a header the pool's framing would refuse too (httpx and h11 would quote the value).
             httpx.HTTPError: as the caller's transport raises it (``http.errors`` maps it).
         """
-        headers = [*fixed, *headers]
+        headers = [*hop.fixed, *hop.headers]
         for name, value in headers:
             # What the pool's framing refuses, refused here too: httpx and h11 would quote the value.
             if (problem := field_problem(name, value)) is not None:
                 raise H1Error(problem)
         import httpx
 
-        extensions = self._long_lived_extensions if long_lived else self._extensions
-        request = httpx.Request(method, url, headers=headers, content=body or None, extensions=extensions)
+        extensions = self._long_lived_extensions if hop.long_lived else self._extensions
+        request = httpx.Request(hop.method, hop.url, headers=headers, content=hop.body or None, extensions=extensions)
         return HttpxResponse(await self._transport.handle_async_request(request))
 
     async def aclose(self) -> None:

@@ -22,7 +22,7 @@ from .urls import Origin, basic, names_credentials, origin, parse_url, redacted
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["PoolRoute", "Route", "pool_timeouts"]
+__all__ = ["Hop", "PoolRoute", "Route", "pool_timeouts"]
 
 _DEFAULT_TIMEOUTS: Final = Timeouts(connect=30.0, write=30.0, read=300.0, pool=30.0)
 
@@ -33,10 +33,22 @@ _MAX_CONNECTIONS: Final = 100
 _KEEPALIVE_EXPIRY: Final = 30.0
 
 
-class Route(Protocol):
-    """Sends one request on its way (no redirects, no credentials: the endpoint layer did those)."""
+class Hop:
+    """One request on its way to one origin (a redirect makes another): what every :class:`Route` is handed.
 
-    async def request(
+    Attributes:
+        url: the request's URL; ``origin`` and ``target`` (the request target) are its parts.
+        method: the request method.
+        fixed: header fields sent first, as given (the connection's own).
+        headers: the message's header fields.
+        body: the request body (``b""``: none).
+        resendable: a keep-alive race may resend it (RFC 9110 §9.2.2).
+        long_lived: the read timeout bounds the wait for the head only (a subscription, the standalone ``GET``).
+    """
+
+    __slots__ = ("body", "fixed", "headers", "long_lived", "method", "origin", "resendable", "target", "url")
+
+    def __init__(
         self,
         url: httpx.URL,
         origin: Origin,
@@ -45,14 +57,26 @@ class Route(Protocol):
         fixed: tuple[tuple[str, str], ...],
         headers: list[tuple[str, str]],
         body: bytes,
+        *,
         resendable: bool,
         long_lived: bool,
-    ) -> HttpResponse:
-        """Send ``method`` to ``url`` (its ``origin`` and request ``target``), ``fixed`` headers before ``headers``.
+    ) -> None:
+        self.url = url
+        self.origin = origin
+        self.target = target
+        self.method = method
+        self.fixed = fixed
+        self.headers = headers
+        self.body = body
+        self.resendable = resendable
+        self.long_lived = long_lived
 
-        ``resendable``: a keep-alive race may resend it (RFC 9110 §9.2.2). ``long_lived``: the read timeout
-        bounds the wait for the head only (a subscription, the standalone ``GET``).
-        """
+
+class Route(Protocol):
+    """Sends one request on its way (no redirects, no credentials: the endpoint layer did those)."""
+
+    async def request(self, hop: Hop) -> HttpResponse:
+        """Send ``hop`` (its ``fixed`` headers before its ``headers``) and return the response's head."""
         ...
 
     async def aclose(self) -> None:
@@ -123,35 +147,24 @@ class PoolRoute:
             self._tls = ssl_context(verify, cert, trust_env=trust_env)  # a bad path fails here, not later
         self._pool_for(endpoint)
 
-    async def request(
-        self,
-        url: httpx.URL,
-        origin: Origin,
-        target: str,
-        method: str,
-        fixed: tuple[tuple[str, str], ...],
-        headers: list[tuple[str, str]],
-        body: bytes,
-        resendable: bool,
-        long_lived: bool,
-    ) -> HttpResponse:
-        """Send one request through the pool of ``origin``; see :class:`Route`."""
-        pool = self.pools.get(origin) or self._pool_for(url)
+    async def request(self, hop: Hop) -> HttpResponse:
+        """Send one request through the pool of its origin; see :class:`Route`."""
+        pool = self.pools.get(hop.origin) or self._pool_for(hop.url)
         # The 2xx body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
-        prefetch = method == "POST" and not long_lived
+        long_lived = hop.long_lived
         try:
             return await pool.request(
-                method,
-                target,
-                headers,
-                body,
-                resendable=resendable,
-                prefetch=prefetch,
+                hop.method,
+                hop.target,
+                hop.headers,
+                hop.body,
+                resendable=hop.resendable,
+                prefetch=hop.method == "POST" and not long_lived,
                 long_lived=long_lived,
-                fixed=fixed,
+                fixed=hop.fixed,
             )
         except ConnectError as exc:
-            exc.url = redacted(url)  # the message names the URL (never its credentials), not only host:port
+            exc.url = redacted(hop.url)  # the message names the URL (never its credentials), not only host:port
             raise
 
     async def aclose(self) -> None:

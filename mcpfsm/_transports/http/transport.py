@@ -208,6 +208,23 @@ class HttpTransport:
             with mapped("closing HTTP response"):
                 await following.aclose()
 
+    @staticmethod
+    async def _foreign_stray(response: HttpResponse, stray: object, request_id: object) -> None:
+        # Through the caller's transport, an answer for another id cannot be skipped (its framing is httpcore's, and
+        # what followed is in its buffer): the connection is closed so that what is left on it reaches no later
+        # request, and the call fails for want of its answer, never with the stray's result or error.
+        if stray is None:
+            return
+        drop = getattr(response, "drop_connection", None)
+        if drop is None or not drop():
+            return  # no connection behind the response (httpx.MockTransport): the session judges the id
+        logger.warning("ignoring a response for unknown request id {!r} from the MCP server", stray)
+        raise TransportError(
+            f"the server answered request {request_id!r} with a response for request {stray!r}, which was dropped;"
+            " the caller's http_transport cannot read the next response on that connection, so it was closed"
+            f" and the answer to request {request_id!r} is unknown (the server may have run it)"
+        )
+
     async def _answer(
         self,
         response: HttpResponse,
@@ -239,6 +256,8 @@ class HttpTransport:
                     if stray is not None:
                         return await self._skip(response, stray, request_id, sent, crossed, skipped)
                     response.release()
+                elif request_id is not None:
+                    await self._foreign_stray(response, stray_id(decoded, request_id), request_id)
                 return Reply(body, status, session_id, dpop_nonce=nonce, decoded=decoded)
             if media == "text/event-stream":
                 answer = await self._streams.answer(response, request_id, sent)
@@ -255,6 +274,8 @@ class HttpTransport:
             if stray is not None:
                 return await self._skip(response, stray, request_id, sent, crossed, skipped)
             response.release()
+        elif request_id is not None and media == "application/json":
+            await self._foreign_stray(response, stray_id(decoded_json(body), request_id), request_id)
         if media == "application/json" and is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
         message = status_message(response, body, self._headers.refusal_hint(status))

@@ -48,6 +48,7 @@ class WireReply:
     __slots__ = (
         "_connection",
         "_deferred",
+        "_keep",
         "_pool",
         "_read_timeout",
         "_reader",
@@ -86,6 +87,7 @@ class WireReply:
         self._connection: Connection | None = connection
         self._reader = reader
         self._deferred = deferred
+        self._keep = False
         self._read_timeout = math.inf if long_lived else pool.timeouts.read
 
     async def read(self, *, keep: bool = False) -> bytes:
@@ -126,8 +128,12 @@ class WireReply:
             return pieces[0]
         return b"".join(pieces)
 
-    def chunks(self) -> AsyncIterator[bytes]:
-        """The body as it arrives (each piece non-empty); ends with the body."""
+    def chunks(self, *, keep: bool = False) -> AsyncIterator[bytes]:
+        """The body as it arrives (each piece non-empty); ends with the body.
+
+        ``keep``: as for :meth:`read` (a chunked or encoded answer whose request id is checked after it is decoded).
+        """
+        self._keep = keep
         return self
 
     def __aiter__(self) -> WireReply:
@@ -144,7 +150,8 @@ class WireReply:
             if piece:
                 return piece
             if piece is None:
-                self._release()
+                if not self._keep:
+                    self._release()
                 raise StopAsyncIteration
             connection = self._connection
             if connection is None:
