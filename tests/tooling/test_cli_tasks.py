@@ -6,9 +6,11 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import trio
@@ -124,6 +126,62 @@ def test_tasks_lists_what_the_commands_store_recorded(server: HttpPeer) -> None:
     run = run_mcpfsm("tasks", server.url, "--json")
     assert json.loads(run.stdout) == {"tasks": []}
     assert "tasks/get" not in [method for method, _ in methods(server)]
+
+
+def started_call(server: HttpPeer, store: Path) -> tuple[subprocess.Popen[str], str]:
+    """``mcpfsm call --tasks --store`` of ``forever`` in the background, once its task is working: (process, id)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcpfsm", "call", server.url, "forever", "--tasks", "--store", str(store), "--compact"],
+        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert process.stderr is not None
+    line = process.stderr.readline()  # the readiness signal: the task's first status line
+    match = re.fullmatch(r"mcpfsm: task (\S+) working\n", line)
+    assert match is not None, line
+    return process, match.group(1)
+
+
+def test_a_call_with_a_store_is_listed_while_it_runs_and_cancelled_from_another_command(
+    server: HttpPeer, tmp_path: Path
+) -> None:
+    store = tmp_path / "store"
+    process, task_id = started_call(server, store)
+    with process:
+        run = run_mcpfsm("tasks", server.url, "--store", str(store))
+        assert (run.code, run.stderr) == (0, "")
+        assert run.stdout.splitlines()[1].split() == [task_id, "forever", "working"]
+        run = run_mcpfsm("task", server.url, task_id, "--store", str(store), "--cancel")
+        assert run.code == 0
+        assert run.stdout.splitlines()[:3] == [f"task: {task_id}", "tool: forever", "status: cancelled"]
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == Exit.rpc_error
+    assert stderr.splitlines() == [
+        f"mcpfsm: task {task_id} cancelled: cancelled by the client",
+        f"mcpfsm: error: task {task_id} was cancelled",
+    ]
+    assert run_mcpfsm("tasks", server.url, "--store", str(store)).stdout == "no pending tasks\n"
+
+
+def test_a_call_interrupted_leaves_its_task_recorded(server: HttpPeer, tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    process, task_id = started_call(server, store)
+    with process:
+        process.send_signal(signal.SIGINT)
+        process.communicate(timeout=60)
+    assert process.returncode == Exit.interrupted
+    run = run_mcpfsm("tasks", server.url, "--store", str(store), "--json")
+    assert [(each["taskId"], each["tool"], each["status"]) for each in json.loads(run.stdout)["tasks"]] == [
+        (task_id, "forever", "working")
+    ]
+    assert run_mcpfsm("task", server.url, task_id, "--store", str(store), "--cancel").code == 0
+    assert run_mcpfsm("tasks", server.url, "--store", str(store)).stdout == "no pending tasks\n"
+
+
+def test_a_store_that_does_not_answer_is_one_error_line(server: HttpPeer) -> None:
+    run = run_mcpfsm("tasks", server.url, "--store", "redis://:hunter2@127.0.0.1:1/")
+    assert run.code == Exit.unreachable
+    line = one_error_line(run)
+    assert line.startswith("mcpfsm: error: cannot use the store redis://") and "hunter2" not in line
 
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")

@@ -9,7 +9,6 @@ import json
 import math
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from functools import partial
 from types import TracebackType
 from typing import IO, Any, Final, TypeGuard, get_args
 
@@ -19,6 +18,7 @@ from ..._client.client import LogLevel
 from ..._client.group import GroupTool
 from ..._client.tools import ToolList
 from ..._core.config import Config
+from ..._core.credentials import Store
 from ..._core.events import CallEvent, TaskEvent
 from ..._core.results import ToolResult
 from ..._log import logger
@@ -42,6 +42,7 @@ from .common import (
 )
 from .configured import find_config, is_url, read_config
 from .elicit import TerminalElicitation
+from .task import add_task_store_option, client_store, entered, shared_store
 
 __all__ = ["configure", "run", "unknown_tool"]
 
@@ -67,7 +68,8 @@ DESCRIPTION: Final = (
     "--tasks declares the tasks extension (SEP-2663): a server may then answer with a task, which is\n"
     "polled until it ends; its status (and statusMessage) is shown on stderr as it changes, one line per\n"
     "change, or on a terminal in the live line, with a progress bar when the progress has a total.\n"
-    "'mcpfsm task URL ID' shows or cancels a task later."
+    "'mcpfsm task URL ID' shows or cancels a task later. --store STORE records the task in a shared\n"
+    "store until it ends, where 'mcpfsm tasks URL --store STORE' lists it (after a Ctrl-C, say)."
 )
 _SPINNER: Final = "|/-\\"
 
@@ -88,6 +90,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="declare the tasks extension (SEP-2663): the server may answer with a task, polled until it ends,"
         " its status shown on stderr",
     )
+    add_task_store_option(parser)
     parser.add_argument(
         "--log-level",
         choices=get_args(LogLevel),
@@ -243,10 +246,16 @@ def run(args: argparse.Namespace) -> Exit:
     events = None if args.events is None else _EventLog(args.events, console)
     elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes, pause=console.paused)
     on_event = _with_status(console, events) if args.tasks else events
+    store = shared_store(args)
     config = group_config(args)
     if config is not None:
+
+        async def in_group() -> ToolResult:
+            async with entered(store, None):
+                return await _call_in_group(args, config, arguments, pairs, console, on_event, elicitation, store)
+
         with events or contextlib.nullcontext():
-            result = trio.run(partial(_call_in_group, args, config, arguments, pairs, console, on_event, elicitation))
+            result = trio.run(in_group)
         return _print_result(args, result)
     # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
     client = make_client(
@@ -257,9 +266,14 @@ def run(args: argparse.Namespace) -> Exit:
         elicitation_modes=("form", "url"),
         log_level=args.log_level,
         **_task_options(args),
+        **client_store(store),
     )
 
     async def call() -> ToolResult:
+        async with entered(store, args.url):
+            return await answer()
+
+    async def answer() -> ToolResult:
         with connection_errors(target(args), client):
             async with client:
                 if args.by_name:
@@ -285,6 +299,7 @@ async def _call_in_group(
     console: _Console,
     on_event: Callable[[CallEvent], None] | None,
     elicitation: TerminalElicitation,
+    store: Store | None,
 ) -> ToolResult:
     from ..._client.group import ClientGroup
 
@@ -297,6 +312,7 @@ async def _call_in_group(
         on_elicitation=elicitation,
         elicitation_modes=("form", "url"),
         **_task_options(args),
+        **client_store(store),
     ) as group:
         tools = await group.tools()
         tool = tools.get(args.tool)
