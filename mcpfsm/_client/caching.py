@@ -18,9 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from .._core.cache import ResponseCache, cache_key
+from .._core.cache import LISTINGS, ResponseCache, cache_key
 from .._core.constants import is_modern
-from .sharing import LISTINGS
 
 if TYPE_CHECKING:
     from .sharing import SharedListings

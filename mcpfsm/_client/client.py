@@ -49,11 +49,10 @@ from .._drivers.input import (
 from .._drivers.tool_call import ToolCall
 from .._log import logger
 from .._transports.base import Transport
-from . import negotiation, sharing, telemetry
+from . import negotiation, telemetry
 from .catalog import Catalog
 from .lifecycle import Lifecycle, Stage
 from .session import NotificationCallback, Session
-from .store_guard import GuardedStore, guarded
 from .tools import Tool, ToolList
 
 if TYPE_CHECKING:
@@ -284,8 +283,12 @@ class Client:
         self._opened = False
         self._store = store
         self._guarded: Store | None = None
-        # A caller's store shares listings with the other clients of the same server (docs/cache.md).
-        self._session.shared = sharing.for_session(self._session, store)
+        if store is not None:
+            # A caller's store shares listings with the other clients of the same server (docs/cache.md); the
+            # store and sharing modules are imported only then (bench/startup.py).
+            from . import sharing
+
+            self._session.shared = sharing.for_session(self._session, store)
         self._tasks = bool(tasks)
         self._progress_timeout = progress_timeout
         self._total_timeout = total_timeout
@@ -423,6 +426,8 @@ class Client:
             layer.telemetry = self._telemetry
             # §18: tokens and registrations go to the client's store unless the credential names its own;
             # either way every operation is bounded, with memory while the store is down (docs/stores.md).
+            from .store_guard import guarded
+
             own = layer.binding.credential.store
             layer.binding.store = guarded(own) if own is not None else self.shared_store
             cache = self._session.cache
@@ -941,6 +946,8 @@ class Client:
         5 s on the client's memory after a failure, one WARNING per outage).
         """
         if self._guarded is None:
+            from .store_guard import guarded
+
             self._guarded = guarded(self.store)
         return self._guarded
 
@@ -951,6 +958,7 @@ class Client:
         Counts the client's ``store=`` and the ``store=`` of its ``auth=`` credential, one per outage.
         """
         from .authorization import AuthorizationLayer
+        from .store_guard import GuardedStore
 
         stores: list[object] = [self._guarded]
         layer = self._session.authorization

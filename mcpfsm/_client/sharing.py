@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 
 import trio
 
-from .._core.cache import CacheKey, CacheStats, ResponseCache, cache_hint
+from .._core.cache import LISTINGS, CacheKey, CacheStats, ResponseCache, cache_hint
 from .._log import logger
 from .store_guard import DEFAULT_RETRY_AFTER, DEFAULT_STORE_TIMEOUT
 
@@ -58,9 +58,6 @@ __all__ = [
     "typed_fingerprint",
     "typed_secrets",
 ]
-
-LISTINGS: Final = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
-"""The methods whose pages are shared through a store."""
 
 STORE_TIMEOUT: Final = DEFAULT_STORE_TIMEOUT
 """Seconds one store operation may take before the client asks the server instead (as for tokens)."""

@@ -38,6 +38,7 @@ from typing import Any, Final, Literal, NamedTuple
 __all__ = [
     "CACHEABLE_METHODS",
     "DEFAULT_MAX_BYTES",
+    "LISTINGS",
     "MAX_TTL_MS",
     "CacheHint",
     "CacheKey",
@@ -61,6 +62,9 @@ CACHEABLE_METHODS: Final = frozenset(
     }
 )
 """The methods whose complete results carry ``ttlMs`` and ``cacheScope`` (SEP-2549; the skills ones: SEP-2640)."""
+
+LISTINGS: Final = frozenset({"tools/list", "prompts/list", "resources/list", "resources/templates/list"})
+"""The methods whose pages a client shares through a store (docs/cache.md, "Shared listings")."""
 
 MAX_TTL_MS: Final = 24 * 60 * 60 * 1000
 """The longest time a result is kept, in milliseconds (24 hours); a larger ``ttlMs`` is clamped to it."""

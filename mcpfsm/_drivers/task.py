@@ -13,6 +13,7 @@ in its state, and the next ``wait()`` goes on from there (the record stays in th
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import secrets
 import time
@@ -22,7 +23,7 @@ from typing import Any, Final, Protocol
 import trio
 
 from .._core.constants import INVALID_PARAMS
-from .._core.errors import ProtocolError, RpcError, TaskError
+from .._core.errors import McpError, ProtocolError, RpcError, TaskError
 from .._core.events import TaskEvent, error_summary, input_failure_summary, utc_timestamp
 from .._core.input_rounds import parse_input_required
 from .._core.results import ToolResult
@@ -36,6 +37,9 @@ __all__ = ["TaskPort", "TaskRun", "new_run_id"]
 
 _RUN_PREFIX = secrets.token_hex(4)
 _RUN_COUNTER = itertools.count(1)
+
+_ABANDON_SECONDS: Final = 5.0
+"""How long the ``tasks/cancel`` of a task whose input cannot be given may take before the run ends anyway."""
 
 _ON_STATUS: Final[Mapping[str, Trigger]] = {
     "completed": Trigger.completed,
@@ -282,6 +286,7 @@ class TaskRun:
 
     async def _apply(self, status: TaskStatus, *, first: bool = False) -> None:
         changed = status.changed_from(self.status)
+        recorded = self.record()
         self.status = status
         if changed:
             self.port.changed()
@@ -316,7 +321,9 @@ class TaskRun:
             self._requests = None
         else:
             self._follow(Trigger.created if first else Trigger.polled)
-        if changed and not first:
+        # Only when the record differs (a new status, ttlMs...): a server may move lastUpdatedAt on every poll
+        # (fastmcp-tasks 4.1 does), which would otherwise write the same record to the store at each one.
+        if not first and self.record() != recorded:
             await self.port.save(status.task_id, self.record())
 
     async def _gather(self) -> None:
@@ -325,12 +332,21 @@ class TaskRun:
             parsed = parse_input_required("tasks/get", {"inputRequests": self._pending})
             self._answers = await self.port.inputs.gather(parsed.requests)
         except Exception as exc:
+            await self._abandon()
             await self._end(Trigger.input_failed, exc)
             raise
         if self.port.inputs.audit_answers:
             self._responses = self._answers
         self._follow(Trigger.gathered)
         self._responses = None
+
+    async def _abandon(self) -> None:
+        # The input cannot be given (a handler raised, none is offered, the round is too large): the task would
+        # wait in input_required until its TTL, so the server is told to cancel it, once and bounded; its
+        # answer changes nothing here, the run ends failed with the input's error (docs/tasks.md).
+        assert self.task_id is not None
+        with trio.move_on_after(_ABANDON_SECONDS), contextlib.suppress(McpError):
+            await self.port.task_request("tasks/cancel", {"taskId": self.task_id})
 
     async def _update(self) -> None:
         assert self.task_id is not None and self._answers is not None

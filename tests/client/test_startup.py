@@ -307,3 +307,21 @@ def test_the_yaml_parser_comes_with_the_first_skill_only(code: str) -> None:
     found: list[str] = fresh_python(LOADED.format(code=code), json.dumps(["yaml"]))
     assert found == []
     assert fresh_python(LOADED.format(code="import mcpfsm\nmcpfsm.SkillVerificationError"), '["yaml"]') == ["yaml"]
+
+
+STORE_SIDE = ("mcpfsm._core.oauth", "mcpfsm._core.credentials", "mcpfsm._client.store_guard", "mcpfsm._client.sharing")
+
+SEEN_AFTER = """
+import json, sys
+{code}
+print(json.dumps(sorted(name for name in json.loads(sys.argv[1]) if name in sys.modules)))
+"""
+
+
+def test_a_client_without_a_store_or_credentials_loads_neither_the_oauth_core_nor_the_store_side() -> None:
+    # The OAuth core, the store guard and shared listings come with auth= or store=, not with import mcpfsm or a
+    # plain HTTP client (bench/startup.py: they cost about 90 M instructions).
+    code = "import mcpfsm\nmcpfsm.Client.http('http://127.0.0.1:1/mcp')"
+    assert fresh_python(SEEN_AFTER.format(code=code), json.dumps(STORE_SIDE)) == []
+    with_store = "import mcpfsm\nmcpfsm.Client.http('http://127.0.0.1:1/mcp', store=mcpfsm.MemoryStore())"
+    assert "mcpfsm._client.sharing" in fresh_python(SEEN_AFTER.format(code=with_store), json.dumps(STORE_SIDE))
