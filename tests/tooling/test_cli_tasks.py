@@ -210,3 +210,32 @@ def test_call_tasks_on_a_terminal_redraws_one_status_line(server: HttpPeer) -> N
     # No status line of its own: the live line only, cleared at the end.
     spinner = re.compile(r"\r[|/\\-] build \d+\.\ds\x1b\[K")
     assert spinner.sub("", live.sub("", text)).replace("\r\x1b[K", "") == ""
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
+def test_the_live_line_fits_a_narrow_terminal(server: HttpPeer) -> None:
+    import fcntl
+    import struct
+    import termios
+
+    controller, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 30, 0, 0))  # 30 columns
+    command = [sys.executable, "-m", "mcpfsm", "call", server.url, "build", "--tasks", "seconds=1", "--compact"]
+    with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=terminal) as process:
+        os.close(terminal)
+        assert process.stdout is not None
+        process.stdout.read()
+        assert process.wait(timeout=60) == 0
+    screen = b""
+    while select.select([controller], [], [], 0.2)[0]:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal side is closed
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(controller)
+    draws = re.findall(r"\r([^\r\x1b]+)\x1b\[K", screen.decode())
+    assert draws and all(len(draw) <= 29 for draw in draws)
+    assert any(" build " in draw for draw in draws)

@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import json
 import math
+import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from types import TracebackType
@@ -170,7 +171,8 @@ class _Console:
             elapsed = trio.current_time() - started
             tail = "" if self._bar is None else " " + _progress_bar(*self._bar)
             tail += "" if self._status is None else f" {self._status}"
-            self._stream.write(f"\r{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s{tail}\x1b[K")
+            text = f"{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s{tail}"
+            self._stream.write(f"\r{text[: self._columns() - 1]}\x1b[K")  # one row, or \r redraws no more
             self._stream.flush()
             self._drawn = True
             await trio.sleep(0.1)
@@ -184,6 +186,13 @@ class _Console:
             yield
         finally:
             self._paused = False
+
+    def _columns(self) -> int:
+        try:
+            columns = os.get_terminal_size(self._stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            columns = 0
+        return columns if columns > 1 else 80
 
     def _clear(self) -> None:
         if self._drawn:
