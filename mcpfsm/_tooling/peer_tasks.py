@@ -67,6 +67,11 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _text_result(text: str) -> dict[str, Any]:
+    # The tools return str, so they list an outputSchema {"result": string}: the result conforms to it.
+    return {"content": [{"type": "text", "text": text}], "structuredContent": {"result": text}, "isError": False}
+
+
 @dataclass(slots=True, kw_only=True)
 class _Task:
     task_id: str
@@ -143,7 +148,7 @@ class TaskServer:
             seconds = float(task.arguments.get("seconds", 0.3))
             if now >= task.created + seconds:
                 task.status, task.message = "completed", None
-                task.result = {"content": [{"type": "text", "text": f"built in {seconds:g} s"}], "isError": False}
+                task.result = _text_result(f"built in {seconds:g} s")
             else:
                 # Four steps, each a change of statusMessage (what progress_timeout watches).
                 task.message = f"compiling {min(4, int((now - task.created) / seconds * 4) + 1)}/4"
@@ -157,7 +162,7 @@ class TaskServer:
             else:
                 task.status, task.message = "completed", None
                 text = json.dumps({key: task.answers[key] for key in keys}, sort_keys=True)
-                task.result = {"content": [{"type": "text", "text": text}], "isError": False}
+                task.result = _text_result(text)
         elif task.tool == "explode" and task.polls > 0:
             task.status, task.message = "failed", "the build broke"
             task.error = {"code": -32603, "message": "compiler crashed"}
@@ -213,7 +218,7 @@ class TaskServer:
         """Complete a ``manual`` task and push its notification."""
         task = self.get(task_id)
         task.status, task.message, task.updated = "completed", None, time.time()
-        task.result = {"content": [{"type": "text", "text": "finished"}], "isError": False}
+        task.result = _text_result("finished")
         await self.push(task)
 
     async def push(self, task: _Task) -> None:

@@ -1,16 +1,17 @@
 """The walkthroughs' recorded runs as an audit trail, and the manual's reports made from them.
 
-``specs/tool-call.md`` and ``specs/authorization.md`` (written by ``mcpfsm diagram`` from runs of the real client
-against the test server and the test authorization server, and kept byte for byte by its drift check) show each
-example's events as a table. :func:`walkthrough_records` reads those tables back into event records, with what
-the tables show of each event: the header plan (the ``Mcp-Param-*`` headers beyond the standard ones), the error,
-the input requests and the answers sent, the issuer and scopes of an authorization flow. Nothing nondeterministic
+``specs/tool-call.md``, ``specs/authorization.md`` and ``specs/task.md`` (written by ``mcpfsm diagram`` from runs of
+the real client against the test servers and the test authorization server, and kept byte for byte by its drift
+check) show each example's events as a table. :func:`walkthrough_records` reads those tables back into event
+records, with what the tables show of each event: the header plan (the ``Mcp-Param-*`` headers beyond the standard
+ones), the error, the input requests and the answers sent, the issuer and scopes of an authorization flow, a
+task's id, status message and poll interval. Nothing nondeterministic
 is in the tables, so neither is it in the records: ``at`` is one fixed time and ``elapsed`` counts steps.
 
 :data:`MANUAL_REPORTS` names the reports the manual's pages embed (docs/calls.md, docs/input.md,
-docs/authorization.md) and which examples each holds; :func:`manual_reports` writes them with the trail viewer
-(:func:`mcpfsm._tooling.report.report_html`). The docs build makes them (``docs/_hooks/generated.py``), so a
-report can never disagree with the walkthrough it shows.
+docs/authorization.md, docs/tasks.md) and which examples each holds; :func:`manual_reports` writes them with the
+trail viewer (:func:`mcpfsm._tooling.report.report_html`). The docs build makes them (``docs/_hooks/generated.py``),
+so a report can never disagree with the walkthrough it shows.
 """
 
 from __future__ import annotations
@@ -35,6 +36,9 @@ _HEADING: Final = re.compile(r"^### (\d+)\. (.*)$")
 _ERROR: Final = re.compile(r"^`(?P<type>[A-Za-z_][\w.]*)`(?: (?P<code>-?\d+))?: `(?P<message>.*)`$")
 _ASK: Final = re.compile(r"`([^`]+)`: `([^`]+)`")
 _ANSWER: Final = re.compile(r"`([^`:]+): ((?:[^`]|``)*)`")
+_COLUMNS: Final = {"#": "seq", "from": "previous"}  # the task walkthrough's names for them
+_TASK_TOOL: Final = re.compile(r'(?:call_tool|start_tool)\("([^"]+)"')
+_RPC_RAISED: Final = re.compile(r"^The call raises RpcError: JSON-RPC error (-?\d+): (.*)\.$")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +82,13 @@ MANUAL_REPORTS: Final = (
         spec="specs/authorization.md",
         examples=tuple(range(1, 15)),
     ),
+    ManualReport(
+        path="reports/tasks.html",
+        page="tasks.md",
+        title="Recorded task runs: input while working, a failure, a cancellation, a pushed status, an unknown task",
+        spec="specs/task.md",
+        examples=(1, 2, 3, 4, 5),
+    ),
 )
 """The reports the manual's pages embed, made from the walkthroughs' recorded runs."""
 
@@ -109,10 +120,11 @@ def _tables(text: str) -> Iterator[tuple[int, str, list[dict[str, str | None]]]]
             continue
         cells = [cell.strip() for cell in match.group(1).split(" | ")]
         if header is None:
-            if "seq" in cells and "state" in cells:
-                header = cells
+            named = [_COLUMNS.get(cell, cell) for cell in cells]
+            if "seq" in named and "state" in named:
+                header = named
             continue
-        if set(match.group(1)) <= set("-| ") or cells == header:
+        if set(match.group(1)) <= set("-| ") or [_COLUMNS.get(cell, cell) for cell in cells] == header:
             continue
         rows.append(dict(zip(header, map(_cell, cells), strict=False)))
     if rows:
@@ -178,8 +190,9 @@ def _record(row: Mapping[str, str | None], call_id: str, machine: str, **extra: 
 def walkthrough_records(root: Path, *, spec: str | None = None) -> list[dict[str, Any]]:
     """The walkthroughs' recorded runs under the repository ``root``, as audit records, example by example.
 
-    Run ids: ``tool-call-N`` (``tool-call-N-2`` for an example's follow-up call) and ``authorization-N-F``
-    (flow ``F`` of example ``N``). ``spec`` limits the records to one walkthrough (``"specs/tool-call.md"``).
+    Run ids: ``tool-call-N`` (``tool-call-N-2`` for an example's follow-up call), ``authorization-N-F``
+    (flow ``F`` of example ``N``) and ``task-N``. ``spec`` limits the records to one walkthrough
+    (``"specs/tool-call.md"``).
     Each record carries ``example`` and ``walkthrough``, the example's number and title, which the trail viewer
     shows as details.
 
@@ -214,7 +227,45 @@ def walkthrough_records(root: Path, *, spec: str | None = None) -> list[dict[str
                 }
                 call_id = f"authorization-{example}-{row['flow']}"
                 records.append(_record(row, call_id, "authorization", **extra, example=example, walkthrough=title))
+    if spec in (None, "specs/task.md"):
+        text = (root / "specs/task.md").read_text(encoding="utf-8")
+        task_tools, failures = _task_examples(text)
+        for example, title, rows in _tables(text):
+            updates = 0
+            for row in rows:
+                updates += row["trigger"] == "`updated`"  # round: the tasks/update requests acknowledged
+                interval = row.get("poll interval")
+                fields: dict[str, Any] = {
+                    "tool": task_tools.get(example, ""),
+                    "round": updates,
+                    "task_id": _plain(row.get("task id")),
+                    "status_message": row.get("status message"),
+                    "poll_interval": None if interval is None else float(interval.removesuffix(" s")),
+                }
+                if _plain(row["state"]) == "failed" and example in failures:
+                    fields["error"] = failures[example]
+                call_id = f"task-{example}"
+                records.append(_record(row, call_id, "task", **fields, example=example, walkthrough=title))
     return records
+
+
+def _task_examples(text: str) -> tuple[dict[int, str], dict[int, dict[str, Any]]]:
+    # The tool each task example starts (its code line) and the error of the examples whose call raised RpcError.
+    tools: dict[int, str] = {}
+    failures: dict[int, dict[str, Any]] = {}
+    example = 0
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading:
+            example = int(heading.group(1))
+            continue
+        named = _TASK_TOOL.search(line)
+        if named and example:
+            tools.setdefault(example, named.group(1))
+        raised = _RPC_RAISED.match(line)
+        if raised and example:
+            failures[example] = {"type": "RpcError", "code": int(raised.group(1)), "message": raised.group(2)}
+    return tools, failures
 
 
 def _tools_by_example(text: str) -> dict[int, list[str]]:

@@ -33,7 +33,7 @@ _AT: Final = AT
 
 
 def walkthrough_records() -> list[dict[str, Any]]:
-    """The walkthroughs' recorded runs as audit records (ids ``tool-call-N[-K]``, ``authorization-N-F``)."""
+    """The walkthroughs' recorded runs as audit records (ids ``tool-call-N[-K]``, ``authorization-N-F``, ``task-N``)."""
     return recorded.walkthrough_records(REPO_ROOT)
 
 

@@ -245,9 +245,12 @@ def test_call_on_a_terminal_shows_a_spinner_between_progress_lines(peer: HttpPee
         screen += chunk
     os.close(controller)
     text = screen.decode()
-    spinner = re.compile(r"\r[|/\\-] slow \d+\.\ds\x1b\[K")
+    # The live line shows a progress bar once a progress notification gave a total.
+    spinner = re.compile(r"\r[|/\\-] slow \d+\.\ds(?: \[#*\.*\] [1-4]/4)?\x1b\[K")
     assert (code, json.loads(stdout)["content"]) == (0, [{"type": "text", "text": "done"}])
     assert spinner.search(text)
+    bars = re.findall(r"\r[|/\\-] slow \d+\.\ds \[(#*)(\.*)\] ([1-4])/4\x1b\[K", text)
+    assert bars and all((len(done), len(done + left)) == (5 * int(step), 20) for done, left, step in bars)
     assert spinner.sub("", text).replace("\r\x1b[K", "").splitlines() == [
         f"mcpfsm: progress {step}/4: step {step} of 4" for step in range(1, 5)
     ]

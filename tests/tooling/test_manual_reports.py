@@ -35,7 +35,7 @@ def test_the_tables_read_back_with_headers_errors_and_input() -> None:
     runs = by_call(walkthrough_records(REPO_ROOT))
     table_rows = sum(
         1
-        for spec in ("specs/tool-call.md", "specs/authorization.md")
+        for spec in ("specs/tool-call.md", "specs/authorization.md", "specs/task.md")
         for line in (REPO_ROOT / spec).read_text(encoding="utf-8").splitlines()
         if re.match(r"^\| \d+ \| ", line)
     )
@@ -66,6 +66,14 @@ def test_the_tables_read_back_with_headers_errors_and_input() -> None:
     login = runs["authorization-1-1"]
     assert login[-1]["scopes"] == ["mcp:basic", "offline_access"] and login[-1]["issuer"] == "http://127.0.0.1:PORT"
     assert [event["machine"] for event in login] == ["authorization"] * 7
+    approve = runs["task-1"]
+    assert [(event["state"], event["round"]) for event in approve] == [
+        ("submitting", 0), ("input_required", 0), ("answering", 0), ("working", 1), ("working", 1), ("completed", 1),
+    ]
+    assert approve[1]["task_id"] == "task-1:approve" and approve[1]["status_message"] == "waiting for confirm"
+    assert approve[0]["tool"] == "approve" and approve[1]["poll_interval"] == 0.05
+    assert runs["task-2"][-1]["error"] == {"type": "RpcError", "code": -32603, "message": "compiler crashed"}
+    assert runs["task-4"][1]["poll_interval"] == 60.0 and runs["task-5"][0]["tool"] == ""
 
 
 def test_a_cell_the_walkthroughs_do_not_write_is_refused(tmp_path: Path) -> None:
@@ -80,17 +88,20 @@ def test_a_cell_the_walkthroughs_do_not_write_is_refused(tmp_path: Path) -> None
 
 def test_each_page_gets_the_runs_of_its_examples() -> None:
     pages = manual_reports(REPO_ROOT)
-    assert list(pages) == ["reports/calls.html", "reports/input.html", "reports/authorization.html"]
+    assert list(pages) == [
+        "reports/calls.html", "reports/input.html", "reports/authorization.html", "reports/tasks.html",
+    ]
     expected = {
         "reports/calls.html": [f"tool-call-{n}" for n in range(1, 8)] + ["tool-call-7-2"],
         "reports/input.html": ["tool-call-8", "tool-call-9"],
+        "reports/tasks.html": [f"task-{n}" for n in range(1, 6)],
     }
     for path, page in pages.items():
         data = page_data(page)
         ids = [run["id"] for run in data["runs"]]
         if path in expected:
             assert sorted(ids) == sorted(expected[path]), path
-            assert set(data["machines"]) == {"tool-call"}
+            assert set(data["machines"]) == {"task" if path == "reports/tasks.html" else "tool-call"}
         else:
             assert len(ids) == 17 and all(run_id.startswith("authorization-") for run_id in ids)
             assert set(data["machines"]) == {"authorization"}
@@ -108,5 +119,5 @@ def test_the_hook_places_each_report_on_its_page_relative_to_it() -> None:
     # Without directory URLs, and from the site's root page.
     assert 'src="reports/calls.html"' in generated.report_frame("calls", "calls.html")
     assert 'src="reports/calls.html"' in generated.report_frame("calls", "")
-    with pytest.raises(ValueError, match=r"^<!-- report: tasks -->: no such report"):
-        generated.report_frame("tasks", "tasks/")
+    with pytest.raises(ValueError, match=r"^<!-- report: skills -->: no such report"):
+        generated.report_frame("skills", "skills/")

@@ -1,10 +1,10 @@
 """The trail viewer in a real browser: headless Chromium (Debian ``chromium``, ``chromium-driver``) through Selenium.
 
-One report holds the walkthroughs' recorded runs (``specs/tool-call.md``, ``specs/authorization.md``), a live run
-of the input machine and live calls against two test servers whose events name their ``server``. For every run
-the page must light exactly the recorded path on its machine's diagram, step through it with the buttons and the
-arrow keys, filter the index, and fetch nothing. ``.ci/run`` installs Chromium and its driver when missing; the
-driver is always /usr/bin/chromedriver, so Selenium Manager never downloads one.
+One report holds the walkthroughs' recorded runs (``specs/tool-call.md``, ``specs/authorization.md``,
+``specs/task.md``), a live run of the input machine and live calls against two test servers whose events name
+their ``server``. For every run the page must light exactly the recorded path on its machine's diagram, step
+through it with the buttons and the arrow keys, filter the index, and fetch nothing. ``.ci/run`` installs Chromium
+and its driver when missing; the driver is always /usr/bin/chromedriver, so Selenium Manager never downloads one.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_every_run_lights_its_recorded_path_on_its_own_machine(
     records, page = trail
     recorded = runs(records)
     machines = {events[0]["machine"] for events in recorded.values()}
-    assert machines == {"tool-call", "authorization", "input"}
+    assert machines == {"tool-call", "authorization", "input", "task"}
     assert {events[0].get("server") for events in recorded.values()} >= {"alpha", "beta"}
     load(driver, page)
     assert driver.find_element(By.ID, "shown").text == f"{len(recorded)} of {len(recorded)} calls"
@@ -284,3 +284,48 @@ def test_the_manuals_reports_light_every_recorded_path(driver: WebDriver, tmp_pa
             WebDriverWait(driver, WAIT).until(lambda d, call_id=call_id: lit(d)["call"] == call_id)
             assert lit(driver)["edges"] == recorded_path(recorded[call_id]), (path, call_id)
         assert driver.find_elements(By.CSS_SELECTOR, "#events tr.stray") == [], path
+
+
+def test_a_live_task_run_is_drawn_on_the_task_machine(driver: WebDriver, tmp_path: Path) -> None:
+    import trio
+
+    import mcpfsm
+    from tests.peer.fixtures import start_http_peer
+
+    events: list[mcpfsm.CallEvent] = []
+
+    async def confirm(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"ok": True}}
+
+    async def main(url: str) -> None:
+        async with mcpfsm.Client.http(url, tasks=True, on_elicitation=confirm, on_event=events.append) as client:
+            await client.call_tool("approve", {"poll_ms": 50})
+
+    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as server:
+        trio.run(main, server.url)
+    source, page = tmp_path / "task.jsonl", tmp_path / "task.html"
+    source.write_text("".join(event.to_json() + "\n" for event in events), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpfsm", "trace", str(source), "--html", str(page)],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    recorded = runs([event.to_dict() for event in events])
+    assert sorted(events[0]["machine"] for events in recorded.values()) == ["task", "tool-call"]
+    load(driver, page)
+    body = driver.find_element(By.TAG_NAME, "body")
+    seen: set[str] = set()
+    for number in range(len(recorded)):
+        if number:
+            body.send_keys(Keys.ARROW_DOWN)  # the next run in the index
+        WebDriverWait(driver, WAIT).until(lambda d: lit(d)["call"] in set(recorded) - seen)
+        shown = lit(driver)
+        run = recorded[shown["call"]]
+        assert (shown["machine"], shown["edges"]) == (run[0]["machine"], recorded_path(run))
+        assert shown["current"] == [run[-1]["state"]]
+        seen.add(shown["call"])
+        assert driver.find_elements(By.CSS_SELECTOR, "#events tr.stray") == []
+    task_run = next(run for run in recorded.values() if run[0]["machine"] == "task")
+    assert [event["state"] for event in task_run][-1] == "completed" and "input_required" in {
+        event["state"] for event in task_run
+    }

@@ -39,6 +39,8 @@ from . import (
     skill,
     skills,
     store,
+    task,
+    tasks,
     tools,
     trace,
 )
@@ -80,6 +82,8 @@ COMMANDS: Final[tuple[Command, ...]] = (
     Command("prompt", "get one prompt's messages", prompt),
     Command("skills", "list a server's skills (SEP-2640)", skills),
     Command("skill", "print one skill's SKILL.md or a file of it, verified", skill),
+    Command("task", "show a task's status, or cancel it (SEP-2663)", task),
+    Command("tasks", "list the unfinished tasks recorded for a server (SEP-2663)", tasks),
     Command("listen", "print change notifications as JSON Lines until interrupted", listen),
     Command("plan", "show the headers a tools/call would send (no network)", plan),
     Command("trace", "draw a recorded call or input run as a Mermaid sequence diagram", trace),
@@ -104,7 +108,8 @@ exit codes:
   {Exit.protocol:<4} the server's answer is not valid JSON-RPC / MCP; skill: a file fails its verification
   {Exit.unknown_tool:<4} the tool is not listed (or was excluded for invalid x-mcp-header annotations)
   {Exit.invalid_schema:<4} invalid inputSchema (plan), or an argument cannot be mirrored into its header
-  {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included)
+  {Exit.rpc_error:<4} the server answered a JSON-RPC error (an unrecovered -32020 included); call --tasks:
+       the task was cancelled or expired
   {Exit.drift:<4} diagram --check: the generated diagrams are out of date; audit verify: the log's
        chain is broken (a line edited, removed, inserted or reordered)
   {Exit.missing_component:<4} an optional component is missing (the MCP SDK for demo and diagram,

@@ -6,11 +6,12 @@ import argparse
 import contextlib
 import itertools
 import json
+import math
+import os
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Mapping
-from functools import partial
 from types import TracebackType
-from typing import IO, Any, Final, get_args
+from typing import IO, Any, Final, TypeGuard, get_args
 
 import trio
 
@@ -18,7 +19,8 @@ from ..._client.client import LogLevel
 from ..._client.group import GroupTool
 from ..._client.tools import ToolList
 from ..._core.config import Config
-from ..._core.events import CallEvent
+from ..._core.credentials import Store
+from ..._core.events import CallEvent, TaskEvent
 from ..._core.results import ToolResult
 from ..._log import logger
 from .arguments import apply_pairs, is_pair, schema_problems
@@ -41,6 +43,7 @@ from .common import (
 )
 from .configured import find_config, is_url, read_config
 from .elicit import TerminalElicitation
+from .task import add_task_store_option, client_store, entered, shared_store
 
 __all__ = ["configure", "run", "unknown_tool"]
 
@@ -62,7 +65,12 @@ DESCRIPTION: Final = (
     "showing it in full and asking for consent (it is never opened). --yes asks nothing: forms are\n"
     "accepted with their defaults, URLs declined.\n"
     "Without URL, TOOL is an aggregated name (server_tool) of the configuration's group (--config, or\n"
-    "./mcp.json): the call goes to that server with its headers; --events records which server in each event."
+    "./mcp.json): the call goes to that server with its headers; --events records which server in each event.\n"
+    "--tasks declares the tasks extension (SEP-2663): a server may then answer with a task, which is\n"
+    "polled until it ends; its status (and statusMessage) is shown on stderr as it changes, one line per\n"
+    "change, or on a terminal in the live line, with a progress bar when the progress has a total.\n"
+    "'mcpfsm task URL ID' shows or cancels a task later. --store STORE records the task in a shared\n"
+    "store until it ends, where 'mcpfsm tasks URL --store STORE' lists it (after a Ctrl-C, say)."
 )
 _SPINNER: Final = "|/-\\"
 
@@ -77,6 +85,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--compact", action="store_true", help="print the result on one line")
     add_yes_option(parser)
+    parser.add_argument(
+        "--tasks",
+        action="store_true",
+        help="declare the tasks extension (SEP-2663): the server may answer with a task, polled until it ends,"
+        " its status shown on stderr",
+    )
+    add_task_store_option(parser)
     parser.add_argument(
         "--log-level",
         choices=get_args(LogLevel),
@@ -96,6 +111,8 @@ class _Console:
         self._live = stream.isatty()
         self._drawn = False
         self._paused = False
+        self._bar: tuple[float, float] | None = None
+        self._status: str | None = None
 
     def line(self, text: str) -> None:
         """Write one line, clearing the spinner first."""
@@ -107,6 +124,8 @@ class _Console:
         """Show a progress or log notification of the server as one line."""
         if method == "notifications/progress":
             progress, total = params.get("progress"), params.get("total")
+            if _is_number(progress) and _is_number(total) and total > 0:
+                self._bar = (float(progress), float(total))
             amount = _number(progress) if total is None else f"{_number(progress)}/{_number(total)}"
             message = params.get("message")
             self.line(f"mcpfsm: progress {amount}" + (f": {one_line(str(message))}" if message else ""))
@@ -116,6 +135,19 @@ class _Console:
             self.line(f"mcpfsm: server log ({params.get('level', 'info')}): {one_line(text)}")
         else:
             logger.debug("notification {} from the server: {}", method, params)
+
+    def event(self, event: CallEvent) -> None:
+        """Show a task's status as it changes: a line each, or on a terminal the live line's tail."""
+        if not isinstance(event, TaskEvent) or event.task_id is None:
+            return
+        status = f"task {event.task_id} {event.state}" + (
+            f": {one_line(event.status_message)}" if event.status_message else ""
+        )
+        if status == self._status:
+            return
+        self._status = status
+        if not self._live:
+            self.line(f"mcpfsm: {status}")
 
     async def run(self, call: Callable[[], Awaitable[T]]) -> T:
         """Await ``call()``; on a terminal, show a spinner and the elapsed time while it runs."""
@@ -137,7 +169,10 @@ class _Console:
                 await trio.sleep(0.1)
                 continue
             elapsed = trio.current_time() - started
-            self._stream.write(f"\r{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s\x1b[K")
+            tail = "" if self._bar is None else " " + _progress_bar(*self._bar)
+            tail += "" if self._status is None else f" {self._status}"
+            text = f"{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s{tail}"
+            self._stream.write(f"\r{text[: self._columns() - 1]}\x1b[K")  # one row, or \r redraws no more
             self._stream.flush()
             self._drawn = True
             await trio.sleep(0.1)
@@ -152,10 +187,27 @@ class _Console:
         finally:
             self._paused = False
 
+    def _columns(self) -> int:
+        try:
+            columns = os.get_terminal_size(self._stream.fileno()).columns
+        except (OSError, ValueError, AttributeError):
+            columns = 0
+        return columns if columns > 1 else 80
+
     def _clear(self) -> None:
         if self._drawn:
             self._stream.write("\r\x1b[K")
             self._drawn = False
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _progress_bar(progress: float, total: float, width: int = 20) -> str:
+    # "[########............] 2/5": the share of the progress notification's total done.
+    done = max(0, min(width, int(width * progress / total)))
+    return f"[{'#' * done}{'.' * (width - done)}] {_number(progress)}/{_number(total)}"
 
 
 def _number(value: object) -> str:
@@ -202,22 +254,35 @@ def run(args: argparse.Namespace) -> Exit:
     console = _Console(sys.stderr, args.tool)
     events = None if args.events is None else _EventLog(args.events, console)
     elicitation = TerminalElicitation(stdin=sys.stdin, stderr=sys.stderr, assume_yes=args.yes, pause=console.paused)
+    on_event = _with_status(console, events) if args.tasks else events
+    store = shared_store(args)
     config = group_config(args)
     if config is not None:
+
+        async def in_group() -> ToolResult:
+            async with entered(store, None):
+                return await _call_in_group(args, config, arguments, pairs, console, on_event, elicitation, store)
+
         with events or contextlib.nullcontext():
-            result = trio.run(partial(_call_in_group, args, config, arguments, pairs, console, events, elicitation))
+            result = trio.run(in_group)
         return _print_result(args, result)
     # Built, and so checked, before the events file is opened: a usage error leaves no empty file behind.
     client = make_client(
         args,
-        on_event=events,
+        on_event=on_event,
         on_notification=console.notification,
         on_elicitation=elicitation,
         elicitation_modes=("form", "url"),
         log_level=args.log_level,
+        **_task_options(args),
+        **client_store(store),
     )
 
     async def call() -> ToolResult:
+        async with entered(store, args.url):
+            return await answer()
+
+    async def answer() -> ToolResult:
         with connection_errors(target(args), client):
             async with client:
                 if args.by_name:
@@ -241,8 +306,9 @@ async def _call_in_group(
     arguments: dict[str, Any],
     pairs: list[str],
     console: _Console,
-    events: _EventLog | None,
+    on_event: Callable[[CallEvent], None] | None,
     elicitation: TerminalElicitation,
+    store: Store | None,
 ) -> ToolResult:
     from ..._client.group import ClientGroup
 
@@ -250,10 +316,12 @@ async def _call_in_group(
         raise CliError(Exit.usage, "--by-name needs one server: name it where the URL goes")
     async with ClientGroup(
         config,
-        on_event=events,
+        on_event=on_event,
         on_notification=console.notification,
         on_elicitation=elicitation,
         elicitation_modes=("form", "url"),
+        **_task_options(args),
+        **client_store(store),
     ) as group:
         tools = await group.tools()
         tool = tools.get(args.tool)
@@ -264,6 +332,21 @@ async def _call_in_group(
         checked = _checked(args, tool.input_schema, arguments, pairs)
         with connection_errors(target(args)):
             return await console.run(lambda: tool.call(checked))
+
+
+def _task_options(args: argparse.Namespace) -> dict[str, Any]:
+    # tasks=True only when asked: a client option the group's members and Client.http/stdio all take.
+    return {"tasks": True} if args.tasks else {}
+
+
+def _with_status(console: _Console, events: _EventLog | None) -> Callable[[CallEvent], None]:
+    # --tasks: every event goes by the console (a task's status), then to --events when given.
+    def on_event(event: CallEvent) -> None:
+        console.event(event)
+        if events is not None:
+            events(event)
+
+    return on_event
 
 
 def _checked(

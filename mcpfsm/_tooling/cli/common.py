@@ -23,7 +23,15 @@ from ..._client.client import Client
 from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.config import Config
 from ..._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION
-from ..._core.errors import AuthorizationError, ConfigError, McpError, MirroringError, RpcError, TransportError
+from ..._core.errors import (
+    AuthorizationError,
+    ConfigError,
+    McpError,
+    MirroringError,
+    RpcError,
+    TaskError,
+    TransportError,
+)
 from ..._core.events import CallEvent
 from ..._core.h1 import connection_header_problem, field_problem
 from ..._transports.tls import ssl_context
@@ -219,6 +227,8 @@ def classify(exc: BaseException) -> tuple[Exit, str]:
         return Exit.rpc_error, f"the server answered JSON-RPC error {exc.code}: {exc.message}"
     if isinstance(exc, TransportError):
         return Exit.unreachable, str(exc)
+    if isinstance(exc, TaskError):  # the task was cancelled or expired (SEP-2663): no result
+        return Exit.rpc_error, str(exc)
     if isinstance(exc, ConfigError):
         return Exit.usage, f"configuration: {exc}"
     if isinstance(exc, McpError):  # ProtocolError, HeaderDecodeError
