@@ -15,6 +15,7 @@ child process does, so callers check :func:`missing_modules` first::
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import io
 import json
@@ -211,13 +212,8 @@ def run_authserver(
     """
     argv = [sys.executable, "-m", "mcpfsm._tooling.authserver", "--config", json.dumps(dict(scenario or {}))]
     argv += ["--port", str(port)]
-    with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
-        try:
-            base = _await_ready(process, stderr, timeout)
-            yield RunningAuthServer(base_url=base, process=process)
-        finally:
-            _stop(process)
+    with _started(argv, cwd, timeout) as (process, base):
+        yield RunningAuthServer(base_url=base, process=process)
 
 
 def missing_modules() -> list[str]:
@@ -261,13 +257,8 @@ def run_peer(
         argv.append("--event-store")
     if retry_ms is not None:
         argv += ["--retry-ms", str(retry_ms)]
-    with tempfile.TemporaryFile() as stderr:
-        process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
-        try:
-            url = _await_ready(process, stderr, timeout)
-            yield RunningPeer(url=url, process=process)
-        finally:
-            _stop(process)
+    with _started(argv, cwd, timeout) as (process, url):
+        yield RunningPeer(url=url, process=process)
 
 
 @contextmanager
@@ -281,14 +272,22 @@ def run_skills_peer(
             else first (the error carries the tail of its stderr).
     """
     argv = [sys.executable, "-m", "mcpfsm._tooling.peer_skills", "--port", "0"]
+    with _started(argv, cwd, timeout) as (process, url):
+        yield RunningSkillsPeer(url=url, process=process)
+
+
+
+@contextlib.contextmanager
+def _started(
+    argv: list[str], cwd: str | os.PathLike[str] | None, timeout: float
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """Start ``argv``, wait for its READY line (its URL), and stop it when the block ends."""
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
         try:
-            url = _await_ready(process, stderr, timeout)
-            yield RunningSkillsPeer(url=url, process=process)
+            yield process, _await_ready(process, stderr, timeout)
         finally:
             _stop(process)
-
 
 def _await_ready(process: subprocess.Popen[bytes], stderr: IO[bytes], timeout: float) -> str:
     # A reader thread rather than select(): select does not take pipes on Windows.
