@@ -1,0 +1,185 @@
+"""The proxy's upstream: an ASGI app that sends each request on to one origin through mcpfsm's connection pool.
+
+:class:`Forwarder` is what ``mcpfsm gate --upstream URL`` wraps in :class:`~mcpfsm.gate.HeaderGate`; alone, it is
+a plain reverse proxy (``bench/gate.py`` measures the gate against it). It runs under trio (Hypercorn's trio worker)
+and forwards through :class:`~mcpfsm._transports.pool.ConnectionPool`, the keep-alive pool of mcpfsm's client:
+
+- the request goes on with the path and query it came with, its header fields less the hop-by-hop ones
+  (RFC 9110 §7.6.1) and those the pool frames itself (``Host``, ``Content-Length``, ``Expect``, ``Trailer``);
+  ``Mcp-Session-Id`` and ``Last-Event-ID`` go on like every end-to-end field;
+- the answer comes back with the upstream's status and header fields (less the hop-by-hop ones; each
+  ``Set-Cookie`` on its own), its body passed on piece by piece as it arrives, never held: an event stream is
+  streamed through unbuffered;
+- when the client goes away (ASGI ``http.disconnect``) the upstream request is closed at once, its connection
+  with it, whether the answer's head had come or not;
+- an upstream that cannot be reached is answered 502 (504 when it timed out), with a JSON-RPC error body.
+
+A GET (a standalone or resumed event stream) and a ``subscriptions/listen`` request are long-lived: their body may
+stay silent for any time, so no read timeout bounds its waits (the pool's ``long_lived``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import trio
+
+from .._core.gate_edge import end_to_end, error_body, field
+from .._core.h1 import H1Error, field_problem
+from .._log import logger
+from .._transports.pool import ConnectionPool, Timeouts, WireError, WireTimeout
+from .asgi import Receive, Scope, Send, answer
+
+__all__ = ["Forwarder"]
+
+# The pool writes these itself (RFC 9112 §6, §3.2); Expect is answered by the gate's own server.
+_FRAMED: Final = frozenset({b"host", b"content-length", b"expect", b"trailer"})
+_JSON: Final = ((b"content-type", b"application/json"),)
+
+
+class Forwarder:
+    """An ASGI app that forwards every HTTP request to ``upstream``'s origin (see the module's description).
+
+    Args:
+        upstream: the MCP endpoint, ``http://`` or ``https://``; requests keep their own path.
+        timeouts: the pool's timeout of each wait (connect, write, each read, a free connection).
+        max_connections: connections to the upstream open at once; further requests wait for one.
+
+    Raises:
+        ValueError: ``upstream`` is not an absolute http(s) URL.
+    """
+
+    def __init__(self, upstream: str, *, timeouts: Timeouts | None = None, max_connections: int = 100) -> None:
+        """Check ``upstream``; connections are opened on demand."""
+        parts = urlsplit(upstream)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"the upstream must be an absolute http:// or https:// URL, got {upstream!r}")
+        self.upstream = upstream
+        """The upstream MCP endpoint."""
+        self.path = parts.path or "/"
+        """The upstream endpoint's path: the one the proxy serves."""
+        default = 443 if parts.scheme == "https" else 80
+        self._pool = ConnectionPool(
+            scheme=parts.scheme,
+            host=parts.hostname,
+            port=parts.port or default,
+            timeouts=timeouts or Timeouts(),
+            max_connections=max_connections,
+        )
+
+    def __repr__(self) -> str:
+        return f"Forwarder({self.upstream!r})"
+
+    async def aclose(self) -> None:
+        """Close the idle connections; busy ones close when their answer ends."""
+        await self._pool.aclose()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Forward one request (``http``), or follow the server's lifespan (closing the pool at shutdown)."""
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        await self._forward(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = await _whole_body(receive)
+        if body is None:
+            return
+        fields = end_to_end(scope["headers"], also=_FRAMED)
+        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in fields]
+        for name, value in headers:
+            problem = field_problem(name, value)
+            if problem is not None:
+                await answer(send, 400, error_body(None, -32600, problem), _JSON)
+                return
+        method: str = scope["method"]
+        target = _target(scope)
+        long_lived = method == "GET" or field(fields, b"mcp-method") == b"subscriptions/listen"
+        gone = trio.Event()
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                # ASGI: once the body is read, the next message is the client's disconnect.
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                gone.set()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(watch)
+            try:
+                await self._exchange(method, target, headers, body, send, long_lived=long_lived)
+            finally:
+                nursery.cancel_scope.cancel()
+        if gone.is_set():
+            logger.debug("the client left; the upstream request to {} was closed", self.path)
+
+    async def _exchange(
+        self,
+        method: str,
+        target: str,
+        headers: Sequence[tuple[str, str]],
+        body: bytes,
+        send: Send,
+        *,
+        long_lived: bool,
+    ) -> None:
+        try:
+            reply = await self._pool.request(
+                method, target, headers, body, resendable=method in ("GET", "HEAD"), long_lived=long_lived
+            )
+        except WireTimeout as exc:
+            await answer(send, 504, error_body(None, -32603, f"the upstream did not answer in time ({exc.kind})"), _JSON)
+            return
+        except (WireError, H1Error, OSError, trio.BrokenResourceError) as exc:
+            await answer(send, 502, error_body(None, -32603, f"the upstream failed: {type(exc).__name__}"), _JSON)
+            return
+        try:
+            response_fields = end_to_end(
+                [(name.encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers.items()
+                 if name != "set-cookie"]
+            )
+            response_fields += [(b"set-cookie", cookie.encode("latin-1")) for cookie in reply.set_cookie]
+            await send({"type": "http.response.start", "status": reply.status, "headers": response_fields})
+            try:
+                async for piece in reply.chunks():
+                    await send({"type": "http.response.body", "body": piece, "more_body": True})
+            except (WireError, H1Error, OSError, trio.BrokenResourceError):
+                # The head is sent: the client sees the body end early, as the upstream's did.
+                logger.debug("the upstream's answer on {} broke off", target)
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            await reply.aclose()
+
+
+async def _whole_body(receive: Receive) -> bytes | None:
+    # The body as the gate replayed it (one message), or read here when the Forwarder runs alone.
+    pieces = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        pieces.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(pieces)
+
+
+def _target(scope: Scope) -> str:
+    raw: Any = scope.get("raw_path")
+    path = raw.decode("latin-1") if isinstance(raw, bytes) and raw else scope["path"]
+    query: bytes = scope.get("query_string", b"")
+    return f"{path}?{query.decode('latin-1')}" if query else path
