@@ -87,9 +87,7 @@ def replayed(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-async def answer(
-    send: Send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]] = (_JSON,)
-) -> None:
+async def answer(send: Send, status: int, body: bytes, headers: Sequence[tuple[bytes, bytes]] = (_JSON,)) -> None:
     """Send a whole response: ``status``, ``headers`` (default ``Content-Type: application/json``) and ``body``."""
     await send(
         {

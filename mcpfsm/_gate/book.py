@@ -39,15 +39,14 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 
-from .._core.cache import cache_hint
-from .._core.schema import inspect_input_schema
+from .._core.gate import Listing, ToolSchema
 from .._log import logger
 from .portal import StoreLoop
 
 if TYPE_CHECKING:
     from .._core.credentials import Store
 
-__all__ = ["DOWN_FOR", "FILL_WAIT", "STORE_TIMEOUT", "Listing", "SchemaBook", "listing_of"]
+__all__ = ["DOWN_FOR", "FILL_WAIT", "PUBLIC", "STORE_TIMEOUT", "Known", "SchemaBook"]
 
 STORE_TIMEOUT: Final = 2.0
 """Seconds one store operation may take before the gate goes on without the store."""
@@ -74,50 +73,61 @@ def _owner(identity: str | None) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Listing:
-    """What the book knows of one server's tools for one owner.
+class Known:
+    """What the book knows of one server's tools for one owner: one listing, maybe several pages long.
 
     Attributes:
-        tools: each tool's ``inputSchema`` by name; ``None`` for a tool whose ``x-mcp-header`` annotations are
-            invalid (it has no schema: its calls are forwarded and the server must refuse them).
+        tools: each tool's schema by name (a :class:`~mcpfsm._core.gate.ToolSchema`; one whose annotations are
+            invalid declares nothing, and the server must refuse its calls).
         complete: the whole listing (every page) is known, so a tool missing from it is not a tool of the server.
         public: the listing's ``cacheScope`` is ``"public"``.
         ttl: seconds it may be kept, from when it was learned.
     """
 
-    tools: Mapping[str, Mapping[str, Any] | None]
+    tools: Mapping[str, ToolSchema]
     complete: bool
     public: bool
     ttl: float
 
+    def schema(self, tool: str) -> tuple[bool, ToolSchema | None]:
+        """``(known, schema)`` of ``tool`` in this listing (see :meth:`SchemaBook.lookup`)."""
+        found = self.tools.get(tool)
+        if found is not None:
+            return True, found
+        return self.complete, _NO_SCHEMA
 
-def listing_of(result: Mapping[str, Any], *, learn_ttl: float, complete: bool) -> Listing | None:
-    """The listing a ``tools/list`` result holds, or ``None`` when it holds no ``tools`` array.
+    def to_json(self, now: float) -> dict[str, Any]:
+        """The store's record: the schemas (no header value, no token), the scope, when it was learned and expires."""
+        return {
+            "tools": [schema.to_json() for schema in self.tools.values()],
+            "complete": self.complete,
+            "public": self.public,
+            "learned_at": now,
+            "expires_at": now + self.ttl,
+        }
 
-    A result's ``ttlMs`` and ``cacheScope`` (SEP-2549) say how long and for whom; without a ``ttlMs``, ``learn_ttl``.
-    """
-    entries = result.get("tools")
-    if not isinstance(entries, list):
-        return None
-    tools: dict[str, Mapping[str, Any] | None] = {}
-    for entry in entries:
-        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-            continue
-        schema = entry.get("inputSchema")
-        valid = isinstance(schema, Mapping) and inspect_input_schema(schema).valid
-        tools[entry["name"]] = schema if valid else _NO_SCHEMA
-    hint = cache_hint(result)
-    ttl = hint.ttl_ms / 1000 if hint is not None else learn_ttl
-    public = result.get("cacheScope") == "public"
-    return Listing(tools=tools, complete=complete, public=public, ttl=ttl)
+
+def known_of(page: Listing, *, learn_ttl: float, complete: bool) -> Known:
+    """What one ``tools/list`` page teaches: its tools, for its ``ttlMs`` (SEP-2549), else ``learn_ttl`` seconds."""
+    ttl = page.ttl_ms / 1000 if page.ttl_ms is not None else learn_ttl
+    return Known(tools=page.tools, complete=complete, public=page.cache_scope == "public", ttl=ttl)
 
 
 class _Kept:
-    __slots__ = ("expires", "listing")
+    __slots__ = ("expires", "known")
 
-    def __init__(self, listing: Listing, expires: float) -> None:
-        self.listing = listing
+    def __init__(self, known: Known, expires: float) -> None:
+        self.known = known
         self.expires = expires
+
+
+class _Flight:
+    # One fill in progress: its waiters wait for `done` and take `known`.
+    __slots__ = ("done", "known")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.known: Known | None = None
 
 
 class SchemaBook:
@@ -146,15 +156,19 @@ class SchemaBook:
         self.learn_ttl = learn_ttl
         self.store = store
         self.loop = loop or StoreLoop()
-        self._preload = preload
+        self._preload = (
+            None if preload is None else Known(tools=preload.tools, complete=False, public=True, ttl=float("inf"))
+        )
         self._dropped: set[str] = set()
         self._clock = clock
         self._wall = wall
         self._kept: OrderedDict[tuple[str, str], _Kept] = OrderedDict()
-        self._flights: dict[tuple[str, str], anyio.Event] = {}
+        self._flights: dict[tuple[str, str], _Flight] = {}
         self._down_until = float("-inf")
         self.fetches = 0
-        """``tools/list`` requests this book made (a fill that found nothing in memory or the store)."""
+        """``tools/list`` fetches this book asked for (a fill that found nothing in memory or the store)."""
+        self.shared_hits = 0
+        """Fills the store answered (a listing another gate learned)."""
         self.store_failures = 0
         """Store operations that failed or timed out."""
 
@@ -163,10 +177,11 @@ class SchemaBook:
 
     # --- lookups ---------------------------------------------------------------------------------------------
 
-    def lookup(self, server: str, identity: str | None, tool: str) -> tuple[bool, Mapping[str, Any] | None]:
-        """``(known, schema)`` of ``tool`` from memory: known with its schema (``None``: it has none), or unknown.
+    def lookup(self, server: str, identity: str | None, tool: str) -> tuple[bool, ToolSchema | None]:
+        """``(known, schema)`` of ``tool`` from memory: known with its schema, known absent, or unknown.
 
-        A tool missing from a complete listing is known, with no schema (the server will refuse the call).
+        The caller's own listing first, then the public one, then the preloaded schemas. A tool missing from a
+        complete listing is known, with no schema (the server will refuse the call).
         """
         now = self._clock()
         for owner in (_owner(identity), PUBLIC):
@@ -176,11 +191,9 @@ class SchemaBook:
             if kept.expires <= now:
                 del self._kept[(server, owner)]
                 continue
-            tools = kept.listing.tools
-            if tool in tools:
-                return True, tools[tool]
-            if kept.listing.complete:
-                return True, _NO_SCHEMA
+            known, schema = kept.known.schema(tool)
+            if known:
+                return True, schema
         preload = self._preload
         if preload is not None and server not in self._dropped and tool in preload.tools:
             return True, preload.tools[tool]
@@ -188,56 +201,66 @@ class SchemaBook:
 
     # --- learning --------------------------------------------------------------------------------------------
 
-    async def learn(self, server: str, identity: str | None, listing: Listing, *, page: bool = False) -> None:
-        """Keep ``listing`` (a ``tools/list`` answer seen in passing, or fetched) and share it through the store.
+    async def learn(self, server: str, identity: str | None, page: Listing, *, first: bool) -> Known:
+        """Keep what a ``tools/list`` page teaches (seen in passing, or fetched) and share a whole listing.
 
-        ``page``: a page of a longer listing: its tools join what is kept, which stays incomplete.
+        ``first``: the page answered a request without ``cursor``: with no ``nextCursor`` either, it is the whole
+        listing and replaces what was kept; any other page joins what is kept, which stays incomplete (and is not
+        written to the store). Returns what is now kept.
         """
-        owner = PUBLIC if listing.public else _owner(identity)
-        if page:
+        complete = first and page.next_cursor is None
+        known = known_of(page, learn_ttl=self.learn_ttl, complete=complete)
+        owner = PUBLIC if known.public else _owner(identity)
+        if not complete:
             kept = self._kept.get((server, owner))
-            if kept is not None and kept.expires > self._clock():
-                merged = {**kept.listing.tools, **listing.tools}
-                listing = Listing(tools=merged, complete=False, public=listing.public, ttl=listing.ttl)
-        self._keep(server, owner, listing)
+            if kept is not None and kept.expires > self._clock() and not first:
+                known = Known({**kept.known.tools, **known.tools}, False, known.public, known.ttl)
+        self._keep(server, owner, known)
         self._dropped.discard(server)
-        if self.store is not None and not page:
-            await self._write(server, owner, listing)
+        if self.store is not None and complete:
+            store, record = self.store, known.to_json(self._wall())
+            await self._bounded(lambda: store.set(self._key(server, owner), record))
+        return known
 
-    def _keep(self, server: str, owner: str, listing: Listing) -> None:
+    def _keep(self, server: str, owner: str, known: Known) -> None:
         key = (server, owner)
-        self._kept[key] = _Kept(listing, self._clock() + listing.ttl)
+        self._kept[key] = _Kept(known, self._clock() + known.ttl)
         self._kept.move_to_end(key)
         while len(self._kept) > MAX_LISTINGS:
             self._kept.popitem(last=False)
 
     async def fill(
         self, server: str, identity: str | None, fetch: Callable[[], Awaitable[Listing | None]]
-    ) -> None:
-        """Make the book know ``server``'s listing for ``identity``: from the store, else from ``fetch()``.
+    ) -> Known | None:
+        """What ``server`` lists for ``identity``: from the store, else from ``fetch()`` (the whole listing).
 
-        Single flight: concurrent fills of the same server and identity in this process wait for the first;
-        with a store, the first gate of the fleet to take the listing's lock fetches, the others read what it
-        wrote. ``fetch``'s errors propagate (to the one caller whose fill ran it).
+        Single flight: concurrent fills of the same server and identity in this process wait for the first and
+        get what it got; with a store, the first gate of the fleet to take the listing's lock fetches, the others
+        read what it wrote. ``None`` when the fetch failed (``fetch`` returned ``None``; its errors propagate to
+        the one caller whose fill ran it, and the waiters get ``None``). The listing is returned as well as kept,
+        so a call uses it even when its ``ttlMs`` is 0.
         """
         key = (server, _owner(identity))
         flight = self._flights.get(key)
         if flight is not None:
-            await flight.wait()
-            return
-        flight = self._flights[key] = anyio.Event()
+            await flight.done.wait()
+            return flight.known
+        flight = self._flights[key] = _Flight()
         try:
-            await self._fill(server, identity, fetch)
+            flight.known = await self._fill(server, identity, fetch)
+            return flight.known
         finally:
             del self._flights[key]
-            flight.set()
+            flight.done.set()
 
-    async def _fill(self, server: str, identity: str | None, fetch: Callable[[], Awaitable[Listing | None]]) -> None:
-        if await self._read_into_memory(server, identity):
-            return
+    async def _fill(
+        self, server: str, identity: str | None, fetch: Callable[[], Awaitable[Listing | None]]
+    ) -> Known | None:
+        found = await self._read_into_memory(server, identity)
+        if found is not None:
+            return found
         if self.store is None or self._down():
-            await self._fetched(server, identity, fetch)
-            return
+            return await self._fetched(server, identity, fetch)
         store = self.store
         stack = contextlib.AsyncExitStack()
         held = False
@@ -247,11 +270,13 @@ class SchemaBook:
             )
             held = True
         except Exception as exc:  # a lock that fails or is not had in time: fill without it
-            logger.debug("no fleet lock on {}'s listing ({}); fetching without it", "the server", type(exc).__name__)
+            logger.debug("no fleet lock on a listing ({}); fetching without it", type(exc).__name__)
         try:
-            if held and await self._read_into_memory(server, identity):
-                return
-            await self._fetched(server, identity, fetch)
+            if held:
+                found = await self._read_into_memory(server, identity)
+                if found is not None:
+                    return found
+            return await self._fetched(server, identity, fetch)
         finally:
             with anyio.CancelScope(shield=True):
                 try:
@@ -261,17 +286,18 @@ class SchemaBook:
 
     async def _fetched(
         self, server: str, identity: str | None, fetch: Callable[[], Awaitable[Listing | None]]
-    ) -> None:
+    ) -> Known | None:
         self.fetches += 1
         listing = await fetch()
-        if listing is not None:
-            await self.learn(server, identity, listing)
+        if listing is None:
+            return None
+        return await self.learn(server, identity, listing, first=True)
 
     async def forget(self, server: str, identity: str | None) -> None:
         """Forget ``server``'s listings (an upstream -32020, a ``notifications/tools/list_changed``).
 
-        In memory every owner's; in the store the public one and ``identity``'s, and a mark that makes every gate
-        ignore the listings of that server written before it.
+        In memory every owner's and the preloaded ones; in the store the public one and ``identity``'s, and a mark
+        that makes every gate ignore the listings of that server written before it.
         """
         for key in [key for key in self._kept if key[0] == server]:
             del self._kept[key]
@@ -282,7 +308,8 @@ class SchemaBook:
         mark = {"at": self._wall()}
         await self._bounded(lambda: store.set(self._mark_key(server), mark))
         for owner in {PUBLIC, _owner(identity)}:
-            await self._bounded(lambda owner=owner: store.delete(self._key(server, owner)))  # type: ignore[misc]
+            name = self._key(server, owner)
+            await self._bounded(lambda name=name: store.delete(name))  # type: ignore[misc]
 
     # --- the store, bounded ----------------------------------------------------------------------------------
 
@@ -294,61 +321,51 @@ class SchemaBook:
         return f"gate listing {self._digest('gate listing', server, owner)}"
 
     def _lock_key(self, server: str, identity: str | None) -> str:
-        return f"gate fill {self._digest('gate fill', server, identity)}"
+        return f"gate fill {self._digest('gate fill', server, _owner(identity))}"
 
     def _mark_key(self, server: str) -> str:
         return f"gate forgotten {self._digest('gate forgotten', server)}"
 
-    async def _read_into_memory(self, server: str, identity: str | None) -> bool:
-        # The store's public listing, then the identity's; True when one was fresh and is now in memory.
+    async def _read_into_memory(self, server: str, identity: str | None) -> Known | None:
+        # The store's public listing, then the identity's: the fresh one that answers, now in memory too.
         if self.store is None:
-            return False
+            return None
         store = self.store
         mark = await self._bounded(lambda: store.get(self._mark_key(server)))
         forgotten_at = mark.get("at") if isinstance(mark, Mapping) else None
-        found = False
-        for owner in (PUBLIC, _owner(identity)):
-            value = await self._bounded(lambda owner=owner: store.get(self._key(server, owner)))  # type: ignore[misc]
-            listing, remaining = self._valid(value, forgotten_at)
-            if listing is not None:
-                self._keep(server, owner, Listing(listing.tools, listing.complete, listing.public, remaining))
-                found = True
-        return found
+        for owner in (_owner(identity), PUBLIC):
+            key = self._key(server, owner)
+            value = await self._bounded(lambda key=key: store.get(key))  # type: ignore[misc]
+            known = self._valid(value, forgotten_at)
+            if known is not None:
+                self._keep(server, owner, known)
+                self.shared_hits += 1
+                return known
+        return None
 
-    def _valid(self, value: object, forgotten_at: object) -> tuple[Listing | None, float]:
-        # A value another gate wrote: used only when whole, unexpired, and written after the last forget.
+    def _valid(self, value: object, forgotten_at: object) -> Known | None:
+        # A record another gate wrote: used only when whole, unexpired, and written after the last forget.
         if not isinstance(value, Mapping):
-            return None, 0.0
-        tools, expires_at, learned_at = value.get("tools"), value.get("expires_at"), value.get("learned_at")
+            return None
+        records, expires_at, learned_at = value.get("tools"), value.get("expires_at"), value.get("learned_at")
         if (
-            not isinstance(tools, Mapping)
-            or not isinstance(expires_at, (int, float))
-            or not isinstance(learned_at, (int, float))
-            or not all(schema is None or isinstance(schema, Mapping) for schema in tools.values())
+            not isinstance(records, list)
+            or not isinstance(expires_at, int | float)
+            or not isinstance(learned_at, int | float)
         ):
-            return None, 0.0
-        if isinstance(forgotten_at, (int, float)) and learned_at <= forgotten_at:
-            return None, 0.0
+            return None
+        if isinstance(forgotten_at, int | float) and learned_at <= forgotten_at:
+            return None
         remaining = expires_at - self._wall()
         if remaining <= 0:
-            return None, 0.0
-        listing = Listing(
-            tools=dict(tools), complete=value.get("complete") is True, public=value.get("public") is True, ttl=remaining
+            return None
+        try:
+            tools = {schema.name: schema for schema in map(ToolSchema.from_json, records)}
+        except ValueError:
+            return None
+        return Known(
+            tools=tools, complete=value.get("complete") is True, public=value.get("public") is True, ttl=remaining
         )
-        return listing, remaining
-
-    async def _write(self, server: str, owner: str, listing: Listing) -> None:
-        store = self.store
-        assert store is not None
-        now = self._wall()
-        value = {
-            "tools": dict(listing.tools),
-            "complete": listing.complete,
-            "public": listing.public,
-            "learned_at": now,
-            "expires_at": now + listing.ttl,
-        }
-        await self._bounded(lambda: store.set(self._key(server, owner), value))
 
     def _down(self) -> bool:
         return self._clock() < self._down_until
@@ -369,18 +386,18 @@ class SchemaBook:
         if self._down():
             return None
 
-        async def bounded() -> tuple[bool, T | None]:
+        async def bounded() -> tuple[bool, object]:
             import trio  # the operation runs in a trio loop (StoreLoop)
 
             with trio.move_on_after(STORE_TIMEOUT):
                 try:
                     return True, await operation()
                 except Exception as exc:  # any store failure means "go on without it"
-                    return False, exc  # type: ignore[return-value]
-            return False, None
+                    return False, exc
+            return False, TimeoutError()
 
         done, value = await self.loop.run(bounded)
         if not done:
             self._failed(value if isinstance(value, BaseException) else TimeoutError())
             return None
-        return value
+        return value  # type: ignore[return-value]

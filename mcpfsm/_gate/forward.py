@@ -26,16 +26,17 @@ from urllib.parse import urlsplit
 
 import trio
 
-from .._core.gate_edge import end_to_end, error_body, field
+from .._core.constants import INTERNAL_ERROR, INVALID_REQUEST
+from .._core.gate import end_to_end
+from .._core.gate_edge import FRAMED, field
 from .._core.h1 import H1Error, field_problem
+from .._core.jsonrpc import encode_error
 from .._log import logger
 from .._transports.pool import ConnectionPool, Timeouts, WireError, WireTimeout
 from .asgi import Receive, Scope, Send, answer
 
 __all__ = ["Forwarder"]
 
-# The pool writes these itself (RFC 9112 §6, §3.2); Expect is answered by the gate's own server.
-_FRAMED: Final = frozenset({b"host", b"content-length", b"expect", b"trailer"})
 _JSON: Final = ((b"content-type", b"application/json"),)
 
 
@@ -100,12 +101,12 @@ class Forwarder:
         body = await _whole_body(receive)
         if body is None:
             return
-        fields = end_to_end(scope["headers"], also=_FRAMED)
+        fields = [(name, value) for name, value in end_to_end(scope["headers"]) if name.lower() not in FRAMED]
         headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in fields]
         for name, value in headers:
             problem = field_problem(name, value)
             if problem is not None:
-                await answer(send, 400, error_body(None, -32600, problem), _JSON)
+                await answer(send, 400, _error(INVALID_REQUEST, problem), _JSON)
                 return
         method: str = scope["method"]
         target = _target(scope)
@@ -143,15 +144,18 @@ class Forwarder:
                 method, target, headers, body, resendable=method in ("GET", "HEAD"), long_lived=long_lived
             )
         except WireTimeout as exc:
-            await answer(send, 504, error_body(None, -32603, f"the upstream did not answer in time ({exc.kind})"), _JSON)
+            await answer(send, 504, _error(INTERNAL_ERROR, f"the upstream did not answer in time ({exc.kind})"), _JSON)
             return
         except (WireError, H1Error, OSError, trio.BrokenResourceError) as exc:
-            await answer(send, 502, error_body(None, -32603, f"the upstream failed: {type(exc).__name__}"), _JSON)
+            await answer(send, 502, _error(INTERNAL_ERROR, f"the upstream failed: {type(exc).__name__}"), _JSON)
             return
         try:
             response_fields = end_to_end(
-                [(name.encode("latin-1"), value.encode("latin-1")) for name, value in reply.headers.items()
-                 if name != "set-cookie"]
+                [
+                    (name.encode("latin-1"), value.encode("latin-1"))
+                    for name, value in reply.headers.items()
+                    if name != "set-cookie"
+                ]
             )
             response_fields += [(b"set-cookie", cookie.encode("latin-1")) for cookie in reply.set_cookie]
             await send({"type": "http.response.start", "status": reply.status, "headers": response_fields})
@@ -164,6 +168,11 @@ class Forwarder:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await reply.aclose()
+
+
+def _error(code: int, message: str) -> bytes:
+    # The proxy has not read the request's id: the error's id is null (JSON-RPC 2.0 §5).
+    return encode_error(None, code, message).encode("utf-8")
 
 
 async def _whole_body(receive: Receive) -> bytes | None:

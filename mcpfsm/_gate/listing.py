@@ -22,9 +22,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from .._core.content_coding import BodyTooLarge, ContentDecodeError, ContentDecoder
+from .._core.gate import Listing, listing_from_message
 from .._core.sse import SseError, SseParser
 from .asgi import Message, Send
-from .book import Listing, listing_of
 
 __all__ = ["MAX_LEARNED", "watched"]
 
@@ -44,18 +44,16 @@ def watched(
     *,
     method: str | None,
     request_id: object,
-    page: bool,
-    learn_ttl: float,
     learn: Learn,
     forget: Forget,
 ) -> Send:
     """``send`` with the answer to one request read on its way (see the module's description).
 
-    ``method`` is the request's JSON-RPC method (``None`` for a GET stream or a body that is not a request),
-    ``request_id`` its id, ``page`` whether it asked for a later page (a ``cursor``); ``learn`` and ``forget`` act
-    on the book for this server and caller (a listing that is not ``complete`` is one page of a longer one).
+    ``method`` is the request's JSON-RPC method (``None`` for a GET stream or a body that is not a request) and
+    ``request_id`` its id; ``learn`` (given the page of ``tools/list`` the answer carries) and ``forget`` act on the
+    book for this server and caller.
     """
-    return _Watch(send, method, request_id, page, learn_ttl, learn, forget).send
+    return _Watch(send, method, request_id, learn, forget).send
 
 
 class _Watch:
@@ -64,11 +62,9 @@ class _Watch:
         "_decoder",
         "_forget",
         "_learn",
-        "_learn_ttl",
         "_method",
         "_mode",
         "_outer",
-        "_page",
         "_parser",
         "_request_id",
         "_size",
@@ -76,15 +72,10 @@ class _Watch:
         "_tail",
     )
 
-    def __init__(
-        self, outer: Send, method: str | None, request_id: object, page: bool, learn_ttl: float,
-        learn: Learn, forget: Forget,
-    ) -> None:
+    def __init__(self, outer: Send, method: str | None, request_id: object, learn: Learn, forget: Forget) -> None:
         self._outer = outer
         self._method = method
         self._request_id = request_id
-        self._page = page
-        self._learn_ttl = learn_ttl
         self._learn = learn
         self._forget = forget
         self._mode = "through"
@@ -189,10 +180,8 @@ class _Watch:
             if isinstance(error, dict) and error.get("code") == _HEADER_MISMATCH:
                 await self._forget()
             return
-        result = message.get("result")
-        if self._method == "tools/list" and message.get("id") == self._request_id and isinstance(result, dict):
-            complete = not self._page and not result.get("nextCursor")
-            listing = listing_of(result, learn_ttl=self._learn_ttl, complete=complete)
+        if self._method == "tools/list" and message.get("id") == self._request_id:
+            listing = listing_from_message(message)
             if listing is not None:
                 await self._learn(listing)
 

@@ -28,25 +28,32 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from .._core.gate_edge import (
+from .._core.constants import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST
+from .._core.gate import (
     DEFAULT_MAX_BODY,
-    as_text,
+    MAX_MCP_HEADERS,
+    GateRefusal,
+    Listing,
+    McpHeaders,
+    ParsedRequest,
+    Refusal,
+    ToolSchema,
+    VerifiedCall,
+    check,
     end_to_end,
-    error_body,
-    field,
-    header_caps,
-    identity_of,
-    request_version,
+    listing_from_body,
+    parse_request,
+    read_schemas,
     without_params,
 )
-from .._core.gate_standin import GateRefusal, VerifiedCall, verify
+from .._core.gate_edge import field, identity_of
 from .._log import logger
 from .asgi import App, BodyTooLarge, ClientGone, Message, Receive, Scope, Send, answer, read_body, replayed
-from .book import Listing, SchemaBook, listing_of
+from .book import Known, SchemaBook
 from .listing import MAX_LEARNED, watched
 
 __all__ = ["HeaderGate"]
@@ -56,8 +63,6 @@ OnUnknown = Literal["fetch", "pass", "reject"]
 Legacy = Literal["strip", "pass", "reject"]
 
 _JSON: Final = ((b"content-type", b"application/json"),)
-_HEADER_MISMATCH: Final = -32020
-_INVALID_REQUEST: Final = -32600
 _MAX_PAGES: Final = 100
 _META_PREFIX: Final = "io.modelcontextprotocol/"
 
@@ -121,7 +126,7 @@ class HeaderGate:
         self.max_body = max_body
         self.policy = policy
         self.on_event = on_event
-        preload = _preloaded(schemas, float(learn_ttl)) if schemas is not None else None
+        preload = _preloaded(schemas) if schemas is not None else None
         self.book = SchemaBook(learn_ttl=float(learn_ttl), store=store, preload=preload)
         """The schemas this gate knows (learned, fetched, preloaded)."""
         self._counts: Counter[str] = Counter({"forwarded": 0, "rejected": 0, "reported": 0})
@@ -164,208 +169,215 @@ class HeaderGate:
         return lifespan_send
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        fields = scope["headers"]
-        exceeded = header_caps(fields)
+        received = scope["headers"]
+        headers = McpHeaders.read(received)
+        exceeded = headers.limit_exceeded()
         if exceeded is not None:
-            await self._refuse(send, 431, exceeded.reason, error_body(None, _INVALID_REQUEST, exceeded.message))
+            reason = "too_many_mcp_headers" if headers.count > MAX_MCP_HEADERS else "mcp_header_too_large"
+            await self._refuse(send, Refusal(status=431, code=INVALID_REQUEST, message=exceeded), reason)
             return
-        fields = end_to_end(fields)
-        version, modern = request_version(fields)
+        fields = end_to_end(received)
+        if len(fields) != len(received) and any(name[:4].lower() == b"mcp-" for name, _ in received):
+            headers = McpHeaders.read(fields)  # a field Connection named is not forwarded, so it is not judged
         if scope["method"] != "POST":
-            await self._stream(scope, fields, modern, version, receive, send)
+            await self._stream(scope, fields, headers, receive, send)
             return
         try:
             body = await read_body(receive, self.max_body, field(fields, b"content-length"))
         except BodyTooLarge:
             message = f"the request body is longer than {self.max_body} bytes"
-            await self._refuse(send, 413, "body_too_large", error_body(None, _INVALID_REQUEST, message))
+            await self._refuse(send, Refusal(status=413, code=INVALID_REQUEST, message=message), "body_too_large")
             return
         except ClientGone:
             return
-        message = _decoded(body)
-        method, request_id, params = _request_of(message)
-        if not modern:
+        request = parse_request(body)
+        parsed = request if isinstance(request, ParsedRequest) else None
+        request_id = parsed.id if parsed is not None else None
+        if headers.legacy:
             if self.legacy == "reject":
+                version = headers.protocol_version
                 named = f"protocol version {version}" if version else "no MCP-Protocol-Version"
                 text = f"legacy requests are not accepted here ({named}; this gate needs 2026-07-28)"
-                await self._refuse(send, 400, "legacy", error_body(request_id, _INVALID_REQUEST, text))
+                await self._refuse(
+                    send, Refusal(status=400, code=INVALID_REQUEST, message=text, id=request_id), "legacy"
+                )
                 return
             if self.legacy == "strip":
                 fields = without_params(fields)
             self._counts["legacy"] += 1
-            await self._forward(scope, fields, body, method, request_id, params, None, receive, send)
+            await self._forward(scope, fields, body, parsed, None, receive, send)
             return
         identity = identity_of(fields)
-        schema: Mapping[str, Any] | None = None
-        if method == "tools/call" and isinstance(params.get("name"), str):
-            name: str = params["name"]
+        schema: ToolSchema | None = None
+        tool = parsed.tool if parsed is not None else None
+        if tool is not None:
             server = self._server(scope)
-            known, schema = self.book.lookup(server, identity, name)
+            known, schema = self.book.lookup(server, identity, tool)
             if not known:
                 if self.on_unknown == "reject":
-                    text = f"the gate knows no schema for the tool {name!r}; the call was not forwarded"
-                    await self._refuse(send, 400, "unknown_schema", error_body(request_id, _HEADER_MISMATCH, text))
+                    text = f"the gate knows no schema for the tool {tool!r}; the call was not forwarded"
+                    refusal = Refusal(status=400, code=HEADER_MISMATCH, message=text, id=request_id)
+                    await self._refuse(send, refusal, "unknown_schema")
                     return
                 if self.on_unknown == "fetch":
-                    failure = await self._learn_by_fetch(scope, fields, server, identity, message)
-                    known, schema = self.book.lookup(server, identity, name)
+                    failure, listing = await self._learn_by_fetch(scope, fields, server, identity, parsed)
+                    known, schema = listing.schema(tool) if listing is not None else (False, None)
                     if not known:
                         # Fail closed: a call whose schema could not be learned (here, or by the request whose
                         # fetch this one waited for) is not forwarded unchecked.
                         status, reason, text = failure or (502, "fetch_failed", "the gate could not learn the schema")
-                        await self._refuse(send, status, reason, error_body(request_id, -32603, text))
+                        refusal = Refusal(status=status, code=INTERNAL_ERROR, message=text, id=request_id)
+                        await self._refuse(send, refusal, reason)
                         return
                 else:
                     self._counts["unknown_schema_passed"] += 1
-        verdict = verify(as_text(fields), body, schema)
+        verdict = check(headers, request, schema)
         if not verdict.ok:
-            reason = f"mismatch:{verdict.header}"
+            reason = f"mismatch:{verdict.header}" if verdict.header else "malformed"
             if self.mode == "verify":
-                text = verdict.reason or f"the header {verdict.header} does not match the body"
-                await self._refuse(send, 400, reason, error_body(request_id, _HEADER_MISMATCH, text))
+                await self._refuse(send, Refusal.of_verdict(verdict, request_id), reason)
                 return
             self._counts["reported"] += 1
             self._counts[f"reported:{reason}"] += 1
-            logger.info("gate: reported {} on {} (forwarded: report mode)", reason, method)
-        elif self.policy is not None and method is not None:
-            call = VerifiedCall(method=method, name=params.get("name"), params={}, identity=identity)
+            logger.info("gate: reported {} on {} (forwarded: report mode)", reason, parsed.method if parsed else None)
+        elif self.policy is not None and parsed is not None:
+            call = VerifiedCall(
+                method=parsed.method, name=_verified_name(headers, parsed), params=verdict.params, identity=identity
+            )
             try:
                 self.policy(call)
             except GateRefusal as refusal:
-                await self._refuse(
-                    send, refusal.status, "policy", error_body(request_id, _INVALID_REQUEST, refusal.message)
-                )
+                await self._refuse(send, Refusal.of_policy(refusal, request_id), "policy")
                 return
-        await self._forward(scope, fields, body, method, request_id, params, identity, receive, send)
+        await self._forward(scope, fields, body, parsed, identity, receive, send)
 
     async def _stream(
-        self, scope: Scope, fields: list[tuple[bytes, bytes]], modern: bool, version: str | None,
-        receive: Receive, send: Send,
+        self, scope: Scope, fields: list[tuple[bytes, bytes]], headers: McpHeaders, receive: Receive, send: Send
     ) -> None:
         # A request without a message (a GET stream, a DELETE): the legacy rule, then the app.
-        if not modern:
+        if headers.legacy:
+            version = headers.protocol_version
             if self.legacy == "reject" and (version is not None or field(fields, b"mcp-session-id") is not None):
                 text = f"legacy requests are not accepted here ({version or 'a legacy session'})"
-                await self._refuse(send, 400, "legacy", error_body(None, _INVALID_REQUEST, text))
+                await self._refuse(send, Refusal(status=400, code=INVALID_REQUEST, message=text), "legacy")
                 return
             if self.legacy == "strip":
                 fields = without_params(fields)
         self._counts["forwarded"] += 1
-        sender = watched(
-            send, method=None, request_id=None, page=False, learn_ttl=self.book.learn_ttl,
-            learn=_ignore, forget=self._forgetting(scope, identity_of(fields)),
-        )
+        forget = self._forgetting(scope, identity_of(fields))
+        sender = watched(send, method=None, request_id=None, learn=_ignore, forget=forget)
         await self.app({**scope, "headers": fields}, receive, sender)
 
     async def _forward(
-        self, scope: Scope, fields: list[tuple[bytes, bytes]], body: bytes, method: str | None, request_id: object,
-        params: Mapping[str, Any], identity: str | None, receive: Receive, send: Send,
+        self,
+        scope: Scope,
+        fields: list[tuple[bytes, bytes]],
+        body: bytes,
+        parsed: ParsedRequest | None,
+        identity: str | None,
+        receive: Receive,
+        send: Send,
     ) -> None:
         self._counts["forwarded"] += 1
         sender = send
-        if method is not None:
+        if parsed is not None:
             server = self._server(scope)
             who = identity if identity is not None else identity_of(fields)
+            first = parsed.params.get("cursor") is None
 
             async def learn(listing: Listing) -> None:
-                await self.book.learn(server, who, listing, page=not listing.complete)
+                await self.book.learn(server, who, listing, first=first)
                 self._counts["learned"] += 1
 
-            sender = watched(
-                send, method=method, request_id=request_id, page=params.get("cursor") is not None,
-                learn_ttl=self.book.learn_ttl, learn=learn, forget=self._forgetting(scope, who),
-            )
+            forget = self._forgetting(scope, who)
+            sender = watched(send, method=parsed.method, request_id=parsed.id, learn=learn, forget=forget)
         await self.app({**scope, "headers": fields}, replayed(body, receive), sender)
 
-    def _forgetting(self, scope: Scope, identity: str | None) -> Callable[[], Any]:
+    def _forgetting(self, scope: Scope, identity: str | None) -> Callable[[], Awaitable[None]]:
         async def forget() -> None:
             await self.book.forget(self._server(scope), identity)
             self._counts["forgotten"] += 1
 
         return forget
 
-    async def _refuse(self, send: Send, status: int, reason: str, body: bytes) -> None:
+    async def _refuse(self, send: Send, refusal: Refusal, reason: str) -> None:
         self._counts["rejected"] += 1
         self._counts[f"rejected:{reason}"] += 1
-        await answer(send, status, body, _JSON)
+        await answer(send, refusal.status, refusal.body(), _JSON)
 
     def _server(self, scope: Scope) -> str:
-        return self._origin + scope.get("root_path", "") + scope["path"]
+        return f"{self._origin}{scope.get('root_path', '')}{scope['path']}"
 
     # --- fetching a listing from the app ---------------------------------------------------------------------
 
     async def _learn_by_fetch(
-        self, scope: Scope, fields: list[tuple[bytes, bytes]], server: str, identity: str | None, message: Any
-    ) -> tuple[int, str, str] | None:
-        # One tools/list (every page) from the wrapped app, as the caller: None when it answered, else the refusal.
+        self,
+        scope: Scope,
+        fields: list[tuple[bytes, bytes]],
+        server: str,
+        identity: str | None,
+        parsed: ParsedRequest | None,
+    ) -> tuple[tuple[int, str, str] | None, Known | None]:
+        # One tools/list (every page) from the wrapped app, as the caller: what it taught, or why it failed.
         failure: list[tuple[int, str, str]] = []
 
         async def fetch() -> Listing | None:
-            outcome = await self._fetch(scope, fields, message)
+            outcome = await self._fetch(scope, fields, parsed)
             if isinstance(outcome, tuple):
                 failure.append(outcome)
                 return None
             self._counts["fetched"] += 1
             return outcome
 
-        await self.book.fill(server, identity, fetch)
-        return failure[0] if failure else None
+        known = await self.book.fill(server, identity, fetch)
+        return (failure[0] if failure else None), known
 
     async def _fetch(
-        self, scope: Scope, fields: list[tuple[bytes, bytes]], message: Any
+        self, scope: Scope, fields: list[tuple[bytes, bytes]], parsed: ParsedRequest | None
     ) -> Listing | tuple[int, str, str]:
-        meta = {}
-        params = message.get("params") if isinstance(message, dict) else None
-        given = params.get("_meta") if isinstance(params, dict) else None
-        if isinstance(given, dict):
+        meta: dict[str, Any] = {}
+        given = parsed.params.get("_meta") if parsed is not None else None
+        if isinstance(given, Mapping):
             meta = {key: value for key, value in given.items() if isinstance(key, str) and key.startswith(_META_PREFIX)}
-        kept = {b"authorization", b"host", b"origin", b"mcp-protocol-version", b"user-agent"}
-        base = [(name, value) for name, value in fields if name in kept]
+        base = [(name, value) for name, value in fields if name in _FETCH_FIELDS]
         base += [
             (b"content-type", b"application/json"),
             (b"accept", b"application/json, text/event-stream"),
             (b"mcp-method", b"tools/list"),
         ]
-        tools: list[Any] = []
+        tools: dict[str, ToolSchema] = {}
+        first: Listing | None = None
         cursor: str | None = None
-        result: dict[str, Any] = {}
         for _ in range(_MAX_PAGES):
             self._fetch_ids += 1
             request_id = f"mcpfsm-gate-{self._fetch_ids}"
-            call_params: dict[str, Any] = {"_meta": meta} if meta else {}
+            params: dict[str, Any] = {"_meta": meta} if meta else {}
             if cursor is not None:
-                call_params["cursor"] = cursor
-            body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": call_params})
-            status, answer_headers, answer_body = await self._call_app(scope, base, body.encode())
+                params["cursor"] = cursor
+            body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": params})
+            status, kind, answered = await self._call_app(scope, base, body.encode())
             if status != 200:
                 if status in (401, 403):
-                    return status, "fetch_unauthorized", f"the server refused the gate's tools/list ({status})"
+                    return status, "fetch_unauthorized", f"the server refused the gate's tools/list (HTTP {status})"
                 return 502, "fetch_failed", f"the gate could not learn the tool's schema (tools/list: HTTP {status})"
-            result_found = _result_of(answer_headers, answer_body, request_id)
-            if result_found is None or not isinstance(result_found.get("tools"), list):
+            page = listing_from_body(answered, kind)
+            if page is None:
                 return 502, "fetch_failed", "the gate could not learn the tool's schema (tools/list: no listing)"
-            result = result_found
-            tools.extend(result["tools"])
-            next_cursor = result.get("nextCursor")
-            if not isinstance(next_cursor, str) or not next_cursor:
+            first = first or page
+            tools.update(page.tools)
+            if page.next_cursor is None:
                 break
-            cursor = next_cursor
-        merged = {**result, "tools": tools}
-        merged.pop("nextCursor", None)
-        listing = listing_of(merged, learn_ttl=self.book.learn_ttl, complete=True)
-        assert listing is not None
-        return listing
+            cursor = page.next_cursor
+        assert first is not None
+        return Listing(tools=tools, ttl_ms=first.ttl_ms, cache_scope=first.cache_scope)
 
-    async def _call_app(
-        self, scope: Scope, fields: list[tuple[bytes, bytes]], body: bytes
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-        inner: dict[str, Any] = {
-            key: scope[key] for key in ("type", "asgi", "http_version", "scheme", "server", "client", "root_path",
-                                        "path", "raw_path", "state", "extensions") if key in scope
-        }
+    async def _call_app(self, scope: Scope, fields: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, str, bytes]:
+        # One request to the wrapped app, in process: its status, Content-Type and body (at most MAX_LEARNED bytes).
+        inner: dict[str, Any] = {key: scope[key] for key in _INNER_SCOPE if key in scope}
         inner.update(method="POST", query_string=b"", headers=[*fields, (b"content-length", str(len(body)).encode())])
         sent = False
-        start: Message = {}
+        status = 500
+        kind = ""
         pieces: list[bytes] = []
         size = 0
 
@@ -374,23 +386,43 @@ class HeaderGate:
             if not sent:
                 sent = True
                 return {"type": "http.request", "body": body, "more_body": False}
-            # Nothing more will come; the app may wait for a disconnect that never does: it ends with its answer.
+            # Nothing more will come; an app that waits for the client to leave is ended with its answer.
             import anyio
 
             await anyio.sleep_forever()
             raise AssertionError("unreachable")
 
         async def send(message: Message) -> None:
-            nonlocal start, size
+            nonlocal status, kind, size
             if message["type"] == "http.response.start":
-                start = message
+                status = int(message.get("status", 500))
+                for name, value in message.get("headers", ()):
+                    if name.lower() == b"content-type":
+                        kind = value.decode("latin-1")
             elif message["type"] == "http.response.body":
-                size += len(message.get("body", b""))
+                piece = message.get("body", b"")
+                size += len(piece)
                 if size <= MAX_LEARNED:
-                    pieces.append(message.get("body", b""))
+                    pieces.append(piece)
 
         await self.app(inner, receive, send)
-        return int(start.get("status", 500)), list(start.get("headers", [])), b"".join(pieces)
+        return status, kind, b"".join(pieces)
+
+
+_FETCH_FIELDS: Final = frozenset({b"authorization", b"host", b"origin", b"mcp-protocol-version", b"user-agent"})
+_INNER_SCOPE: Final = (
+    "type",
+    "asgi",
+    "http_version",
+    "scheme",
+    "server",
+    "client",
+    "root_path",
+    "path",
+    "raw_path",
+    "state",
+    "extensions",
+)
 
 
 async def _ignore(listing: Listing) -> None:
@@ -402,66 +434,17 @@ def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}")
 
 
-def _decoded(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        return None
+def _verified_name(headers: McpHeaders, parsed: ParsedRequest) -> str | None:
+    # What Mcp-Name says once verified: the body's member (they are equal) when the method names something.
+    name = parsed.name
+    return str(name) if isinstance(name, str) and parsed.name_key is not None else None
 
 
-def _request_of(message: Any) -> tuple[str | None, object, Mapping[str, Any]]:
-    # (method, id, params) of a JSON-RPC request or notification; (None, None, {}) for anything else.
-    if not isinstance(message, dict):
-        return None, None, {}
-    method = message.get("method")
-    params = message.get("params")
-    return (
-        method if isinstance(method, str) else None,
-        message.get("id"),
-        params if isinstance(params, dict) else {},
-    )
-
-
-def _result_of(headers: list[tuple[bytes, bytes]], body: bytes, request_id: str) -> dict[str, Any] | None:
-    # The result of the answer to request_id in a JSON body or an event stream, or None.
-    kind = b""
-    for name, value in headers:
-        if name.lower() == b"content-type":
-            kind = value.lower()
-    messages: list[Any] = []
-    if b"text/event-stream" in kind:
-        from .._core.sse import SseError, SseParser
-
-        try:
-            events = SseParser(max_event_bytes=MAX_LEARNED).feed(body + b"\n\n")
-        except SseError:
-            return None
-        for event in events:
-            decoded = _decoded(event.data.encode())
-            if decoded is not None:
-                messages.append(decoded)
-    else:
-        decoded = _decoded(body)
-        messages = decoded if isinstance(decoded, list) else [decoded]
-    for message in messages:
-        if isinstance(message, dict) and message.get("id") == request_id and isinstance(message.get("result"), dict):
-            result: dict[str, Any] = message["result"]
-            return result
-    return None
-
-
-def _preloaded(path: str | os.PathLike[str], learn_ttl: float) -> Listing:
+def _preloaded(path: str | os.PathLike[str]) -> Listing:
     # schemas=PATH: a tools/list result, or a JSON-RPC response carrying one.
-    with open(path, encoding="utf-8") as handle:
-        try:
-            value = json.load(handle)
-        except ValueError as exc:
-            raise ValueError(f"the schemas file {os.fspath(path)!r} is not JSON: {exc}") from None
-    if isinstance(value, dict) and isinstance(value.get("result"), dict):
-        value = value["result"]
-    listing = listing_of(value, learn_ttl=learn_ttl, complete=False) if isinstance(value, dict) else None
-    if listing is None:
-        raise ValueError(
-            f"the schemas file {os.fspath(path)!r} holds no tools/list result ({{\"tools\": [...]}})"
-        )
-    return Listing(tools=listing.tools, complete=False, public=True, ttl=float("inf"))
+    with open(path, "rb") as handle:
+        content = handle.read()
+    try:
+        return read_schemas(content)
+    except ValueError as exc:
+        raise ValueError(f"the schemas file {os.fspath(path)!r}: {exc}") from None

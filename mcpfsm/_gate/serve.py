@@ -15,12 +15,12 @@ from typing import Any, Final
 
 import trio
 
-from .._core.gate_edge import MCP_HEADER_LIMIT, MCP_VALUE_LIMIT
+from .._core.gate import MAX_MCP_HEADER_BYTES, MAX_MCP_HEADERS
 from .asgi import App
 
 __all__ = ["HEAD_LIMIT", "serve"]
 
-HEAD_LIMIT: Final = MCP_HEADER_LIMIT * (MCP_VALUE_LIMIT + 128) + 64 * 1024
+HEAD_LIMIT: Final = MAX_MCP_HEADERS * (MAX_MCP_HEADER_BYTES + 128) + 64 * 1024
 """The largest request head Hypercorn reads (bytes): the gate's caps at their limit, and 64 KiB for the rest."""
 
 _BACKLOG: Final = 4096
@@ -31,7 +31,9 @@ def config(host: str, port: int) -> Any:
     try:
         from hypercorn.config import Config
     except ImportError as exc:
-        raise ImportError("mcpfsm gate is served by Hypercorn, which is not installed: pip install 'mcpfsm[gate]'") from exc
+        raise ImportError(
+            "mcpfsm gate is served by Hypercorn, which is not installed: pip install 'mcpfsm[gate]'"
+        ) from exc
     settings = Config()
     settings.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
     settings.accesslog = None

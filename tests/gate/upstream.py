@@ -7,7 +7,7 @@ the 2026-07-28 era (each POST stands alone; ``server/discover``) and answers a l
 ``Mcp-Session-Id``, but never looks at ``Mcp-Method``, ``Mcp-Name`` or ``Mcp-Param-*``: whatever reaches it is
 executed. ``--sse`` answers requests that accept ``text/event-stream`` as an event stream.
 
-Tools (``tools/list``, with ``ttlMs`` and ``cacheScope`` when given): ``query`` (``database`` string,
+Tools (``tools/list``, with ``ttlMs``, default 300,000, and ``cacheScope``, default private): ``query`` (``database`` string,
 ``x-mcp-header: Database``; ``limit`` integer, ``Limit``; ``dry`` boolean, ``Dry``; ``sql`` string), ``greet``
 (``name``), ``stream`` (``count`` progress notifications ``delay`` seconds apart, then the result; with
 ``count: 0`` it streams until the client leaves), ``change`` (renames ``greet``'s header and says
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import sys
 from typing import Any
@@ -152,7 +153,9 @@ class Upstream:
             return
         await self.answer(message, fields, token, receive, send)
 
-    async def answer(self, message: dict[str, Any], fields: dict[str, str], token: str | None, receive: Any, send: Any) -> None:
+    async def answer(
+        self, message: dict[str, Any], fields: dict[str, str], token: str | None, receive: Any, send: Any
+    ) -> None:
         request_id, method = message["id"], message.get("method")
         params = message.get("params") or {}
         sse = self.sse and "text/event-stream" in fields.get("accept", "")
@@ -174,7 +177,7 @@ class Upstream:
             tools = self.tools(token)
             start = int(params.get("cursor") or 0)
             end = len(tools) if self.page_size is None else start + self.page_size
-            result = {"tools": tools[start:end]}
+            result = {"tools": tools[start:end], "resultType": "complete"}
             if end < len(tools):
                 result["nextCursor"] = str(end)
             if self.ttl_ms is not None:
@@ -188,7 +191,9 @@ class Upstream:
                 await respond(send, 400, json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
                 return
             if name == "stream" and sse:
-                await self.stream(request_id, int(arguments.get("count", 3)), float(arguments.get("delay", 0.01)), receive, send)
+                await self.stream(
+                    request_id, int(arguments.get("count", 3)), float(arguments.get("delay", 0.01)), receive, send
+                )
                 return
             if name == "change":
                 self.greet_header = "Person" if self.greet_header == "Name" else "Name"
@@ -216,16 +221,26 @@ class Upstream:
             await respond(send, 200, json.dumps(response).encode(), extra=extra)
 
     async def events(self, send: Any, messages: list[dict[str, Any]], extra: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), *extra]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"), *extra],
+            }
+        )
         for number, message in enumerate(messages):
             data = f"id: {number}\nevent: message\ndata: {json.dumps(message)}\n\n".encode()
             await send({"type": "http.response.body", "body": data, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 
     async def stream(self, request_id: Any, count: int, delay: float, receive: Any, send: Any) -> None:
-        await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+            }
+        )
         left = trio.Event()
 
         async def watch() -> None:
@@ -237,8 +252,11 @@ class Upstream:
             nursery.start_soon(watch)
             number = 0
             while count == 0 or number < count:
-                progress = {"jsonrpc": "2.0", "method": "notifications/progress",
-                            "params": {"progressToken": 1, "progress": number}}
+                progress = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/progress",
+                    "params": {"progressToken": 1, "progress": number},
+                }
                 data = f"id: {number}\ndata: {json.dumps(progress)}\n\n".encode()
                 with trio.move_on_after(delay):
                     await left.wait()
@@ -254,9 +272,14 @@ class Upstream:
 
     async def resume(self, fields: dict[str, str], send: Any) -> None:
         # A GET stream (legacy standalone stream, or a resumption with Last-Event-ID): one event, then the end.
-        note = {"jsonrpc": "2.0", "method": "notifications/message",
-                "params": {"level": "info", "data": {"last_event_id": fields.get("last-event-id"),
-                                                      "session": fields.get("mcp-session-id")}}}
+        note = {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {
+                "level": "info",
+                "data": {"last_event_id": fields.get("last-event-id"), "session": fields.get("mcp-session-id")},
+            },
+        }
         await self.events(send, [note])
 
     async def control(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -280,9 +303,7 @@ def text_result(text: str) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "resultType": "complete"}
 
 
-async def respond(
-    send: Any, status: int, body: bytes, content_type: str = "application/json", extra: Any = ()
-) -> None:
+async def respond(send: Any, status: int, body: bytes, content_type: str = "application/json", extra: Any = ()) -> None:
     headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()), *extra]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
@@ -291,8 +312,8 @@ async def respond(
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sse", action="store_true")
-    parser.add_argument("--ttl-ms", type=int)
-    parser.add_argument("--scope", choices=["public", "private"])
+    parser.add_argument("--ttl-ms", type=int, default=300_000)
+    parser.add_argument("--scope", choices=["public", "private"], default="private")
     parser.add_argument("--page-size", type=int)
     parser.add_argument("--token", action="append", default=[])
     args = parser.parse_args()
@@ -309,10 +330,8 @@ def main() -> None:
             sys.stdout.write(f"READY {binds[0]}{PATH}\n")
             sys.stdout.flush()
 
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         trio.run(run)
-    except KeyboardInterrupt:
-        pass
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ from typing import Final
 
 import trio
 
-from ..._core.gate_edge import DEFAULT_MAX_BODY
+from ..._core.gate import DEFAULT_MAX_BODY
 from .common import CliError, Exit
 from .store import add_store_option, describe, open_store, opened
 
@@ -28,30 +28,47 @@ DESCRIPTION: Final = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
-    parser.add_argument("--upstream", required=True, metavar="URL", help="the MCP server to protect (http:// or https://)")
     parser.add_argument(
-        "--listen", default="127.0.0.1:0", metavar="HOST:PORT", help="where to listen (default 127.0.0.1:0, a free port)"
+        "--upstream", required=True, metavar="URL", help="the MCP server to protect (http:// or https://)"
     )
     parser.add_argument(
-        "--mode", choices=("verify", "report"), default="verify",
+        "--listen",
+        default="127.0.0.1:0",
+        metavar="HOST:PORT",
+        help="where to listen (default 127.0.0.1:0, a free port)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("verify", "report"),
+        default="verify",
         help="verify: refuse a mismatch (default); report: forward it and count it (a rollout)",
     )
     parser.add_argument(
-        "--on-unknown", choices=("fetch", "pass", "reject"), default="fetch",
+        "--on-unknown",
+        choices=("fetch", "pass", "reject"),
+        default="fetch",
         help="a call to a tool whose schema is unknown: fetch tools/list (default), pass with the standard"
         " headers checked, or reject",
     )
     parser.add_argument(
-        "--legacy", choices=("strip", "pass", "reject"), default="strip",
+        "--legacy",
+        choices=("strip", "pass", "reject"),
+        default="strip",
         help="a legacy (2025-11-25) request: forward it without Mcp-Param-* headers (default), as is, or refuse it",
     )
     parser.add_argument("--schemas", metavar="FILE", help="a saved tools/list result: schemas known from the start")
     parser.add_argument(
-        "--max-body", type=_size, default=DEFAULT_MAX_BODY, metavar="BYTES",
+        "--max-body",
+        type=_size,
+        default=DEFAULT_MAX_BODY,
+        metavar="BYTES",
         help=f"the largest request body (default {DEFAULT_MAX_BODY}: 4 MiB; 413 beyond)",
     )
     parser.add_argument(
-        "--learn-ttl", type=float, default=3600.0, metavar="SECONDS",
+        "--learn-ttl",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
         help="how long a listing without ttlMs is kept (default 3600)",
     )
     add_store_option(
