@@ -2,18 +2,25 @@
 
     python -m tests.gate.upstream [--sse] [--ttl-ms MS] [--scope public|private] [--page-size N] [--token T ...]
 
-Served by Hypercorn's trio worker on 127.0.0.1, a free port; prints ``READY http://127.0.0.1:PORT/mcp``. It speaks
-the 2026-07-28 era (each POST stands alone; ``server/discover``) and answers a legacy ``initialize`` with an
-``Mcp-Session-Id``, but never looks at ``Mcp-Method``, ``Mcp-Name`` or ``Mcp-Param-*``: whatever reaches it is
-executed. ``--sse`` answers requests that accept ``text/event-stream`` as an event stream.
+The app (:class:`Upstream`) runs under asyncio and trio alike (anyio); served here by Hypercorn's trio worker on
+127.0.0.1, a free port, it prints ``READY http://127.0.0.1:PORT/mcp``. It speaks the 2026-07-28 era (each POST
+stands alone; ``server/discover``) and answers a legacy ``initialize`` with an ``Mcp-Session-Id``, but never looks
+at ``Mcp-Method``, ``Mcp-Name`` or ``Mcp-Param-*``: whatever reaches it is executed. ``--sse`` answers requests
+that accept ``text/event-stream`` as an event stream.
 
-Tools (``tools/list``, with ``ttlMs``, default 300,000, and ``cacheScope``, default private): ``query`` (``database`` string,
-``x-mcp-header: Database``; ``limit`` integer, ``Limit``; ``dry`` boolean, ``Dry``; ``sql`` string), ``greet``
-(``name``), ``stream`` (``count`` progress notifications ``delay`` seconds apart, then the result; with
-``count: 0`` it streams until the client leaves), ``change`` (renames ``greet``'s header and says
-``notifications/tools/list_changed`` on its stream), ``refuse`` (answers HTTP 400 with -32020, as a server that
-disagrees with a header does) and ``big`` (a text of ``size`` bytes). With ``--token``, a request without one of
-those bearer tokens gets 401, and the token ``alice`` also lists ``alice_only`` (a private listing).
+Tools (``tools/list`` carries ``ttlMs``, default 300,000, and ``cacheScope``, default private):
+
+- ``query``: ``database`` string (``x-mcp-header: Database``), ``limit`` integer (``Limit``), ``dry`` boolean
+  (``Dry``), ``sql`` string;
+- ``greet``: ``name``, answers ``Hello, NAME!``; ``hello``: ``name`` mirrored as ``Mcp-Param-Name`` (``change``
+  renames that header to ``Person`` and says ``notifications/tools/list_changed`` on its stream);
+- ``slow_compute``: a task (SEP-2663), then ``tasks/get``, ``tasks/cancel``, ``tasks/update``;
+- ``stream``: ``count`` progress notifications ``delay`` seconds apart, then the result (``count: 0``: until the
+  client leaves); ``refuse``: HTTP 400 with -32020, as a server that disagrees with a header; ``big``: a text of
+  ``size`` bytes.
+
+With ``--token``, a request without one of those bearer tokens gets 401, and the token ``alice`` also lists
+``alice_only`` (a private listing).
 
 Control (plain HTTP): ``GET /control/log`` every request to ``/mcp`` so far (``method``, ``jsonrpc_method``,
 ``headers`` as pairs, ``body``), plus ``{"event": "stream_closed"}`` when a client left a stream;
@@ -27,8 +34,11 @@ import collections
 import contextlib
 import json
 import sys
+import time
+from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
@@ -47,7 +57,26 @@ class Upstream:
         self.tokens: list[str] = args.token
         self.log: list[dict[str, Any]] = []
         self.counts: collections.Counter[str] = collections.Counter()
-        self.greet_header = "Name"
+        self.hello_header = "Name"
+        self.tasks: dict[str, dict[str, Any]] = {}
+        self.next_task = 0
+
+    def task_shape(self, task: dict[str, Any]) -> dict[str, Any]:
+        # SEP-2663's Task: completed once its seconds have passed.
+        now = time.time()
+        if task["status"] == "working" and now >= task["created"] + task["seconds"]:
+            task["status"] = "completed"
+        shape = {
+            "taskId": task["taskId"],
+            "status": task["status"],
+            "createdAt": iso(task["created"]),
+            "lastUpdatedAt": iso(now),
+            "ttlMs": 600_000,
+            "pollIntervalMs": 100,
+        }
+        if task["status"] == "completed":
+            shape["result"] = text_result(f"computed in {task['seconds']:g} s")
+        return shape
 
     # --- the tools ---------------------------------------------------------------------------------------------
 
@@ -67,11 +96,20 @@ class Upstream:
                     "required": ["database", "sql"],
                 },
             },
+            {"name": "greet", "inputSchema": {"type": "object", "properties": {"name": {"type": "string"}}}},
             {
-                "name": "greet",
+                "name": "hello",
                 "inputSchema": {
                     "type": "object",
-                    "properties": {"name": {"type": "string", "x-mcp-header": self.greet_header}},
+                    "properties": {"name": {"type": "string", "x-mcp-header": self.hello_header}},
+                },
+            },
+            {
+                "name": "slow_compute",
+                "description": "A task (SEP-2663): sleeps, then answers.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"seconds": {"type": "number"}, "label": {"type": "string"}},
                 },
             },
             {"name": "stream", "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}}},
@@ -170,7 +208,7 @@ class Upstream:
         elif method == "server/discover":
             result = {
                 "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {"listChanged": True}},
+                "capabilities": {"tools": {"listChanged": True}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
                 "serverInfo": {"name": "unchecked", "version": "1.0"},
             }
         elif method == "tools/list":
@@ -184,8 +222,34 @@ class Upstream:
                 result["ttlMs"] = self.ttl_ms
             if self.scope is not None:
                 result["cacheScope"] = self.scope
+        elif method in ("tasks/get", "tasks/cancel", "tasks/update"):
+            task = self.tasks.get(str(params.get("taskId")))
+            if task is None:
+                error = {"code": -32602, "message": "Task not found"}
+                await respond(send, 200, json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
+                return
+            if method == "tasks/cancel" and task["status"] == "working":
+                task["status"] = "cancelled"
+            result = (
+                {"resultType": "complete", **self.task_shape(task)}
+                if method == "tasks/get"
+                else {"resultType": "complete"}
+            )
         elif method == "tools/call":
             name, arguments = params.get("name"), params.get("arguments") or {}
+            if name == "slow_compute":
+                self.next_task += 1
+                now = time.time()
+                task = {
+                    "taskId": f"task-{self.next_task}",
+                    "status": "working",
+                    "created": now,
+                    "seconds": float(arguments.get("seconds", 1)),
+                }
+                self.tasks[task["taskId"]] = task
+                result = {"resultType": "task", **self.task_shape(task)}
+                await respond(send, 200, json.dumps({"jsonrpc": "2.0", "id": request_id, "result": result}).encode())
+                return
             if name == "refuse":
                 error = {"code": -32020, "message": "Header mismatch: Mcp-Param-Name"}
                 await respond(send, 400, json.dumps({"jsonrpc": "2.0", "id": request_id, "error": error}).encode())
@@ -196,7 +260,7 @@ class Upstream:
                 )
                 return
             if name == "change":
-                self.greet_header = "Person" if self.greet_header == "Name" else "Name"
+                self.hello_header = "Person" if self.hello_header == "Name" else "Name"
                 if sse:
                     await self.events(
                         send,
@@ -208,6 +272,8 @@ class Upstream:
                     return
             if name == "big":
                 result = text_result("x" * int(arguments.get("size", 1000)))
+            elif name == "greet":
+                result = text_result(f"Hello, {arguments.get('name')}!")
             else:
                 result = text_result(json.dumps({"tool": name, "arguments": arguments}, sort_keys=True))
         else:
@@ -241,14 +307,14 @@ class Upstream:
                 "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
             }
         )
-        left = trio.Event()
+        left = anyio.Event()
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
                 pass
             left.set()
 
-        async with trio.open_nursery() as nursery:
+        async with anyio.create_task_group() as nursery:
             nursery.start_soon(watch)
             number = 0
             while count == 0 or number < count:
@@ -258,7 +324,7 @@ class Upstream:
                     "params": {"progressToken": 1, "progress": number},
                 }
                 data = f"id: {number}\ndata: {json.dumps(progress)}\n\n".encode()
-                with trio.move_on_after(delay):
+                with anyio.move_on_after(delay):
                     await left.wait()
                 if left.is_set():
                     self.log.append({"event": "stream_closed", "sent": number})
@@ -293,10 +359,14 @@ class Upstream:
         elif path == "/control/reset":
             self.log.clear()
             self.counts.clear()
-            self.greet_header = "Name"
+            self.hello_header = "Name"
             await respond(send, 200, b"{}")
         else:
             await respond(send, 404, b"{}")
+
+
+def iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def text_result(text: str) -> dict[str, Any]:
