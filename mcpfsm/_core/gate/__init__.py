@@ -7,6 +7,7 @@ Pure: no I/O, no logging. One concept per module:
 - :mod:`.verify`: :func:`verify` and :func:`check`, the rules of MCP 2026-07-28 "Server Validation";
 - :mod:`.learning`: what ``tools/list`` teaches (:class:`ToolSchema`, :class:`Listing`), from a result, a JSON or SSE
   body, or a ``schemas=PATH`` file;
+- :mod:`.settings`: the rules one gate applies (:class:`GateSettings`);
 - :mod:`.outcomes`: what the gate gives out (:class:`Verdict`, :class:`VerifiedCall`, :class:`GateRefusal`,
   :class:`Refusal`).
 """
@@ -37,9 +38,11 @@ from .request import (
     parse_request,
     without_params,
 )
+from .settings import DEFAULT_LEARN_TTL, GateSettings, Legacy, Mode, OnUnknown, Policy
 from .verify import MAX_SAFE_INTEGER, check, verify
 
 __all__ = [
+    "DEFAULT_LEARN_TTL",
     "DEFAULT_MAX_BODY",
     "HOP_BY_HOP",
     "LEGACY_REQUEST_VERSIONS",
@@ -49,11 +52,16 @@ __all__ = [
     "OK",
     "CacheScope",
     "GateRefusal",
+    "GateSettings",
     "HeaderPairs",
+    "Legacy",
     "Listing",
     "McpHeaders",
+    "Mode",
+    "OnUnknown",
     "ParamValue",
     "ParsedRequest",
+    "Policy",
     "Refusal",
     "ToolSchema",
     "Verdict",
