@@ -30,20 +30,23 @@ import os
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any, Final
 
-from .._core.constants import HEADER_MISMATCH, INTERNAL_ERROR, INVALID_REQUEST
+from .._core.constants import INVALID_REQUEST
+from .._core.events import GateEvent
 from .._core.gate import (
     DEFAULT_MAX_BODY,
-    MAX_MCP_HEADERS,
-    GateRefusal,
+    GateSettings,
+    Legacy,
     Listing,
     McpHeaders,
+    Mode,
+    OnUnknown,
     ParsedRequest,
+    Policy,
     Refusal,
     ToolSchema,
-    VerifiedCall,
-    check,
+    Verdict,
     end_to_end,
     listing_from_body,
     parse_request,
@@ -51,27 +54,26 @@ from .._core.gate import (
     without_params,
 )
 from .._core.gate_edge import field, identity_of
-from .._log import logger
+from .._drivers.gate import GateRun
+from .._machines.gate import State
 from .asgi import App, BodyTooLarge, ClientGone, Message, Receive, Scope, Send, answer, read_body, replayed
-from .book import Known, SchemaBook
+from .book import SchemaBook
 from .listing import MAX_LEARNED, watched
 
 __all__ = ["HeaderGate"]
 
-Mode = Literal["verify", "report"]
-OnUnknown = Literal["fetch", "pass", "reject"]
-Legacy = Literal["strip", "pass", "reject"]
-
 _JSON: Final = ((b"content-type", b"application/json"),)
 _MAX_PAGES: Final = 100
 _META_PREFIX: Final = "io.modelcontextprotocol/"
+_UNLISTED: Final = "the server does not list this tool"
 
 
 class HeaderGate:
     """ASGI middleware that verifies each modern request's MCP headers against its body (docs/gate.md).
 
     Wrap the Starlette app of an MCP server (the official SDK's ``streamable_http_app()``, fastmcp's
-    ``http_app()``) and serve the gate instead: ``uvicorn.run(HeaderGate(app))``.
+    ``http_app()``) and serve the gate instead: ``uvicorn.run(HeaderGate(app))``. Each POST is one run of the gate
+    machine (specs/gate.md), driven by ``mcpfsm._drivers.gate``; this class is its port to ASGI.
 
     Args:
         app: the ASGI app to protect.
@@ -83,14 +85,17 @@ class HeaderGate:
         schemas: the path of a JSON file holding a ``tools/list`` result (``{"tools": [...]}``) or a whole
             JSON-RPC response carrying one: the schemas known from the start.
         store: a shared store (``FileStore``, ``RedisStore``) through which a fleet of gates shares what it
-            learns, so that the fleet fetches each listing once per TTL.
+            learns, so that the fleet fetches each listing once per TTL. Under asyncio its operations run in a trio
+            event loop of the gate's own, on a worker thread (mcpfsm's stores are trio code).
         legacy: what happens to a legacy request (not 2026-07-28): ``"strip"`` its ``Mcp-Param-*`` headers
             removed, ``"pass"`` forwarded as is, ``"reject"`` 400 with JSON-RPC -32600.
         max_body: the largest request body accepted, in bytes (413 beyond).
         learn_ttl: seconds a learned listing without ``ttlMs`` is kept.
-        policy: called with each verified modern call (a :class:`~mcpfsm.gate.VerifiedCall`); it may raise
-            :class:`~mcpfsm.gate.GateRefusal` to answer the request itself.
-        on_event: called with each ``GateEvent``.
+        policy: called (and awaited, when it returns an awaitable) with each verified modern call, a
+            :class:`~mcpfsm.gate.VerifiedCall`; it may raise :class:`~mcpfsm.gate.GateRefusal` to answer the
+            request itself.
+        on_event: called with each :class:`~mcpfsm.GateEvent` (one per state of each request); an exception it
+            raises is logged and ignored.
 
     Raises:
         ValueError: an option out of its range, or a ``schemas`` file without a ``tools/list`` result.
@@ -108,43 +113,43 @@ class HeaderGate:
         legacy: Legacy = "strip",
         max_body: int = DEFAULT_MAX_BODY,
         learn_ttl: float = 3600,
-        policy: Callable[[VerifiedCall], object] | None = None,
-        on_event: Callable[[Any], object] | None = None,
+        policy: Policy | None = None,
+        on_event: Callable[[GateEvent], object] | None = None,
     ) -> None:
-        """Wrap ``app``; nothing is read, fetched or stored until the first request."""
-        _choice("mode", mode, ("verify", "report"))
-        _choice("on_unknown", on_unknown, ("fetch", "pass", "reject"))
-        _choice("legacy", legacy, ("strip", "pass", "reject"))
-        if not isinstance(max_body, int) or isinstance(max_body, bool) or max_body < 0:
-            raise ValueError(f"max_body must be a number of bytes (an int, 0 or more), got {max_body!r}")
-        if not isinstance(learn_ttl, (int, float)) or isinstance(learn_ttl, bool) or not learn_ttl > 0:
-            raise ValueError(f"learn_ttl must be a positive number of seconds, got {learn_ttl!r}")
+        """Wrap ``app``; nothing is fetched or stored until the first request."""
         self.app = app
-        self.mode: Mode = mode
-        self.on_unknown: OnUnknown = on_unknown
-        self.legacy: Legacy = legacy
-        self.max_body = max_body
-        self.policy = policy
-        self.on_event = on_event
+        self.settings = GateSettings(
+            mode=mode, on_unknown=on_unknown, legacy=legacy, max_body=max_body, learn_ttl=learn_ttl, policy=policy
+        )
+        """The rules every request is judged by (checked once, here)."""
         preload = _preloaded(schemas) if schemas is not None else None
         self.book = SchemaBook(learn_ttl=float(learn_ttl), store=store, preload=preload)
-        """The schemas this gate knows (learned, fetched, preloaded)."""
+        """The schemas this gate knows (learned, fetched, shared, preloaded)."""
+        self.on_event = on_event
         self._counts: Counter[str] = Counter({"forwarded": 0, "rejected": 0, "reported": 0})
         self._stats = MappingProxyType(self._counts)
-        # The proxy's upstream names itself: the book's key for a server is the upstream's URL and the path.
+        # The proxy's upstream names itself: the book's key for a server is then the upstream's URL and the path.
         upstream = getattr(app, "upstream", None)
         self._origin = upstream if isinstance(upstream, str) else ""
         self._fetch_ids = 0
 
     def __repr__(self) -> str:
-        return f"HeaderGate({self.app!r}, mode={self.mode!r}, on_unknown={self.on_unknown!r}, legacy={self.legacy!r})"
+        settings = self.settings
+        return (
+            f"HeaderGate({self.app!r}, mode={settings.mode!r}, on_unknown={settings.on_unknown!r},"
+            f" legacy={settings.legacy!r})"
+        )
 
     @property
     def stats(self) -> Mapping[str, int]:
         """Counts since the gate was made: ``"forwarded"``, ``"rejected"``, ``"reported"`` and one key per reason.
 
-        Every refusal counts as ``"rejected"`` and as ``"rejected:REASON"``; a mismatch forwarded in report mode
-        counts as ``"reported"``, ``"reported:REASON"`` and ``"forwarded"``. A read-only view that stays current.
+        Every refusal counts as ``"rejected"`` and as ``"rejected:REASON"`` (``too_many_headers``,
+        ``header_too_large``, ``body_too_large``, ``legacy``, ``malformed``, ``unknown_schema``, ``policy``, or
+        ``mismatch:HEADER`` naming the header at fault); a mismatch forwarded in report mode counts as
+        ``"reported"``, ``"reported:mismatch:HEADER"`` and ``"forwarded"``. Also ``"legacy"`` (legacy requests
+        forwarded), ``"fetched"`` (``tools/list`` fetches), ``"learned"`` (listings learned in passing) and
+        ``"forgotten"``. A read-only view that stays current.
         """
         return self._stats
 
@@ -154,7 +159,10 @@ class HeaderGate:
         """Judge one HTTP request (see the module's description); other scopes go to the app untouched."""
         kind = scope["type"]
         if kind == "http":
-            await self._http(scope, receive, send)
+            if scope["method"] == "POST":
+                await self._run(scope, receive, send)
+            else:
+                await self._stream(scope, receive, send)
         elif kind == "lifespan":
             await self.app(scope, receive, self._lifespan_send(send))
         else:
@@ -168,130 +176,66 @@ class HeaderGate:
 
         return lifespan_send
 
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        received = scope["headers"]
+        fields = end_to_end(received)
+        headers: list[tuple[bytes, bytes]] | McpHeaders = received
+        if len(fields) != len(received):
+            # A field Connection names is not forwarded, so it is not judged: the run reads what goes on. The caps
+            # still count every field received.
+            exceeded = McpHeaders.read(received).limit_exceeded()
+            headers = received if exceeded is not None else McpHeaders.read(fields)
+        run = _Port(self, scope, fields, headers, receive, send).run
+        try:
+            state = await run.run()
+        except ClientGone:
+            self._counts["client_gone"] += 1
+            return
+        self._count(run, state)
+
+    def _count(self, run: GateRun, state: State) -> None:
+        counts = self._counts
+        if state == State.forwarded:
+            counts["forwarded"] += 1
+        elif state == State.reported:
+            counts["forwarded"] += 1
+            counts["reported"] += 1
+            verdict = run.verdict
+            counts[f"reported:mismatch:{verdict.header if verdict is not None else None}"] += 1
+        elif state == State.rejected:
+            counts["rejected"] += 1
+            counts[f"rejected:{_reason(run)}"] += 1
+
+    async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # A request without a message (a GET stream, a DELETE): the caps, the hop-by-hop and legacy rules, the app.
         received = scope["headers"]
         headers = McpHeaders.read(received)
         exceeded = headers.limit_exceeded()
         if exceeded is not None:
-            reason = "too_many_mcp_headers" if headers.count > MAX_MCP_HEADERS else "mcp_header_too_large"
-            await self._refuse(send, Refusal(status=431, code=INVALID_REQUEST, message=exceeded), reason)
+            refusal = Refusal(status=431, code=INVALID_REQUEST, message=f"Header fields too large: {exceeded}")
+            self._counts["rejected"] += 1
+            self._counts[f"rejected:{_cap_reason(headers)}"] += 1
+            await answer(send, 431, refusal.body(), _JSON)
             return
         fields = end_to_end(received)
-        if len(fields) != len(received) and any(name[:4].lower() == b"mcp-" for name, _ in received):
-            headers = McpHeaders.read(fields)  # a field Connection named is not forwarded, so it is not judged
-        if scope["method"] != "POST":
-            await self._stream(scope, fields, headers, receive, send)
-            return
-        try:
-            body = await read_body(receive, self.max_body, field(fields, b"content-length"))
-        except BodyTooLarge:
-            message = f"the request body is longer than {self.max_body} bytes"
-            await self._refuse(send, Refusal(status=413, code=INVALID_REQUEST, message=message), "body_too_large")
-            return
-        except ClientGone:
-            return
-        request = parse_request(body)
-        parsed = request if isinstance(request, ParsedRequest) else None
-        request_id = parsed.id if parsed is not None else None
-        if headers.legacy:
-            if self.legacy == "reject":
-                version = headers.protocol_version
-                named = f"protocol version {version}" if version else "no MCP-Protocol-Version"
-                text = f"legacy requests are not accepted here ({named}; this gate needs 2026-07-28)"
-                await self._refuse(
-                    send, Refusal(status=400, code=INVALID_REQUEST, message=text, id=request_id), "legacy"
-                )
-                return
-            if self.legacy == "strip":
-                fields = without_params(fields)
-            self._counts["legacy"] += 1
-            await self._forward(scope, fields, body, parsed, None, receive, send)
-            return
-        identity = identity_of(fields)
-        schema: ToolSchema | None = None
-        tool = parsed.tool if parsed is not None else None
-        if tool is not None:
-            server = self._server(scope)
-            known, schema = self.book.lookup(server, identity, tool)
-            if not known:
-                if self.on_unknown == "reject":
-                    text = f"the gate knows no schema for the tool {tool!r}; the call was not forwarded"
-                    refusal = Refusal(status=400, code=HEADER_MISMATCH, message=text, id=request_id)
-                    await self._refuse(send, refusal, "unknown_schema")
-                    return
-                if self.on_unknown == "fetch":
-                    failure, listing = await self._learn_by_fetch(scope, fields, server, identity, parsed)
-                    known, schema = listing.schema(tool) if listing is not None else (False, None)
-                    if not known:
-                        # Fail closed: a call whose schema could not be learned (here, or by the request whose
-                        # fetch this one waited for) is not forwarded unchecked.
-                        status, reason, text = failure or (502, "fetch_failed", "the gate could not learn the schema")
-                        refusal = Refusal(status=status, code=INTERNAL_ERROR, message=text, id=request_id)
-                        await self._refuse(send, refusal, reason)
-                        return
-                else:
-                    self._counts["unknown_schema_passed"] += 1
-        verdict = check(headers, request, schema)
-        if not verdict.ok:
-            reason = f"mismatch:{verdict.header}" if verdict.header else "malformed"
-            if self.mode == "verify":
-                await self._refuse(send, Refusal.of_verdict(verdict, request_id), reason)
-                return
-            self._counts["reported"] += 1
-            self._counts[f"reported:{reason}"] += 1
-            logger.info("gate: reported {} on {} (forwarded: report mode)", reason, parsed.method if parsed else None)
-        elif self.policy is not None and parsed is not None:
-            call = VerifiedCall(
-                method=parsed.method, name=_verified_name(headers, parsed), params=verdict.params, identity=identity
-            )
-            try:
-                self.policy(call)
-            except GateRefusal as refusal:
-                await self._refuse(send, Refusal.of_policy(refusal, request_id), "policy")
-                return
-        await self._forward(scope, fields, body, parsed, identity, receive, send)
-
-    async def _stream(
-        self, scope: Scope, fields: list[tuple[bytes, bytes]], headers: McpHeaders, receive: Receive, send: Send
-    ) -> None:
-        # A request without a message (a GET stream, a DELETE): the legacy rule, then the app.
         if headers.legacy:
             version = headers.protocol_version
-            if self.legacy == "reject" and (version is not None or field(fields, b"mcp-session-id") is not None):
+            legacy = self.settings.legacy
+            if legacy == "reject" and (version is not None or field(fields, b"mcp-session-id") is not None):
                 text = f"legacy requests are not accepted here ({version or 'a legacy session'})"
-                await self._refuse(send, Refusal(status=400, code=INVALID_REQUEST, message=text), "legacy")
+                self._counts["rejected"] += 1
+                self._counts["rejected:legacy"] += 1
+                await answer(send, 400, Refusal(status=400, code=INVALID_REQUEST, message=text).body(), _JSON)
                 return
-            if self.legacy == "strip":
+            if legacy == "strip":
                 fields = without_params(fields)
         self._counts["forwarded"] += 1
         forget = self._forgetting(scope, identity_of(fields))
-        sender = watched(send, method=None, request_id=None, learn=_ignore, forget=forget)
-        await self.app({**scope, "headers": fields}, receive, sender)
-
-    async def _forward(
-        self,
-        scope: Scope,
-        fields: list[tuple[bytes, bytes]],
-        body: bytes,
-        parsed: ParsedRequest | None,
-        identity: str | None,
-        receive: Receive,
-        send: Send,
-    ) -> None:
-        self._counts["forwarded"] += 1
-        sender = send
-        if parsed is not None:
-            server = self._server(scope)
-            who = identity if identity is not None else identity_of(fields)
-            first = parsed.params.get("cursor") is None
-
-            async def learn(listing: Listing) -> None:
-                await self.book.learn(server, who, listing, first=first)
-                self._counts["learned"] += 1
-
-            forget = self._forgetting(scope, who)
-            sender = watched(send, method=parsed.method, request_id=parsed.id, learn=learn, forget=forget)
-        await self.app({**scope, "headers": fields}, replayed(body, receive), sender)
+        await self.app(
+            {**scope, "headers": fields},
+            receive,
+            watched(send, method=None, request_id=None, learn=_ignore, forget=forget),
+        )
 
     def _forgetting(self, scope: Scope, identity: str | None) -> Callable[[], Awaitable[None]]:
         async def forget() -> None:
@@ -300,41 +244,15 @@ class HeaderGate:
 
         return forget
 
-    async def _refuse(self, send: Send, refusal: Refusal, reason: str) -> None:
-        self._counts["rejected"] += 1
-        self._counts[f"rejected:{reason}"] += 1
-        await answer(send, refusal.status, refusal.body(), _JSON)
-
     def _server(self, scope: Scope) -> str:
         return f"{self._origin}{scope.get('root_path', '')}{scope['path']}"
 
     # --- fetching a listing from the app ---------------------------------------------------------------------
 
-    async def _learn_by_fetch(
-        self,
-        scope: Scope,
-        fields: list[tuple[bytes, bytes]],
-        server: str,
-        identity: str | None,
-        parsed: ParsedRequest | None,
-    ) -> tuple[tuple[int, str, str] | None, Known | None]:
-        # One tools/list (every page) from the wrapped app, as the caller: what it taught, or why it failed.
-        failure: list[tuple[int, str, str]] = []
-
-        async def fetch() -> Listing | None:
-            outcome = await self._fetch(scope, fields, parsed)
-            if isinstance(outcome, tuple):
-                failure.append(outcome)
-                return None
-            self._counts["fetched"] += 1
-            return outcome
-
-        known = await self.book.fill(server, identity, fetch)
-        return (failure[0] if failure else None), known
-
     async def _fetch(
         self, scope: Scope, fields: list[tuple[bytes, bytes]], parsed: ParsedRequest | None
-    ) -> Listing | tuple[int, str, str]:
+    ) -> Listing | None:
+        # One tools/list (every page) from the wrapped app, as the caller; None when it did not answer with one.
         meta: dict[str, Any] = {}
         given = parsed.params.get("_meta") if parsed is not None else None
         if isinstance(given, Mapping):
@@ -356,19 +274,17 @@ class HeaderGate:
                 params["cursor"] = cursor
             body = json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": params})
             status, kind, answered = await self._call_app(scope, base, body.encode())
-            if status != 200:
-                if status in (401, 403):
-                    return status, "fetch_unauthorized", f"the server refused the gate's tools/list (HTTP {status})"
-                return 502, "fetch_failed", f"the gate could not learn the tool's schema (tools/list: HTTP {status})"
-            page = listing_from_body(answered, kind)
+            page = listing_from_body(answered, kind) if status == 200 else None
             if page is None:
-                return 502, "fetch_failed", "the gate could not learn the tool's schema (tools/list: no listing)"
+                self._counts["fetch_failed"] += 1
+                return None
             first = first or page
             tools.update(page.tools)
             if page.next_cursor is None:
                 break
             cursor = page.next_cursor
         assert first is not None
+        self._counts["fetched"] += 1
         return Listing(tools=tools, ttl_ms=first.ttl_ms, cache_scope=first.cache_scope)
 
     async def _call_app(self, scope: Scope, fields: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, str, bytes]:
@@ -409,6 +325,100 @@ class HeaderGate:
         return status, kind, b"".join(pieces)
 
 
+class _Port:
+    """One request's I/O for its run (``mcpfsm._drivers.gate.GatePort``): the ASGI side of the gate."""
+
+    __slots__ = ("_identity", "body", "fields", "gate", "receive", "run", "scope", "send")
+
+    def __init__(
+        self,
+        gate: HeaderGate,
+        scope: Scope,
+        fields: list[tuple[bytes, bytes]],
+        headers: list[tuple[bytes, bytes]] | McpHeaders,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        self.run = GateRun(self, headers, gate.settings, gate.on_event)
+        """The request's run of the gate machine, driven through this port."""
+        self.gate = gate
+        self.scope = scope
+        self.fields = fields
+        self.receive = receive
+        self.send = send
+        self.body = b""
+        self._identity: str | bool | None = False
+
+    @property
+    def identity(self) -> str | None:
+        """A fingerprint of the caller's ``Authorization`` (never the field), or ``None``."""
+        known = self._identity
+        if known is False:
+            known = self._identity = identity_of(self.fields)
+        return known  # type: ignore[return-value]
+
+    async def read_body(self, limit: int) -> bytes | None:
+        """The body, or ``None`` past ``limit`` bytes (413).
+
+        Raises:
+            ClientGone: the client left before the end of its body (the run ends there; nothing is answered).
+        """
+        try:
+            self.body = await read_body(self.receive, limit, field(self.fields, b"content-length"))
+        except BodyTooLarge:
+            return None
+        return self.body
+
+    async def schema(self, tool: str) -> ToolSchema | None:
+        """The tool's schema from the book; a tool a complete listing leaves out has one that declares nothing."""
+        known, schema = self.gate.book.lookup(self.gate._server(self.scope), self.identity, tool)
+        return _found(tool, known, schema)
+
+    async def learn(self, tool: str) -> ToolSchema | None:
+        """Fetch ``tools/list`` from the app (every page, as the caller, one fetch per server and identity)."""
+        gate = self.gate
+        parsed = self._parsed()
+
+        async def fetch() -> Listing | None:
+            return await gate._fetch(self.scope, self.fields, parsed)
+
+        listing = await gate.book.fill(gate._server(self.scope), self.identity, fetch)
+        if listing is None:
+            return None
+        known, schema = listing.schema(tool)
+        return _found(tool, known, schema)
+
+    async def forward(self, *, strip_params: bool) -> None:
+        """Call the app with the request (without ``Mcp-Param-*`` when ``strip_params``); read its answer on the way."""
+        gate, scope = self.gate, self.scope
+        fields = without_params(self.fields) if strip_params else self.fields
+        parsed = self._parsed()
+        sender = self.send
+        if parsed is not None:
+            server = gate._server(scope)
+            identity = self.identity
+            first = parsed.params.get("cursor") is None
+
+            async def learn(listing: Listing) -> None:
+                await gate.book.learn(server, identity, listing, first=first)
+                gate._counts["learned"] += 1
+
+            forget = gate._forgetting(scope, identity)
+            sender = watched(self.send, method=parsed.method, request_id=parsed.id, learn=learn, forget=forget)
+        await gate.app({**scope, "headers": fields}, replayed(self.body, self.receive), sender)
+
+    async def refuse(self, refusal: Refusal) -> None:
+        """Answer the client: ``refusal.status`` and its JSON-RPC error."""
+        await answer(self.send, refusal.status, refusal.body(), _JSON)
+
+    def _parsed(self) -> ParsedRequest | None:
+        # The body as the run parsed it (once); a legacy request's, which the run does not parse, here.
+        request = self.run.request
+        if request is None and self.run.headers.legacy:
+            request = parse_request(self.body)
+        return request if isinstance(request, ParsedRequest) else None
+
+
 _FETCH_FIELDS: Final = frozenset({b"authorization", b"host", b"origin", b"mcp-protocol-version", b"user-agent"})
 _INNER_SCOPE: Final = (
     "type",
@@ -429,15 +439,37 @@ async def _ignore(listing: Listing) -> None:
     del listing
 
 
-def _choice(name: str, value: object, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(repr(a) for a in allowed)}, got {value!r}")
+def _found(tool: str, known: bool, schema: ToolSchema | None) -> ToolSchema | None:
+    # What the run is told: the schema, one that declares nothing for a tool the listing leaves out, or None.
+    if schema is not None or not known:
+        return schema
+    return ToolSchema(name=tool, reason=_UNLISTED)
 
 
-def _verified_name(headers: McpHeaders, parsed: ParsedRequest) -> str | None:
-    # What Mcp-Name says once verified: the body's member (they are equal) when the method names something.
-    name = parsed.name
-    return str(name) if isinstance(name, str) and parsed.name_key is not None else None
+def _cap_reason(headers: McpHeaders) -> str:
+    from .._core.gate import MAX_MCP_HEADERS
+
+    return "too_many_headers" if headers.count > MAX_MCP_HEADERS else "header_too_large"
+
+
+def _reason(run: GateRun) -> str:
+    # The stats key of a refusal: what the run refused the request for, never a value.
+    refusal = run.refusal
+    if refusal is None:
+        return "unknown"
+    if refusal.header is not None:
+        return f"mismatch:{refusal.header}"
+    if refusal.status == 431:
+        return _cap_reason(run.headers)
+    if refusal.status == 413:
+        return "body_too_large"
+    if run.verdict is not None and run.verdict.ok:
+        return "policy"
+    if run.headers.legacy:
+        return "legacy"
+    if isinstance(run.request, Verdict):
+        return "malformed"
+    return "unknown_schema"
 
 
 def _preloaded(path: str | os.PathLike[str]) -> Listing:
