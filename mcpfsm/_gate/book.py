@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import inspect
 import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -111,6 +113,14 @@ def known_of(page: Listing, *, learn_ttl: float, complete: bool) -> Known:
     """What one ``tools/list`` page teaches: its tools, for its ``ttlMs`` (SEP-2549), else ``learn_ttl`` seconds."""
     ttl = page.ttl_ms / 1000 if page.ttl_ms is not None else learn_ttl
     return Known(tools=page.tools, complete=complete, public=page.cache_scope == "public", ttl=ttl)
+
+
+def _fill_lock(store: Store, key: str) -> AbstractAsyncContextManager[None]:
+    # The fleet's lock on one fill, waited for at most FILL_WAIT seconds (the store's own bound, `wait=`). A store
+    # whose lock takes no `wait=` is waited for as long as its holder holds it (at most its ttl, FILL_WAIT, on Redis).
+    if "wait" in inspect.signature(store.lock).parameters:
+        return store.lock(key, FILL_WAIT, wait=FILL_WAIT)  # type: ignore[call-arg]
+    return store.lock(key, FILL_WAIT)
 
 
 class _Kept:
@@ -265,9 +275,7 @@ class SchemaBook:
         stack = contextlib.AsyncExitStack()
         held = False
         try:
-            await stack.enter_async_context(
-                self.loop.held(lambda: store.lock(self._lock_key(server, identity), FILL_WAIT, wait=FILL_WAIT))  # type: ignore[call-arg]
-            )
+            await stack.enter_async_context(self.loop.held(lambda: _fill_lock(store, self._lock_key(server, identity))))
             held = True
         except Exception as exc:  # a lock that fails or is not had in time: fill without it
             logger.debug("no fleet lock on a listing ({}); fetching without it", type(exc).__name__)

@@ -158,6 +158,11 @@ class Upstream:
         headers = [[name.decode("latin-1"), value.decode("latin-1")] for name, value in scope["headers"]]
         fields = {name: value for name, value in headers}
         entry: dict[str, Any] = {"method": scope["method"], "headers": headers, "body": body.decode("utf-8", "replace")}
+        try:
+            peeked = json.loads(body) if body else None
+        except ValueError:
+            peeked = None
+        entry["jsonrpc_method"] = peeked.get("method") if isinstance(peeked, dict) else None
         self.log.append(entry)
         token = None
         authorization = fields.get("authorization", "")
