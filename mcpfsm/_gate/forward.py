@@ -33,7 +33,7 @@ from .._core.h1 import H1Error, field_problem
 from .._core.jsonrpc import encode_error
 from .._log import logger
 from .._transports.pool import ConnectionPool, Timeouts, WireError, WireTimeout
-from .asgi import Receive, Scope, Send, answer
+from .asgi import Message, Receive, Scope, Send, answer
 
 __all__ = ["Forwarder"]
 
@@ -111,23 +111,27 @@ class Forwarder:
         method: str = scope["method"]
         target = _target(scope)
         long_lived = method == "GET" or field(fields, b"mcp-method") == b"subscriptions/listen"
-        gone = trio.Event()
+        # The exchange is cancelled when the client leaves; the answer's last message is sent after the watch has
+        # stopped, since sending it may end the connection, and so be what the watch would take for a client leaving.
+        exchange = trio.CancelScope()
+        last: list[Message] = []
         async with trio.open_nursery() as nursery:
 
             async def watch() -> None:
-                # ASGI: once the body is read, the next message is the client's disconnect.
+                # ASGI: once the body is read, the next message that matters is the client's disconnect.
                 while (await receive())["type"] != "http.disconnect":
                     pass
-                gone.set()
-                nursery.cancel_scope.cancel()
+                exchange.cancel()
 
             nursery.start_soon(watch)
-            try:
-                await self._exchange(method, target, headers, body, send, long_lived=long_lived)
-            finally:
-                nursery.cancel_scope.cancel()
-        if gone.is_set():
+            with exchange:
+                last = await self._exchange(method, target, headers, body, send, long_lived=long_lived)
+            nursery.cancel_scope.cancel()
+        if exchange.cancelled_caught:
             logger.debug("the client left; the upstream request to {} was closed", self.path)
+            return
+        for message in last:
+            await send(message)
 
     async def _exchange(
         self,
@@ -138,17 +142,16 @@ class Forwarder:
         send: Send,
         *,
         long_lived: bool,
-    ) -> None:
+    ) -> list[Message]:
+        # Sends the answer's head and body as they come; returns what is left to send (the end, or a whole error).
         try:
             reply = await self._pool.request(
                 method, target, headers, body, resendable=method in ("GET", "HEAD"), long_lived=long_lived
             )
         except WireTimeout as exc:
-            await answer(send, 504, _error(INTERNAL_ERROR, f"the upstream did not answer in time ({exc.kind})"), _JSON)
-            return
+            return _answer(504, _error(INTERNAL_ERROR, f"the upstream did not answer in time ({exc.kind})"))
         except (WireError, H1Error, OSError, trio.BrokenResourceError) as exc:
-            await answer(send, 502, _error(INTERNAL_ERROR, f"the upstream failed: {type(exc).__name__}"), _JSON)
-            return
+            return _answer(502, _error(INTERNAL_ERROR, f"the upstream failed: {type(exc).__name__}"))
         try:
             response_fields = end_to_end(
                 [
@@ -165,9 +168,20 @@ class Forwarder:
             except (WireError, H1Error, OSError, trio.BrokenResourceError):
                 # The head is sent: the client sees the body end early, as the upstream's did.
                 logger.debug("the upstream's answer on {} broke off", target)
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             await reply.aclose()
+        return [{"type": "http.response.body", "body": b"", "more_body": False}]
+
+
+def _answer(status: int, body: bytes) -> list[Message]:
+    return [
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [*_JSON, (b"content-length", str(len(body)).encode())],
+        },
+        {"type": "http.response.body", "body": body, "more_body": False},
+    ]
 
 
 def _error(code: int, message: str) -> bytes:

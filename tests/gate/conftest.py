@@ -115,7 +115,12 @@ class Answer:
 
 
 async def asgi(
-    app: Any, sent: list[tuple[str, str]], body: bytes = b"", *, method: str = "POST", path: str = "/mcp",
+    app: Any,
+    sent: list[tuple[str, str]],
+    body: bytes = b"",
+    *,
+    method: str = "POST",
+    path: str = "/mcp",
     chunks: list[bytes] | None = None,
 ) -> Answer:
     """One HTTP request to ``app`` in process, under whichever event loop runs (anyio); its whole answer.

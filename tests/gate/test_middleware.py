@@ -70,10 +70,19 @@ def test_a_matching_call_is_forwarded_and_a_lying_one_never_reaches_the_app(loop
 @pytest.mark.parametrize(
     ("sent", "blamed"),
     [
-        pytest.param([("mcp-protocol-version", "2026-07-28"), ("content-type", "application/json")], "Mcp-Method",
-                     id="no-Mcp-Method"),
+        pytest.param(
+            [("mcp-protocol-version", "2026-07-28"), ("content-type", "application/json")],
+            "Mcp-Method",
+            id="no-Mcp-Method",
+        ),
         pytest.param(headers(name="greet") + [("mcp-name", "greet")], "Mcp-Name", id="Mcp-Name-twice"),
-        pytest.param(headers(name="=?base64?Z3JlZXQ?=", ), "Mcp-Name", id="invalid-base64"),
+        pytest.param(
+            headers(
+                name="=?base64?Z3JlZXQ?=",
+            ),
+            "Mcp-Name",
+            id="invalid-base64",
+        ),
         pytest.param(headers(name="other"), "Mcp-Name", id="wrong-name"),
         pytest.param(headers(method="TOOLS/CALL", name="greet"), "Mcp-Method", id="method-case"),
     ],
@@ -137,8 +146,13 @@ def test_hop_by_hop_fields_are_dropped_before_they_are_judged(loop: Any) -> None
         smuggled = headers(name="query", Database="prod") + [("connection", "keep-alive, Mcp-Param-Database")]
         assert (await asgi(gate, smuggled, call("query", arguments))).status == 400
         plain = headers(name="query", Database="prod") + [
-            ("connection", "keep-alive, x-private"), ("keep-alive", "timeout=5"), ("te", "trailers"),
-            ("upgrade", "h2c"), ("proxy-connection", "keep-alive"), ("x-private", "1"), ("x-kept", "1"),
+            ("connection", "keep-alive, x-private"),
+            ("keep-alive", "timeout=5"),
+            ("te", "trailers"),
+            ("upgrade", "h2c"),
+            ("proxy-connection", "keep-alive"),
+            ("x-private", "1"),
+            ("x-kept", "1"),
         ]
         assert (await asgi(gate, plain, call("query", arguments))).status == 200
         seen = {name for name, _ in app.log[-1]["headers"]}
@@ -156,8 +170,14 @@ def test_legacy_requests_are_not_verified_and_lose_their_params_by_default(loop:
         sent = [("content-type", "application/json"), ("mcp-param-database", LIE), ("mcp-name", "wrong")]
         if version:
             sent.append(("mcp-protocol-version", version))
-        body = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-                           "params": {"name": "query", "arguments": {"database": "prod", "sql": "s"}}}).encode()
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 3,
+                "method": "tools/call",
+                "params": {"name": "query", "arguments": {"database": "prod", "sql": "s"}},
+            }
+        ).encode()
         strip = HeaderGate(app)
         assert (await asgi(strip, sent, body)).status == 200
         names = [name for name, _ in app.log[-1]["headers"]]
@@ -206,14 +226,19 @@ def test_the_policy_sees_only_verified_values_and_may_refuse(loop: Any) -> None:
         gate = HeaderGate(app, policy=tenant_rule)
         await listed(gate, auth="Bearer alice")
         allowed = await asgi(
-            gate, headers(name="query", Database="staging", Limit="5") + [("authorization", "Bearer alice")],
+            gate,
+            headers(name="query", Database="staging", Limit="5") + [("authorization", "Bearer alice")],
             call("query", {"database": "staging", "limit": 5, "sql": "s"}),
         )
         assert allowed.status == 200
-        refused = await asgi(gate, headers(name="query", Database="prod"), call("query", {"database": "prod", "sql": "s"}, 9))
+        refused = await asgi(
+            gate, headers(name="query", Database="prod"), call("query", {"database": "prod", "sql": "s"}, 9)
+        )
         assert refused.status == 403 and refused.json()["id"] == 9
         assert error_of(refused) == {"code": -32600, "message": "writes to prod go through the change board"}
-        lie = await asgi(gate, headers(name="query", Database="staging"), call("query", {"database": "prod", "sql": "s"}))
+        lie = await asgi(
+            gate, headers(name="query", Database="staging"), call("query", {"database": "prod", "sql": "s"})
+        )
         assert lie.status == 400
         assert [(v.method, v.name, dict(v.params)) for v in seen[1:]] == [
             ("tools/call", "query", {"Mcp-Param-Database": "staging", "Mcp-Param-Limit": 5}),
@@ -232,7 +257,9 @@ def test_on_unknown_fetch_pass_and_reject(loop: Any) -> None:
         app = upstream_app(token=["alice"])
         fetch = HeaderGate(app)
         auth = [("authorization", "Bearer alice")]
-        assert (await asgi(fetch, headers(name="query", Database="prod") + auth, call("query", arguments))).status == 200
+        assert (
+            await asgi(fetch, headers(name="query", Database="prod") + auth, call("query", arguments))
+        ).status == 200
         assert reached(app) == ["tools/list", "tools/call"]
         listing = app.log[0]
         assert ["authorization", "Bearer alice"] in listing["headers"]  # the caller's own credentials
@@ -279,7 +306,9 @@ def test_one_fetch_in_flight_per_server_and_identity(loop: Any) -> None:
 
         async def one(n: int) -> None:
             database = f"db{n}"
-            answer = await asgi(gate, headers(name="query", Database=database), call("query", {"database": database, "sql": "s"}))
+            answer = await asgi(
+                gate, headers(name="query", Database=database), call("query", {"database": database, "sql": "s"})
+            )
             answers.append(answer.status)
 
         async with anyio.create_task_group() as group:
@@ -382,11 +411,22 @@ def test_each_request_publishes_one_event_per_state_without_any_value(loop: Any)
         for event in events:
             runs.setdefault(event.call_id, []).append(event)
         (run,) = runs.values()
-        assert [event.state for event in run] == ["received", "parsed", "learning", "schema_known", "checked", "rejected"]
+        assert [event.state for event in run] == [
+            "received",
+            "parsed",
+            "learning",
+            "schema_known",
+            "checked",
+            "rejected",
+        ]
         assert [event.seq for event in run] == list(range(6))
         last = run[-1]
         assert (last.machine, last.method, last.name, last.header, last.status) == (
-            "gate", "tools/call", "query", "Mcp-Param-Database", 400
+            "gate",
+            "tools/call",
+            "query",
+            "Mcp-Param-Database",
+            400,
         )
         assert LIE not in json.dumps([event.to_dict() for event in events])
 
@@ -397,8 +437,12 @@ def test_a_legacy_stream_loses_its_params_and_a_modern_get_passes(loop: Any) -> 
     async def scenario() -> None:
         app = upstream_app()
         gate = HeaderGate(app)
-        sent = [("accept", "text/event-stream"), ("mcp-session-id", "s1"), ("last-event-id", "4"),
-                ("mcp-param-database", LIE)]
+        sent = [
+            ("accept", "text/event-stream"),
+            ("mcp-session-id", "s1"),
+            ("last-event-id", "4"),
+            ("mcp-param-database", LIE),
+        ]
         answer = await asgi(gate, sent, method="GET")
         assert answer.status == 200 and b'"last_event_id": "4"' in answer.body and b'"session": "s1"' in answer.body
         assert "mcp-param-database" not in [name for name, _ in app.log[-1]["headers"]]
