@@ -310,6 +310,12 @@ CASES: Final[list[Case]] = [
     ok("param-name-any-case", [*std(), ("mCP-pARAM-rEGION", "prod")], call({"region": "prod"}), schema=SCHEMA),
     ok("param-whitespace", [*std(), (P + "Region", "\t prod ")], call({"region": "prod"}), schema=SCHEMA),
     ok("param-undeclared-ignored", [*std(), (P + "Other", "x"), (P + "Other", "y")], call({}), schema=SCHEMA),
+    ok(
+        "param-on-a-call-naming-no-tool",
+        [*std(name=None), (P + "Region", "lie")],
+        body("tools/call", arguments={"region": "prod"}),
+        schema=SCHEMA,
+    ),
     ok("param-unknown-schema", [*std(), (P + "Region", "lie")], call({"region": "prod"}), schema=None),
     ok("param-invalid-schema", [*std(), (P + "Region", "lie")], call({"a": "prod"}), schema=INVALID_SCHEMA),
     ok(

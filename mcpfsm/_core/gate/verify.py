@@ -15,7 +15,7 @@ The rules, in the order they are checked (the first failure is the verdict):
 4. ``Mcp-Name`` equals ``params.name`` (``tools/call``, ``prompts/get``), ``params.uri`` (``resources/read``) or
    ``params.taskId`` (``tasks/*``) after decoding; present iff that member is present and not null. On a method that
    names nothing it is ignored.
-5. For a ``tools/call`` whose schema is known and valid, each declared ``Mcp-Param-*`` is present iff its argument
+5. For a ``tools/call`` naming a tool whose schema is known and valid, each declared ``Mcp-Param-*`` is present iff its argument
    is present, not null and can be mirrored (docs/calls.md), and equals it after decoding: strings exactly, integers as
    numbers within ±(2^53-1) (a header is an integer iff it matches ``-?(0|[1-9][0-9]*)(\\.0+)?``), booleans as
    ``true``/``false``. A body integer outside that range cannot be mirrored, so any header for it is a mismatch.
@@ -120,8 +120,9 @@ def _check(
 
 
 def _declared(request: ParsedRequest, schema: Mapping[str, Any] | ToolSchema | None) -> Sequence[MirroredParam]:
-    # The parameters whose headers are recognized: a tools/call's, from a valid schema only.
-    if schema is None or request.method != "tools/call":
+    # The parameters whose headers are recognized: those of the tool a tools/call names, from a valid schema only. A
+    # call that names no tool (no string params.name) calls none, so it declares nothing: the server refuses it.
+    if schema is None or request.tool is None:
         return ()
     if isinstance(schema, ToolSchema):
         return schema.mirrored if schema.valid else ()
