@@ -2,17 +2,17 @@
 
 ``specs/tool-call.md``, ``specs/authorization.md`` and ``specs/task.md`` (written by ``mcpfsm diagram`` from runs of
 the real client against the test servers and the test authorization server, and kept byte for byte by its drift
-check), and ``specs/gate.md`` (requests through the gate's own run), show each example's events as a table. :func:`walkthrough_records` reads those tables back into event
-records, with what the tables show of each event: the header plan (the ``Mcp-Param-*`` headers beyond the standard
-ones), the error, the input requests and the answers sent, the issuer and scopes of an authorization flow, a
-task's id, status message and poll interval, a gate run's method, name, header, reason and status. Nothing
-nondeterministic
-is in the tables, so neither is it in the records: ``at`` is one fixed time and ``elapsed`` counts steps.
+check), and ``specs/gate.md`` (requests through the gate's own run), show each example's events as a table.
+:func:`walkthrough_records` reads those tables back into event records, with what the tables show of each event: the
+header plan (the ``Mcp-Param-*`` headers beyond the standard ones), the error, the input requests and the answers
+sent, the issuer and scopes of an authorization flow, a task's id, status message and poll interval, a gate run's
+method, name, header, reason and status. Nothing nondeterministic is in the tables, so neither is it in the records:
+``at`` is one fixed time and ``elapsed`` counts steps.
 
 :data:`MANUAL_REPORTS` names the reports the manual's pages embed (docs/calls.md, docs/input.md,
-docs/authorization.md, docs/tasks.md, docs/gate.md) and which examples each holds; :func:`manual_reports` writes them with the
-trail viewer (:func:`mcpfsm._tooling.report.report_html`). The docs build makes them (``docs/_hooks/generated.py``),
-so a report can never disagree with the walkthrough it shows.
+docs/authorization.md, docs/tasks.md, docs/gate.md) and which examples each holds; :func:`manual_reports` writes them
+with the trail viewer (:func:`mcpfsm._tooling.report.report_html`). The docs build makes them
+(``docs/_hooks/generated.py``), so a report can never disagree with the walkthrough it shows.
 """
 
 from __future__ import annotations

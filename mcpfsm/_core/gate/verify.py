@@ -15,10 +15,11 @@ The rules, in the order they are checked (the first failure is the verdict):
 4. ``Mcp-Name`` equals ``params.name`` (``tools/call``, ``prompts/get``), ``params.uri`` (``resources/read``) or
    ``params.taskId`` (``tasks/*``) after decoding; present iff that member is present and not null. On a method that
    names nothing it is ignored.
-5. For a ``tools/call`` naming a tool whose schema is known and valid, each declared ``Mcp-Param-*`` is present iff its argument
-   is present, not null and can be mirrored (docs/calls.md), and equals it after decoding: strings exactly, integers as
-   numbers within ±(2^53-1) (a header is an integer iff it matches ``-?(0|[1-9][0-9]*)(\\.0+)?``), booleans as
-   ``true``/``false``. A body integer outside that range cannot be mirrored, so any header for it is a mismatch.
+5. For a ``tools/call`` naming a tool whose schema is known and valid, each declared ``Mcp-Param-*`` is present iff
+   its argument is present, not null and can be mirrored (docs/calls.md), and equals it after decoding: strings
+   exactly, integers as numbers within ±(2^53-1) (a header is an integer iff it matches
+   ``-?(0|[1-9][0-9]*)(\\.0+)?``), booleans as ``true``/``false``. A body integer outside that range cannot be
+   mirrored, so any header for it is a mismatch.
 
 A header value is either the ``=?base64?…?=`` form (lowercase markers), whose payload must be canonical padded
 Base64 of UTF-8 text, or a literal of visible ASCII and interior spaces; optional whitespace around it is trimmed.
