@@ -299,7 +299,7 @@ def summary_by_server(events: Sequence[CallEvent]) -> str:
             if isinstance(last, InputEvent):
                 subject = f"{last.request} {last.target}"
             elif isinstance(last, GateEvent):
-                subject = _gate_subject(run)
+                subject = _gate_subject([each for each in run if isinstance(each, GateEvent)])
             else:
                 subject = last.tool
             lines.append(f"  {call_id}  {last.machine}  {subject}  {last.state} ({len(run)} events)")
