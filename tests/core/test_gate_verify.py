@@ -55,6 +55,7 @@ def test_a_verified_call_carries_typed_values_by_declared_name() -> None:
         "Mcp-Param-Read-Only": True,
     }
     assert type(verdict.params["Mcp-Param-Count"]) is int
+    assert "Zürich" not in repr(verdict) and "Zürich" not in repr(parse_request(call(arguments)))
 
 
 def test_a_mismatch_carries_no_verified_values() -> None:

@@ -205,7 +205,7 @@ class ParsedRequest:
 
     method: str
     id: int | str | None
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the body's values stay out of a repr
     notification: bool = False
 
     @property
