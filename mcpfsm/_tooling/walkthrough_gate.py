@@ -167,7 +167,7 @@ _EXAMPLES: Final = (
         settings=GateSettings(policy=_tenant_rule),
     ),
     _Example(
-        title="Too many Mcp-* headers",
+        title="Too many headers",
         story=(
             "Defence first: before decoding anything, a request with more than 64 headers whose name starts with "
             "`mcp-` (or a value over 8,192 bytes) is answered 431; its body is not even read."

@@ -42,14 +42,16 @@ class Verdict:
         code: ``None`` when ``ok``; else the JSON-RPC error code to answer with: -32020 (HeaderMismatch) for a
             header, -32700 for a body that is not JSON, -32600 for JSON that is no request.
         params: when ``ok``, every declared ``Mcp-Param-*`` header the request carried, by its declared name, with
-            its decoded value (``int`` and ``bool`` for integer and boolean parameters); empty otherwise.
+            its decoded value (``int`` and ``bool`` for integer and boolean parameters); empty otherwise. Not in the
+            verdict's repr, which quotes no value either.
     """
 
     ok: bool
     header: str | None = None
     reason: str | None = None
     code: int | None = None
-    params: Mapping[str, ParamValue] = field(default_factory=lambda: _NONE)
+    # Left out of the repr: a verdict may reach a log line, and its values are the caller's (a tenant, a path).
+    params: Mapping[str, ParamValue] = field(default_factory=lambda: _NONE, repr=False)
 
     @classmethod
     def mismatch(cls, header: str, reason: str) -> Verdict:

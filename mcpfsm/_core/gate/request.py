@@ -53,6 +53,11 @@ HOP_BY_HOP: Final = frozenset({"connection", "keep-alive", "te", "transfer-encod
 """RFC 9110 §7.6.1: headers meant for one connection; a proxy drops them and every header ``Connection`` names."""
 
 _PARAM_PREFIX: Final = "mcp-param-"
+_MCP: Final = frozenset({"mcp-", b"mcp-"})
+# Tuples, not unions: isinstance against `str | bytes` builds the union on every call (bench/gate_verify.py).
+_TEXTS: Final = (str, bytes, bytearray)
+_IDS: Final = (int, str)
+_BINARY: Final = (bytes, bytearray)
 _OWS: Final = " \t"
 _NO_VALUES: Final[tuple[str, ...]] = ()
 
@@ -62,7 +67,7 @@ def _text(value: object) -> str | None:
     # and WSGI's servers read them); anything else is no header.
     if isinstance(value, str):
         return value
-    if isinstance(value, bytes | bytearray):
+    if isinstance(value, _BINARY):
         return bytes(value).decode("latin-1")
     return None
 
@@ -95,22 +100,38 @@ class McpHeaders:
         except TypeError:
             return cls(values=MappingProxyType({}), malformed=True)
         for entry in entries:
+            # The hot path (bench/gate_verify.py): a request carries a dozen headers and a few Mcp-* ones, so a
+            # name's first four characters decide before anything is decoded, and only Mcp-* values are read.
             try:
                 raw_name, raw_value = entry
-            except (TypeError, ValueError):
+                prefix = raw_name[:4].lower()
+            except Exception:  # not a pair, or a name that is neither str nor bytes: no header
                 malformed = True
                 continue
-            name, value = _text(raw_name), _text(raw_value)
-            if name is None or value is None:
+            if prefix != b"mcp-" and prefix != "mcp-":
+                if not isinstance(prefix, _TEXTS) or not isinstance(raw_value, _TEXTS):
+                    malformed = True
+                continue
+            if type(raw_value) is bytes:
+                size = len(raw_value)
+                value = raw_value.decode("latin-1")
+            elif type(raw_value) is str:
+                value = raw_value
+                size = len(value) if value.isascii() else _utf8_size(value)
+            elif isinstance(raw_value, bytearray):
+                size = len(raw_value)
+                value = raw_value.decode("latin-1")
+            else:
                 malformed = True
                 continue
-            lowered = name.lower()
-            if not lowered.startswith("mcp-"):
+            name = raw_name.decode("latin-1") if type(raw_name) is bytes else _text(raw_name)
+            if name is None:
+                malformed = True
                 continue
             count += 1
-            size = len(value) if isinstance(raw_value, bytes | bytearray) or value.isascii() else _utf8_size(value)
-            longest = max(longest, size)
-            values.setdefault(lowered, []).append(value.strip(_OWS))
+            if size > longest:
+                longest = size
+            values.setdefault(name.lower(), []).append(value.strip(_OWS))
         frozen = {name: tuple(each) for name, each in values.items()}
         return cls(values=MappingProxyType(frozen), count=count, longest=longest, malformed=malformed)
 
@@ -184,7 +205,7 @@ class ParsedRequest:
 
     method: str
     id: int | str | None
-    params: Mapping[str, Any] = field(default_factory=dict)
+    params: Mapping[str, Any] = field(default_factory=dict, repr=False)  # the body's values stay out of a repr
     notification: bool = False
 
     @property
@@ -252,7 +273,7 @@ def parse_request(body: bytes | str) -> ParsedRequest | Verdict:
     request_id = payload.get("id", _ABSENT)
     if request_id is _ABSENT:
         return ParsedRequest(method=method, id=None, params=params, notification=True)
-    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+    if isinstance(request_id, bool) or not isinstance(request_id, _IDS):
         return Verdict.malformed(INVALID_REQUEST, "the body's id is neither a string nor an integer")
     return ParsedRequest(method=method, id=request_id, params=params)
 

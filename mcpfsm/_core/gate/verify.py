@@ -15,10 +15,11 @@ The rules, in the order they are checked (the first failure is the verdict):
 4. ``Mcp-Name`` equals ``params.name`` (``tools/call``, ``prompts/get``), ``params.uri`` (``resources/read``) or
    ``params.taskId`` (``tasks/*``) after decoding; present iff that member is present and not null. On a method that
    names nothing it is ignored.
-5. For a ``tools/call`` whose schema is known and valid, each declared ``Mcp-Param-*`` is present iff its argument
-   is present, not null and can be mirrored (docs/calls.md), and equals it after decoding: strings exactly, integers as
-   numbers within ±(2^53-1) (a header is an integer iff it matches ``-?(0|[1-9][0-9]*)(\\.0+)?``), booleans as
-   ``true``/``false``. A body integer outside that range cannot be mirrored, so any header for it is a mismatch.
+5. For a ``tools/call`` naming a tool whose schema is known and valid, each declared ``Mcp-Param-*`` is present iff
+   its argument is present, not null and can be mirrored (docs/calls.md), and equals it after decoding: strings
+   exactly, integers as numbers within ±(2^53-1) (a header is an integer iff it matches
+   ``-?(0|[1-9][0-9]*)(\\.0+)?``), booleans as ``true``/``false``. A body integer outside that range cannot be
+   mirrored, so any header for it is a mismatch.
 
 A header value is either the ``=?base64?…?=`` form (lowercase markers), whose payload must be canonical padded
 Base64 of UTF-8 text, or a literal of visible ASCII and interior spaces; optional whitespace around it is trimmed.
@@ -50,6 +51,7 @@ _METHOD: Final = "Mcp-Method"
 _NAME: Final = "Mcp-Name"
 _STANDARD: Final = ((_VERSION, "mcp-protocol-version"), (_METHOD, "mcp-method"), (_NAME, "mcp-name"))
 _INTEGER: Final = re.compile(r"-?(0|[1-9][0-9]*)(\.0+)?")
+_NUMBERS: Final = (int, float)  # a tuple: isinstance against `int | float` builds the union on every call
 
 
 def verify(headers: HeaderPairs, body: bytes | str, schema: Mapping[str, Any] | ToolSchema | None) -> Verdict:
@@ -97,12 +99,14 @@ def _check(
     if sent.malformed:
         return Verdict.malformed(INVALID_REQUEST, "a header is not a (name, value) pair of strings")
     mirrored = _declared(request, schema)
+    values = sent.values
     for header, lowered in _STANDARD:
-        if len(sent.get(lowered)) > 1:
+        if len(values.get(lowered, ())) > 1:
             return Verdict.mismatch(header, f"{header} is sent more than once")
-    for param in mirrored:
-        if len(sent.get(param.header)) > 1:
-            return Verdict.mismatch(param.header, f"{param.header} is sent more than once")
+    declared = [(param, param.header) for param in mirrored]
+    for _, header in declared:
+        if len(values.get(header.lower(), ())) > 1:
+            return Verdict.mismatch(header, f"{header} is sent more than once")
     failed = _version(sent, request) or _method(sent, request) or _name(sent, request)
     if failed is not None:
         return failed
@@ -110,8 +114,8 @@ def _check(
         return OK
     arguments = request.arguments
     verified: dict[str, ParamValue] = {}
-    for param in mirrored:
-        outcome = _param(param, sent.get(param.header), arguments)
+    for param, header in declared:
+        outcome = _param(param, header, values.get(header.lower(), ()), arguments)
         if isinstance(outcome, Verdict):
             return outcome
         if outcome is not None:
@@ -120,8 +124,9 @@ def _check(
 
 
 def _declared(request: ParsedRequest, schema: Mapping[str, Any] | ToolSchema | None) -> Sequence[MirroredParam]:
-    # The parameters whose headers are recognized: a tools/call's, from a valid schema only.
-    if schema is None or request.method != "tools/call":
+    # The parameters whose headers are recognized: those of the tool a tools/call names, from a valid schema only. A
+    # call that names no tool (no string params.name) calls none, so it declares nothing: the server refuses it.
+    if schema is None or request.tool is None:
         return ()
     if isinstance(schema, ToolSchema):
         return schema.mirrored if schema.valid else ()
@@ -130,7 +135,7 @@ def _declared(request: ParsedRequest, schema: Mapping[str, Any] | ToolSchema | N
 
 
 def _version(sent: McpHeaders, request: ParsedRequest) -> Verdict | None:
-    values = sent.get("mcp-protocol-version")
+    values = sent.values.get("mcp-protocol-version", ())
     if not request.carries_version:
         # MCP 2026-07-28: the header must match the body's version; a body without one leaves nothing to match.
         return None
@@ -144,7 +149,7 @@ def _version(sent: McpHeaders, request: ParsedRequest) -> Verdict | None:
 
 
 def _method(sent: McpHeaders, request: ParsedRequest) -> Verdict | None:
-    values = sent.get("mcp-method")
+    values = sent.values.get("mcp-method", ())
     if not values:
         if request.notification:
             return None
@@ -160,69 +165,73 @@ def _name(sent: McpHeaders, request: ParsedRequest) -> Verdict | None:
     key = request.name_key
     if key is None:
         return None  # docs/gate.md: an Mcp-Name on a method that names nothing is ignored
-    values = sent.get("mcp-name")
-    member = f"params.{key}"
+    values = sent.values.get("mcp-name", ())
     body = request.params.get(key)
     if not values:
         if body is None or request.notification:
             return None
-        return Verdict.mismatch(_NAME, f"{_NAME} is missing but the body carries {member}")
+        return Verdict.mismatch(_NAME, f"{_NAME} is missing but the body carries params.{key}")
     if body is None:
-        return Verdict.mismatch(_NAME, f"{_NAME} is present but the body carries no {member}")
+        return Verdict.mismatch(_NAME, f"{_NAME} is present but the body carries no params.{key}")
     text, problem = _decoded(values[0])
     if text is None:
         return Verdict.mismatch(_NAME, f"{_NAME} {problem}")
     if not isinstance(body, str):
-        return Verdict.mismatch(_NAME, f"{_NAME} cannot match the body's {member}, which is not a string")
+        return Verdict.mismatch(_NAME, f"{_NAME} cannot match the body's params.{key}, which is not a string")
     if text != body:
-        return Verdict.mismatch(_NAME, f"{_NAME} does not match the body's {member}")
+        return Verdict.mismatch(_NAME, f"{_NAME} does not match the body's params.{key}")
     return None
 
 
-def _param(param: MirroredParam, values: tuple[str, ...], arguments: object) -> Verdict | ParamValue | None:
+def _param(
+    param: MirroredParam, header: str, values: tuple[str, ...], arguments: object
+) -> Verdict | ParamValue | None:
     # The verified value of one declared parameter (None: no header, rightly), or the verdict against it.
-    header = param.header
-    where = f"argument {param.pointer}"
     value = _argument(arguments, param.path)
     if value is None:
         if values:
-            return Verdict.mismatch(header, f"{header} is present but the {where} is absent or null")
+            return _against(param, header, "is present but the {where} is absent or null")
         return None
     expected = _mirrorable(param.type, value)
     if not values:
         if expected is None:
             return None  # a value that cannot be mirrored goes without a header (docs/gate.md)
-        return Verdict.mismatch(header, f"{header} is missing but the {where} is present")
+        return _against(param, header, "is missing but the {where} is present")
     text, problem = _decoded(values[0])
     if text is None:
         return Verdict.mismatch(header, f"{header} {problem}")
     if expected is None:
-        return Verdict.mismatch(header, f"{header} cannot match the {where}, which is no mirrorable {param.type}")
+        return _against(param, header, f"cannot match the {{where}}, which is no mirrorable {param.type}")
     if param.type == "integer":
         if _INTEGER.fullmatch(text) is None:
-            return Verdict.mismatch(header, f"{header} is not an integer (the {where} is one)")
+            return _against(param, header, "is not an integer (the {where} is one)")
         number = int(text.partition(".")[0])
         if abs(number) > MAX_SAFE_INTEGER:
             return Verdict.mismatch(header, f"{header} is outside ±(2^53-1)")
         if number != expected:
-            return Verdict.mismatch(header, f"{header} does not match the {where} (integer)")
+            return _against(param, header, "does not match the {where} (integer)")
         return number
     if param.type == "boolean":
         if text not in ("true", "false"):
-            return Verdict.mismatch(header, f"{header} is neither true nor false (the {where} is a boolean)")
+            return _against(param, header, "is neither true nor false (the {where} is a boolean)")
         if (text == "true") is not expected:
-            return Verdict.mismatch(header, f"{header} does not match the {where} (boolean)")
+            return _against(param, header, "does not match the {where} (boolean)")
         return expected
     if text != expected:
-        return Verdict.mismatch(header, f"{header} does not match the {where} (string)")
+        return _against(param, header, "does not match the {where} (string)")
     return text
+
+
+def _against(param: MirroredParam, header: str, template: str) -> Verdict:
+    # A mismatch naming the header and the argument's path (a JSON pointer, built only when there is one to report).
+    return Verdict.mismatch(header, f"{header} " + template.format(where=f"argument {param.pointer}"))
 
 
 def _argument(arguments: object, path: tuple[str, ...]) -> object:
     # SEP-2243: the instance value at the exact property path; a missing key, a null or a non-object parent is none.
     value = arguments
     for segment in path:
-        if not isinstance(value, Mapping):
+        if type(value) is not dict and not isinstance(value, Mapping):  # a dict first: the ABC check costs ten times
             return None
         value = value.get(segment)
         if value is None:
@@ -235,7 +244,7 @@ def _mirrorable(declared: str, value: object) -> ParamValue | None:
     if declared == "boolean":
         return value if isinstance(value, bool) else None
     if declared == "integer":
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not isinstance(value, _NUMBERS):
             return None
         if isinstance(value, float):
             if not math.isfinite(value) or not value.is_integer():
