@@ -75,7 +75,7 @@ def test_a_matching_call_is_forwarded_and_a_lying_one_never_reaches_the_app(loop
             "Mcp-Method",
             id="no-Mcp-Method",
         ),
-        pytest.param(headers(name="greet") + [("mcp-name", "greet")], "Mcp-Name", id="Mcp-Name-twice"),
+        pytest.param([*headers(name="greet"), ("mcp-name", "greet")], "Mcp-Name", id="Mcp-Name-twice"),
         pytest.param(
             headers(
                 name="=?base64?Z3JlZXQ?=",
@@ -107,10 +107,10 @@ def test_the_caps_are_inclusive_and_refusals_never_reach_the_app(loop: Any) -> N
         standard = headers(name="greet")  # 3 mcp- fields
         at_limit = standard + [(f"mcp-param-extra{n}", "v" * 8192) for n in range(61)]
         assert (await asgi(gate, at_limit, body)).status == 200
-        too_many = at_limit + [("mcp-param-one-more", "v")]
+        too_many = [*at_limit, ("mcp-param-one-more", "v")]
         answer = await asgi(gate, too_many, body)
         assert answer.status == 431 and error_of(answer)["code"] == -32600
-        too_long = standard + [("mcp-param-long", "v" * 8193)]
+        too_long = [*standard, ("mcp-param-long", "v" * 8193)]
         assert (await asgi(gate, too_long, body)).status == 431
         assert reached(app) == ["tools/call"]
         assert gate.stats["rejected:too_many_headers"] == 1 and gate.stats["rejected:header_too_large"] == 1
@@ -123,7 +123,7 @@ def test_a_body_over_max_body_is_refused_whether_declared_or_streamed(loop: Any)
         app = upstream_app()
         body = call("greet", {"name": "x" * 200})
         gate = HeaderGate(app, max_body=len(body) - 1, on_unknown="pass")
-        declared = headers(name="greet") + [("content-length", str(len(body)))]
+        declared = [*headers(name="greet"), ("content-length", str(len(body)))]
         answer = await asgi(gate, declared, body)
         assert answer.status == 413 and error_of(answer)["code"] == -32600
         streamed = await asgi(gate, headers(name="greet"), chunks=[body[:100], body[100:]])
@@ -143,9 +143,10 @@ def test_hop_by_hop_fields_are_dropped_before_they_are_judged(loop: Any) -> None
         await listed(gate)
         arguments = {"database": "prod", "sql": "s"}
         # A declared header named in Connection is not forwarded, so the body's argument has no header: refused.
-        smuggled = headers(name="query", Database="prod") + [("connection", "keep-alive, Mcp-Param-Database")]
+        smuggled = [*headers(name="query", Database="prod"), ("connection", "keep-alive, Mcp-Param-Database")]
         assert (await asgi(gate, smuggled, call("query", arguments))).status == 400
-        plain = headers(name="query", Database="prod") + [
+        plain = [
+            *headers(name="query", Database="prod"),
             ("connection", "keep-alive, x-private"),
             ("keep-alive", "timeout=5"),
             ("te", "trailers"),
@@ -227,7 +228,7 @@ def test_the_policy_sees_only_verified_values_and_may_refuse(loop: Any) -> None:
         await listed(gate, auth="Bearer alice")
         allowed = await asgi(
             gate,
-            headers(name="query", Database="staging", Limit="5") + [("authorization", "Bearer alice")],
+            [*headers(name="query", Database="staging", Limit="5"), ("authorization", "Bearer alice")],
             call("query", {"database": "staging", "limit": 5, "sql": "s"}),
         )
         assert allowed.status == 200
@@ -288,7 +289,7 @@ def test_a_failed_fetch_forwards_without_the_unverified_params(loop: Any) -> Non
         gate = HeaderGate(app)
         # The caller's token is refused, so the gate's tools/list is too: nothing is learned, and the call goes on
         # with its standard headers checked and its Mcp-Param-* headers cut (the server answers 401 itself).
-        sent = headers(name="query", Database=LIE) + [("authorization", "Bearer mallory")]
+        sent = [*headers(name="query", Database=LIE), ("authorization", "Bearer mallory")]
         answer = await asgi(gate, sent, call("query", {"database": "prod", "sql": "s"}))
         assert answer.status == 401
         assert reached(app) == ["tools/list", "tools/call"]

@@ -81,7 +81,7 @@ def test_session_ids_last_event_id_and_statuses_pass_unchanged() -> None:
             headers(name="greet") + [(f"mcp-x{n}", "v") for n in range(62)], call("greet"), 431, id="65-mcp-headers"
         ),
         pytest.param(headers(name="greet", Big="v" * 8193), call("greet"), 431, id="8193-byte-value"),
-        pytest.param(headers(name="greet") + [("mcp-name", "greet")], call("greet"), 400, id="repeated-Mcp-Name"),
+        pytest.param([*headers(name="greet"), ("mcp-name", "greet")], call("greet"), 400, id="repeated-Mcp-Name"),
         pytest.param(
             headers(name="query", Database="=?base64?cHJvZA?="),
             call("query", {"database": "prod", "sql": "s"}),
@@ -92,7 +92,7 @@ def test_session_ids_last_event_id_and_statuses_pass_unchanged() -> None:
             headers(name="query", Database="prod"), call("query", {"sql": "s"}), 400, id="header-only-smuggling"
         ),
         pytest.param(
-            headers(name="query", Database="prod") + [("connection", "Mcp-Param-Database")],
+            [*headers(name="query", Database="prod"), ("connection", "Mcp-Param-Database")],
             call("query", {"database": "prod", "sql": "s"}),
             400,
             id="connection-named-param",
