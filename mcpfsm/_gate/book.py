@@ -4,7 +4,7 @@ A call is checked against the schema of the tool it names (its declared ``Mcp-Pa
 the ``tools/list`` listings the gate has seen, so a call costs a dict lookup, not a ``tools/list``:
 
 - **learned in passing**: every ``tools/list`` answer that goes through the gate is read before it is passed on
-  (:mod:`.listing`), and kept for its ``ttlMs`` (SEP-2549), else the gate's ``learn_ttl``;
+  (:mod:`.listing`), and kept for its ``ttlMs`` (SEP-2549), else (absent or 0) the gate's ``learn_ttl``;
 - **whose**: a listing whose ``cacheScope`` is ``"public"`` serves every caller of that server; any other listing
   is private to one authorization identity (a fingerprint of the caller's ``Authorization`` field,
   ``mcpfsm._core.gate_edge.identity_of``; never the field);
@@ -110,8 +110,13 @@ class Known:
 
 
 def known_of(page: Listing, *, learn_ttl: float, complete: bool) -> Known:
-    """What one ``tools/list`` page teaches: its tools, for its ``ttlMs`` (SEP-2549), else ``learn_ttl`` seconds."""
-    ttl = page.ttl_ms / 1000 if page.ttl_ms is not None else learn_ttl
+    """What one ``tools/list`` page teaches: its tools, for its ``ttlMs`` (SEP-2549), else ``learn_ttl`` seconds.
+
+    A ``ttlMs`` of 0 counts as none: it tells a client not to reuse the page, and the official SDK's servers send
+    it by default, so honouring it would cost a ``tools/list`` per call. The gate keeps such a listing for
+    ``learn_ttl`` and forgets it on the server's own signals (an upstream -32020, ``notifications/tools/list_changed``).
+    """
+    ttl = page.ttl_ms / 1000 if page.ttl_ms else learn_ttl
     return Known(tools=page.tools, complete=complete, public=page.cache_scope == "public", ttl=ttl)
 
 

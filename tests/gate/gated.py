@@ -37,7 +37,7 @@ def build(args: argparse.Namespace) -> Any:
     elif args.app == "sdk":
         from mcpfsm._tooling.peer import PeerState, build_http_app
 
-        app, _ = build_http_app(PeerState(mode="modern", json_response=not args.sse))
+        app, _ = build_http_app(PeerState(mode="modern", json_response=not args.sse, initial_page_size=None))
     else:
         from tests.fastmcp_server import server
 
