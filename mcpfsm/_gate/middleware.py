@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .._core.constants import INVALID_REQUEST
 from .._core.events import GateEvent
@@ -59,6 +60,9 @@ from .._machines.gate import State
 from .asgi import App, BodyTooLarge, ClientGone, Message, Receive, Scope, Send, answer, read_body, replayed
 from .book import SchemaBook
 from .listing import MAX_LEARNED, watched
+
+if TYPE_CHECKING:
+    from .otel import GateTelemetry
 
 __all__ = ["HeaderGate"]
 
@@ -126,6 +130,9 @@ class HeaderGate:
         self.book = SchemaBook(learn_ttl=float(learn_ttl), store=store, preload=preload)
         """The schemas this gate knows (learned, fetched, shared, preloaded)."""
         self.on_event = on_event
+        self._telemetry: GateTelemetry | None = None
+        self._sink: Callable[[GateEvent], object] | None = on_event
+        self._probed = False
         self._counts: Counter[str] = Counter({"forwarded": 0, "rejected": 0, "reported": 0})
         self._stats = MappingProxyType(self._counts)
         # The proxy's upstream names itself: the book's key for a server is then the upstream's URL and the path.
@@ -185,13 +192,30 @@ class HeaderGate:
             # still count every field received.
             exceeded = McpHeaders.read(received).limit_exceeded()
             headers = received if exceeded is not None else McpHeaders.read(fields)
+        if not self._probed:
+            self._probe()
         run = _Port(self, scope, fields, headers, receive, send).run
+        telemetry = self._telemetry
         try:
-            state = await run.run()
+            state = await (run.run() if telemetry is None else telemetry.run(run.run_id, received, run.run))
         except ClientGone:
             self._counts["client_gone"] += 1
             return
         self._count(run, state)
+
+    def _probe(self) -> None:
+        # Once, at the first request (an application configures OpenTelemetry after building its app): telemetry
+        # when a tracer or meter provider is set, else nothing is built per request and OpenTelemetry not imported.
+        self._probed = True
+        if sys.modules.get("opentelemetry.trace") is None and sys.modules.get("opentelemetry.metrics") is None:
+            return
+        try:
+            from .otel import probe
+        except ImportError:  # the otel extra is partly installed: behave as without it
+            return
+        self._telemetry = probe()
+        if self._telemetry is not None:
+            self._sink = self._telemetry.observe(self.on_event)
 
     def _count(self, run: GateRun, state: State) -> None:
         counts = self._counts
@@ -339,7 +363,7 @@ class _Port:
         receive: Receive,
         send: Send,
     ) -> None:
-        self.run = GateRun(self, headers, gate.settings, gate.on_event)
+        self.run = GateRun(self, headers, gate.settings, gate._sink)
         """The request's run of the gate machine, driven through this port."""
         self.gate = gate
         self.scope = scope

@@ -212,3 +212,19 @@ def test_the_gate_command_refuses_bad_options() -> None:
         down = post(url, headers("tools/list"), request("tools/list"))
         assert down.status_code == 502 and down.json()["error"]["code"] == -32603
     assert META
+
+
+def test_the_proxy_writes_its_events_as_json_lines(upstream_url: str, tmp_path: Path) -> None:
+    from mcpfsm import GateEvent
+
+    log = tmp_path / "gate.jsonl"
+    with proxy_process(upstream_url, "--events", str(log)) as (_, url):
+        post(url, headers("tools/list"), request("tools/list"))
+        assert (
+            post(url, headers(name="query", Database=LIE), call("query", {"database": "p", "sql": "s"})).status_code
+            == 400
+        )
+    events = [GateEvent.from_dict(json.loads(line)) for line in log.read_text().splitlines()]
+    assert {event.machine for event in events} == {"gate"}
+    assert [event.state for event in events if event.state in ("forwarded", "rejected")] == ["forwarded", "rejected"]
+    assert events[-1].header == "Mcp-Param-Database" and LIE not in log.read_text()

@@ -71,6 +71,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="how long a listing without ttlMs is kept (default 3600)",
     )
+    parser.add_argument(
+        "--events", metavar="FILE", help="append every request's audit events (GateEvent) to FILE as JSON Lines"
+    )
     add_store_option(
         parser,
         "share learned schemas with every gate on this store, so a fleet fetches each listing once per TTL:"
@@ -108,6 +111,14 @@ def run(args: argparse.Namespace) -> Exit:
     except ValueError as exc:
         raise CliError(Exit.bad_url, str(exc)) from None
     store = open_store(args.store, prefix=args.prefix) if args.store is not None else None
+    events = None
+    if args.events is not None:
+        from ..._drivers.audit_log import AuditLog
+
+        try:
+            events = AuditLog(args.events)
+        except OSError as exc:
+            raise CliError(Exit.usage, f"cannot write events to {args.events!r}: {exc.strerror or exc}") from None
     try:
         gate = HeaderGate(
             forwarder,
@@ -118,9 +129,10 @@ def run(args: argparse.Namespace) -> Exit:
             legacy=args.legacy,
             max_body=args.max_body,
             learn_ttl=args.learn_ttl,
+            on_event=events,
         )
     except (ValueError, OSError) as exc:
-        raise CliError(Exit.usage, f"--schemas: {exc}") from None
+        raise CliError(Exit.usage, str(exc)) from None
 
     def ready(origin: str) -> None:
         sys.stdout.write(f"READY {origin}{forwarder.path}\n")
