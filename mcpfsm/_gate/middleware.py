@@ -37,6 +37,7 @@ from .._core.constants import INVALID_REQUEST
 from .._core.events import GateEvent
 from .._core.gate import (
     DEFAULT_MAX_BODY,
+    HOP_BY_HOP,
     GateSettings,
     Legacy,
     Listing,
@@ -70,6 +71,7 @@ _JSON: Final = ((b"content-type", b"application/json"),)
 _MAX_PAGES: Final = 100
 _META_PREFIX: Final = "io.modelcontextprotocol/"
 _UNLISTED: Final = "the server does not list this tool"
+_HOP_BY_HOP: Final = frozenset(name.encode("ascii") for name in HOP_BY_HOP) | {b"connection"}
 
 
 class HeaderGate:
@@ -184,24 +186,38 @@ class HeaderGate:
         return lifespan_send
 
     async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Hot path (bench/gate.py): one pass over the fields finds a hop-by-hop one and the Content-Length; the
+        # usual request has no hop-by-hop field, and goes on with the very list it came with.
         received = scope["headers"]
-        fields = end_to_end(received)
+        fields = received
         headers: list[tuple[bytes, bytes]] | McpHeaders = received
-        if len(fields) != len(received):
-            # A field Connection names is not forwarded, so it is not judged: the run reads what goes on. The caps
-            # still count every field received.
-            exceeded = McpHeaders.read(received).limit_exceeded()
-            headers = received if exceeded is not None else McpHeaders.read(fields)
+        declared = None
+        for name, value in received:
+            if name in _HOP_BY_HOP:
+                fields = end_to_end(received)
+                if len(fields) != len(received):
+                    # A field Connection names is not forwarded, so it is not judged: the run reads what goes on.
+                    # The caps still count every field received.
+                    exceeded = McpHeaders.read(received).limit_exceeded()
+                    headers = received if exceeded is not None else McpHeaders.read(fields)
+                declared = field(fields, b"content-length")
+                break
+            if name == b"content-length":
+                declared = value
         if not self._probed:
             self._probe()
-        run = _Port(self, scope, fields, headers, receive, send).run
+        run = _Port(self, scope, fields, headers, declared, receive, send).run
         telemetry = self._telemetry
         try:
             state = await (run.run() if telemetry is None else telemetry.run(run.run_id, received, run.run))
         except ClientGone:
             self._counts["client_gone"] += 1
             return
-        self._count(run, state)
+        counts = self._counts
+        if state == State.forwarded:
+            counts["forwarded"] += 1
+        else:
+            self._count(run, state)
 
     def _probe(self) -> None:
         # Once, at the first request (an application configures OpenTelemetry after building its app): telemetry
@@ -352,7 +368,7 @@ class HeaderGate:
 class _Port:
     """One request's I/O for its run (``mcpfsm._drivers.gate.GatePort``): the ASGI side of the gate."""
 
-    __slots__ = ("_identity", "body", "fields", "gate", "receive", "run", "scope", "send")
+    __slots__ = ("_identity", "_server", "body", "declared", "fields", "gate", "receive", "run", "scope", "send")
 
     def __init__(
         self,
@@ -360,6 +376,7 @@ class _Port:
         scope: Scope,
         fields: list[tuple[bytes, bytes]],
         headers: list[tuple[bytes, bytes]] | McpHeaders,
+        declared: bytes | None,
         receive: Receive,
         send: Send,
     ) -> None:
@@ -368,10 +385,12 @@ class _Port:
         self.gate = gate
         self.scope = scope
         self.fields = fields
+        self.declared = declared
         self.receive = receive
         self.send = send
         self.body = b""
         self._identity: str | bool | None = False
+        self._server: str | None = None
 
     @property
     def identity(self) -> str | None:
@@ -381,6 +400,14 @@ class _Port:
             known = self._identity = identity_of(self.fields)
         return known  # type: ignore[return-value]
 
+    @property
+    def server(self) -> str:
+        """The book's name of the server this request goes to."""
+        server = self._server
+        if server is None:
+            server = self._server = self.gate._server(self.scope)
+        return server
+
     async def read_body(self, limit: int) -> bytes | None:
         """The body, or ``None`` past ``limit`` bytes (413).
 
@@ -388,48 +415,56 @@ class _Port:
             ClientGone: the client left before the end of its body (the run ends there; nothing is answered).
         """
         try:
-            self.body = await read_body(self.receive, limit, field(self.fields, b"content-length"))
+            self.body = await read_body(self.receive, limit, self.declared)
         except BodyTooLarge:
             return None
         return self.body
 
     async def schema(self, tool: str) -> ToolSchema | None:
         """The tool's schema from the book; a tool a complete listing leaves out has one that declares nothing."""
-        known, schema = self.gate.book.lookup(self.gate._server(self.scope), self.identity, tool)
-        return _found(tool, known, schema)
+        known, schema = self.gate.book.lookup(self.server, self.identity, tool)
+        if schema is not None or not known:
+            return schema
+        return ToolSchema(name=tool, reason=_UNLISTED)
 
     async def learn(self, tool: str) -> ToolSchema | None:
         """Fetch ``tools/list`` from the app (every page, as the caller, one fetch per server and identity)."""
-        gate = self.gate
-        parsed = self._parsed()
-
-        async def fetch() -> Listing | None:
-            return await gate._fetch(self.scope, self.fields, parsed)
-
-        listing = await gate.book.fill(gate._server(self.scope), self.identity, fetch)
+        listing = await self.gate.book.fill(self.server, self.identity, self._fetch)
         if listing is None:
             return None
         known, schema = listing.schema(tool)
-        return _found(tool, known, schema)
+        if schema is not None or not known:
+            return schema
+        return ToolSchema(name=tool, reason=_UNLISTED)
+
+    async def _fetch(self) -> Listing | None:
+        return await self.gate._fetch(self.scope, self.fields, self._parsed())
 
     async def forward(self, *, strip_params: bool) -> None:
         """Call the app with the request (without ``Mcp-Param-*`` when ``strip_params``); read its answer on the way."""
-        gate, scope = self.gate, self.scope
-        fields = without_params(self.fields) if strip_params else self.fields
+        scope, fields = self.scope, self.fields
+        if strip_params:
+            fields = without_params(fields)
+        if fields is not scope["headers"]:
+            scope = {**scope, "headers": fields}
         parsed = self._parsed()
         sender = self.send
         if parsed is not None:
-            server = gate._server(scope)
-            identity = self.identity
-            first = parsed.params.get("cursor") is None
+            sender = watched(
+                sender, method=parsed.method, request_id=parsed.id, learn=self._learned, forget=self._forget
+            )
+        await self.gate.app(scope, replayed(self.body, self.receive), sender)
 
-            async def learn(listing: Listing) -> None:
-                await gate.book.learn(server, identity, listing, first=first)
-                gate._counts["learned"] += 1
+    async def _learned(self, listing: Listing) -> None:
+        parsed = self._parsed()
+        await self.gate.book.learn(
+            self.server, self.identity, listing, first=parsed is None or parsed.params.get("cursor") is None
+        )
+        self.gate._counts["learned"] += 1
 
-            forget = gate._forgetting(scope, identity)
-            sender = watched(self.send, method=parsed.method, request_id=parsed.id, learn=learn, forget=forget)
-        await gate.app({**scope, "headers": fields}, replayed(self.body, self.receive), sender)
+    async def _forget(self) -> None:
+        await self.gate.book.forget(self.server, self.identity)
+        self.gate._counts["forgotten"] += 1
 
     async def refuse(self, refusal: Refusal) -> None:
         """Answer the client: ``refusal.status`` and its JSON-RPC error."""
@@ -461,13 +496,6 @@ _INNER_SCOPE: Final = (
 
 async def _ignore(listing: Listing) -> None:
     del listing
-
-
-def _found(tool: str, known: bool, schema: ToolSchema | None) -> ToolSchema | None:
-    # What the run is told: the schema, one that declares nothing for a tool the listing leaves out, or None.
-    if schema is not None or not known:
-        return schema
-    return ToolSchema(name=tool, reason=_UNLISTED)
 
 
 def _cap_reason(headers: McpHeaders) -> str:
