@@ -248,6 +248,7 @@ class HeaderGate:
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send) -> None:
         # A request without a message (a GET stream, a DELETE): the caps, the hop-by-hop and legacy rules, the app.
+        # It is no run of the gate machine: there is nothing to verify.
         received = scope["headers"]
         headers = McpHeaders.read(received)
         exceeded = headers.limit_exceeded()
@@ -269,11 +270,22 @@ class HeaderGate:
                 return
             if legacy == "strip":
                 fields = without_params(fields)
+        try:
+            # A GET or DELETE carries no body, as a rule; whatever it carries is held to the same cap as a POST's.
+            body = await read_body(receive, self.settings.max_body, field(fields, b"content-length"))
+        except BodyTooLarge:
+            message = f"the request body is longer than {self.settings.max_body} bytes"
+            self._counts["rejected"] += 1
+            self._counts["rejected:body_too_large"] += 1
+            await answer(send, 413, Refusal(status=413, code=INVALID_REQUEST, message=message).body(), _JSON)
+            return
+        except ClientGone:
+            return
         self._counts["forwarded"] += 1
         forget = self._forgetting(scope, identity_of(fields))
         await self.app(
             {**scope, "headers": fields},
-            receive,
+            replayed(body, receive),
             watched(send, method=None, request_id=None, learn=_ignore, forget=forget),
         )
 

@@ -464,3 +464,14 @@ def test_options_are_checked_when_the_gate_is_built(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"holds? .*tools/list result"):
         HeaderGate(app, schemas=bad)
     assert META["io.modelcontextprotocol/protocolVersion"] == "2026-07-28"
+
+
+def test_a_body_on_another_method_is_held_to_the_same_cap(loop: Any) -> None:
+    async def scenario() -> None:
+        app = upstream_app()
+        gate = HeaderGate(app, max_body=10)
+        refused = await asgi(gate, [("content-type", "application/json")], method="PUT", chunks=[b"x" * 8, b"x" * 8])
+        assert refused.status == 413 and reached(app) == []
+        assert gate.stats["rejected:body_too_large"] == 1
+
+    loop(scenario)
