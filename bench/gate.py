@@ -226,11 +226,17 @@ async def _exchange(stream: Any, request: bytes) -> None:
     await stream.send_all(request)
     data = b""
     while b"\r\n\r\n" not in data:
-        data += await stream.receive_some(65536)
+        piece = await stream.receive_some(65536)
+        if not piece:
+            raise ConnectionError("the server closed the connection before its answer")
+        data += piece
     head, _, rest = data.partition(b"\r\n\r\n")
     length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
     while len(rest) < length:
-        rest += await stream.receive_some(65536)
+        piece = await stream.receive_some(65536)
+        if not piece:
+            raise ConnectionError("the server closed the connection in the middle of its answer")
+        rest += piece
     assert head.startswith(b"HTTP/1.1 200"), head[:40]
 
 
@@ -239,19 +245,22 @@ async def _interleaved(targets: dict[str, _Target], calls: int, rounds: int) -> 
     # over 8 keep-alive connections each; CPU per call of each server process, per round.
     import trio
 
-    streams: dict[str, list[Any]] = {}
-    for name, target in targets.items():
-        streams[name] = [await trio.open_tcp_stream(target.host, target.port) for _ in range(8)]
-        await _exchange(streams[name][0], target.listing)
+    for target in targets.values():
+        listing = await trio.open_tcp_stream(target.host, target.port)
+        async with listing:
+            await _exchange(listing, target.listing)
 
     async def batch(name: str, count: int) -> None:
-        async def connection(stream: Any) -> None:
-            for _ in range(count // 8):
-                await _exchange(stream, targets[name].request)
+        # Fresh connections per batch: the other server's may have idled past its keep-alive timeout meanwhile.
+        async def connection() -> None:
+            stream = await trio.open_tcp_stream(targets[name].host, targets[name].port)
+            async with stream:
+                for _ in range(count // 8):
+                    await _exchange(stream, targets[name].request)
 
         async with trio.open_nursery() as nursery:
-            for stream in streams[name]:
-                nursery.start_soon(connection, stream)
+            for _ in range(8):
+                nursery.start_soon(connection)
 
     for name in targets:
         await batch(name, 400)  # warm-up
@@ -261,9 +270,6 @@ async def _interleaved(targets: dict[str, _Target], calls: int, rounds: int) -> 
             before = cpu_seconds(target.process.pid)
             await batch(name, calls)
             samples[name].append((cpu_seconds(target.process.pid) - before) / (calls // 8 * 8) * 1e6)
-    for each in streams.values():
-        for stream in each:
-            await stream.aclose()
     return samples
 
 
