@@ -23,16 +23,32 @@ import trio
 from ..._client.file_store import FileStore
 from ..._client.redis_store import RedisStore, redacted
 from ..._client.stores import FileTokenStore
-from ..._core.credentials import binding_key, registration_key, tokens_key
+from ..._core.credentials import (
+    legacy_binding_key,
+    legacy_registration_key,
+    legacy_tokens_key,
+    registration_key,
+    tokens_key,
+)
 from .common import CliError, Exit, columns, print_line
 
-__all__ = ["DESCRIPTION", "add_store_option", "configure", "describe", "open_store", "opened", "run", "run_on"]
+__all__ = [
+    "DESCRIPTION",
+    "add_store_option",
+    "configure",
+    "describe",
+    "endpoint_bindings",
+    "open_store",
+    "opened",
+    "run",
+    "run_on",
+]
 
 DESCRIPTION: Final = (
     "mcpfsm store check STORE lists what a store holds, one line per entry: its kind (binding, tokens,\n"
     "registration, or what else a client keeps there), its key, when the store expires it, and what it\n"
     "is, never a token, secret or client id. --server URL keeps the entries of one MCP server: its\n"
-    "binding, the tokens and the registration it points to. STORE is redis://, rediss://,\n"
+    "bindings (one per credential), the tokens and registrations they point to. STORE is redis://, rediss://,\n"
     "redis+sentinel:// or redis+cluster:// (RedisStore), file:///DIR or a path (FileStore; an existing\n"
     "file is a FileTokenStore, the format `mcpfsm login` writes by default). Nothing is written."
 )
@@ -145,16 +161,37 @@ def run(args: argparse.Namespace) -> Exit:
     return Exit.ok
 
 
+def endpoint_bindings(values: dict[str, dict[str, Any]], url: str) -> dict[str, tuple[str, ...]]:
+    """Every binding of the MCP endpoint ``url`` among ``values`` (by key), each with the keys it points to.
+
+    One binding per credential holder (``binding URL HOLDER``) and one an earlier mcpfsm wrote without a holder
+    (``binding URL``); each points to its tokens and its registration with the issuer it names.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+    for key, value in values.items():
+        if key == legacy_binding_key(url):
+            holder = None
+        elif key.startswith(f"binding {url} ") and " " not in key[len(f"binding {url} ") :]:
+            holder = key[len(f"binding {url} ") :]
+        else:
+            continue
+        issuer, resource = value.get("issuer"), value.get("resource")
+        if not isinstance(issuer, str):
+            found[key] = ()
+            continue
+        resource = resource if isinstance(resource, str) else None
+        if holder is None:
+            found[key] = (legacy_tokens_key(issuer, resource), legacy_registration_key(issuer))
+        else:
+            found[key] = (tokens_key(issuer, resource, holder), registration_key(issuer, holder))
+    return found
+
+
 def _of_server(
     entries: list[tuple[str, dict[str, Any], float | None]], url: str
 ) -> list[tuple[str, dict[str, Any], float | None]]:
-    by_key = {key: value for key, value, _ in entries}
-    wanted = {binding_key(url)}
-    binding = by_key.get(binding_key(url))
-    if binding is not None and isinstance(binding.get("issuer"), str):
-        resource = binding.get("resource")
-        wanted |= {tokens_key(binding["issuer"], resource if isinstance(resource, str) else None)}
-        wanted |= {registration_key(binding["issuer"])}
+    bindings = endpoint_bindings({key: value for key, value, _ in entries}, url)
+    wanted = set(bindings).union(*bindings.values())
     return [entry for entry in entries if entry[0] in wanted or (url in entry[0].split(" "))]
 
 
