@@ -30,6 +30,7 @@ from ..._core.credentials import (
     registration_key,
     tokens_key,
 )
+from ..._core.errors import StoreError
 from .common import CliError, Exit, columns, print_line
 
 __all__ = [
@@ -50,8 +51,13 @@ DESCRIPTION: Final = (
     "is, never a token, secret or client id. --server URL keeps the entries of one MCP server: its\n"
     "bindings (one per credential), the tokens and registrations they point to. STORE is redis://, rediss://,\n"
     "redis+sentinel:// or redis+cluster:// (RedisStore), file:///DIR or a path (FileStore; an existing\n"
-    "file is a FileTokenStore, the format `mcpfsm login` writes by default). Nothing is written."
+    "file is a FileTokenStore, the format `mcpfsm login` writes by default). Nothing is written. A store\n"
+    "that does not answer within --timeout seconds (a frozen Redis, a stalled file system) is exit 4, and\n"
+    "so is a file store someone else could have written (another user's directory or file, one others may\n"
+    "write, a FIFO, a link or an oversized file planted in it)."
 )
+DEFAULT_CHECK_TIMEOUT: Final = 10.0
+"""Seconds ``store check`` waits for the whole listing."""
 _REDIS: Final = ("redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://", "redis+cluster://", "rediss+cluster://")
 
 Opened = FileStore | FileTokenStore | RedisStore
@@ -117,7 +123,12 @@ def run_on(store: Opened, work: Callable[[], Awaitable[T]]) -> T:
     """
     try:
         return trio.run(work)
+    except CliError:
+        raise
     except Exception as exc:  # OSError, coredis' ConnectionError, TimeoutError, AuthenticationError, ...
+        if isinstance(exc, StoreError):
+            # mcpfsm's own words (a refused path), never a value.
+            raise CliError(Exit.unreachable, f"cannot use the store {describe(store)}: {exc}") from None
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise CliError(Exit.unreachable, f"cannot use the store {describe(store)}: {reason}") from None
 
@@ -134,15 +145,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--server", metavar="URL", help="only what is kept for this MCP endpoint")
     check.add_argument("--prefix", default="mcpfsm:", help="the key prefix of a Redis store (default: mcpfsm:)")
     check.add_argument("--json", action="store_true", help="the entries as a JSON array")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_CHECK_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long the store may take to list its entries (default: {DEFAULT_CHECK_TIMEOUT:g})",
+    )
 
 
 def run(args: argparse.Namespace) -> Exit:
     """List the entries."""
+    if not args.timeout > 0:
+        raise CliError(Exit.usage, f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     store = open_store(args.store, prefix=args.prefix)
 
     async def read() -> list[tuple[str, dict[str, Any], float | None]]:
-        async with opened(store):
-            return await store.entries()
+        # The bound encloses the store's whole context (its connections open and close inside it).
+        try:
+            with trio.fail_after(args.timeout):
+                async with opened(store):
+                    return await store.entries()
+        except trio.TooSlowError:
+            raise CliError(
+                Exit.unreachable, f"the store {describe(store)} did not answer within {args.timeout:g} s"
+            ) from None
 
     entries = run_on(store, read)
     if args.server is not None:
