@@ -231,3 +231,53 @@ def test_audit_verify_on_the_command_line(tmp_path: Path) -> None:
     )
     done = run_cli("audit", "verify", str(tmp_path / "missing.jsonl"))
     assert done.code == 2 and "cannot read audit log" in done.stderr
+
+
+# The measuring child: a cap on its address space (so that a verifier whose memory grows with the square of the
+# log fails at once instead of taking the machine), `mcpfsm audit verify`, then its own peak resident size.
+MEASURE: Final = """
+import resource, sys
+cap = 1 << 30
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+from mcpfsm._tooling.cli import main
+code = main(["audit", "verify", *sys.argv[1:]])
+print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def peak_of_verify(*paths: Path) -> tuple[int, str, float]:
+    """Exit code, output and peak resident memory in MB of ``mcpfsm audit verify PATHS`` in a fresh process."""
+    import subprocess
+    import sys
+
+    from tests.peer.fixtures import REPO_ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, *map(str, paths)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    *printed, last = done.stdout.splitlines()
+    code, kilobytes = last.split()
+    return int(code), "\n".join(printed), int(kilobytes) / 1024  # ru_maxrss is in KiB on Linux
+
+
+def test_verify_runs_in_memory_linear_in_the_log(tmp_path: Path) -> None:
+    # 20,000 lines of about 460 bytes, the 8.6 MB or so that took more than 4 GiB before: now the whole process,
+    # interpreter and imports included, stays under 100 MB. A tampered line found only at the end needs the
+    # second pass, which holds no more.
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path, chain=True) as log:
+        for seq in range(20_000):
+            log(an_event(seq, call=f"c-{seq // 4}"))
+    size = path.stat().st_size
+    assert 8_000_000 < size < 9_500_000
+    code, printed, peak = peak_of_verify(path)
+    assert (code, printed) == (0, "intact, 20000 lines, last sequence 19999")
+    assert peak < 100, f"{peak:.1f} MB for a {size / 1e6:.1f} MB log"
+    moved = lines(path)
+    moved[15_000], moved[19_000] = moved[19_000], moved[15_000]
+    path.write_bytes(b"".join(moved))
+    code, printed, peak = peak_of_verify(path)
+    assert code == 9 and printed.startswith(f"broken: {path}: line 15001 (sequence 19000): reordered")
+    assert peak < 100, f"{peak:.1f} MB for a {size / 1e6:.1f} MB log"
