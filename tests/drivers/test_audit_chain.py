@@ -233,15 +233,21 @@ def test_audit_verify_on_the_command_line(tmp_path: Path) -> None:
     assert done.code == 2 and "cannot read audit log" in done.stderr
 
 
-# The measuring child: a cap on its address space (so that a verifier whose memory grows with the square of the
-# log fails at once instead of taking the machine), `mcpfsm audit verify`, then its own peak resident size.
+# The measuring parent: a small process of its own, since on Linux a process's ru_maxrss starts at its parent's
+# peak when it is executed (a child of pytest would report pytest's size); its child's comes from this small one.
+# The child runs `mcpfsm audit verify` under a cap on its address space, so that a verifier whose memory grows
+# with the square of the log fails at once instead of taking the machine.
 MEASURE: Final = """
-import resource, sys
-cap = 1 << 30
-resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-from mcpfsm._tooling.cli import main
-code = main(["audit", "verify", *sys.argv[1:]])
-print(code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+import json, resource, subprocess, sys
+
+def cap():
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+done = subprocess.run(
+    [sys.executable, "-m", "mcpfsm", "audit", "verify", *sys.argv[1:]], capture_output=True, text=True, preexec_fn=cap
+)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"code": done.returncode, "out": done.stdout, "err": done.stderr, "peak_kib": peak}))
 """
 
 
@@ -257,9 +263,9 @@ def peak_of_verify(*paths: Path) -> tuple[int, str, float]:
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    *printed, last = done.stdout.splitlines()
-    code, kilobytes = last.split()
-    return int(code), "\n".join(printed), int(kilobytes) / 1024  # ru_maxrss is in KiB on Linux
+    measured = json.loads(done.stdout)
+    assert measured["code"] in (0, 9), measured["err"][-2000:]
+    return measured["code"], measured["out"].rstrip("\n"), measured["peak_kib"] / 1024  # KiB on Linux
 
 
 def test_verify_runs_in_memory_linear_in_the_log(tmp_path: Path) -> None:
