@@ -4,6 +4,9 @@ Run from the repository root:
 
     python bench/gate.py [--calls 2000] [--rounds 5] [--proxy-calls 3000]
 
+**Components.** Per request, in process: the verifier's core (``McpHeaders.read``, ``parse_request``, ``check``), the
+run of the gate machine around it (a port that does no I/O), and ``HeaderGate`` around an app that answers at once.
+
 **Middleware.** The official SDK's server (the test peer's tools, ``streamable_http_app``, JSON answers) in this
 process, under asyncio, driven through ASGI without a network: ``--calls`` ``tools/call`` of ``execute-sql`` (two
 mirrored parameters, a realistic 2026-07-28 request) to the app alone, then to ``HeaderGate(app)`` (its listing
@@ -37,6 +40,16 @@ META = {
     "io.modelcontextprotocol/protocolVersion": "2026-07-28",
     "io.modelcontextprotocol/clientCapabilities": {},
     "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+}
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string"},
+        "database": {"type": "string", "x-mcp-header": "Database"},
+        "options": {"type": "object", "properties": {"readOnly": {"type": "boolean", "x-mcp-header": "Read-Only"}}},
+    },
 }
 
 
@@ -146,6 +159,65 @@ async def middleware(calls: int, rounds: int) -> dict[str, Any]:
         stopping.set()
     alone, gate = statistics.median(samples["alone"]), statistics.median(samples["gated"])
     return {"alone_us": alone, "gated_us": gate, "growth": gate / alone - 1, "samples": samples}
+
+
+async def components(calls: int) -> dict[str, float]:
+    """Where the gate's time goes, per request, in process: the verifier's core, its run, the whole middleware."""
+    from mcpfsm._core.gate import GateSettings, McpHeaders, ToolSchema, check, parse_request
+    from mcpfsm._drivers.gate import GateRun
+    from mcpfsm._gate.middleware import HeaderGate
+
+    schema = ToolSchema.of("execute-sql", SCHEMA)
+    body = call_body(1)
+
+    class Port:
+        identity = None
+
+        async def read_body(self, limit: int) -> bytes:
+            return body
+
+        async def schema(self, tool: str) -> ToolSchema:
+            return schema
+
+        async def learn(self, tool: str) -> ToolSchema:
+            return schema
+
+        async def forward(self, *, strip_params: bool) -> None:
+            pass
+
+        async def refuse(self, refusal: object) -> None:
+            pass
+
+    answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "resultType": "complete"}}).encode()
+    listing = json.dumps(
+        {"jsonrpc": "2.0", "id": 0, "result": {"tools": [{"name": "execute-sql", "inputSchema": SCHEMA}]}}
+    )
+
+    async def instant(scope: Any, receive: Any, send: Any) -> None:
+        request = await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send(
+            {"type": "http.response.body", "body": listing.encode() if b"tools/list" in request["body"] else answer}
+        )
+
+    gated = HeaderGate(instant)
+    assert await _request(gated, LIST_HEADERS, LIST_BODY) == 200
+    port, settings = Port(), GateSettings()
+    figures: dict[str, float] = {}
+    start = time.process_time()
+    for _ in range(calls):
+        check(McpHeaders.read(CALL_HEADERS), parse_request(body), schema)
+    figures["core"] = (time.process_time() - start) / calls * 1e6
+    start = time.process_time()
+    for _ in range(calls):
+        await GateRun(port, CALL_HEADERS, settings).run()
+    figures["run"] = (time.process_time() - start) / calls * 1e6
+    for name, app in (("app", instant), ("middleware", gated)):
+        start = time.process_time()
+        for _ in range(calls):
+            await _request(app, CALL_HEADERS, body)
+        figures[name] = (time.process_time() - start) / calls * 1e6
+    return figures
 
 
 # --- served: the SDK's app under uvicorn, and the proxies ----------------------------------------------------------
@@ -318,6 +390,12 @@ def main() -> None:
         return
     import anyio
 
+    parts = anyio.run(components, args.calls)
+    print(
+        f"per request, in process: the verifier's core {parts['core']:.1f} us, its run of the gate machine"
+        f" {parts['run']:.1f} us, HeaderGate around an app that answers at once {parts['middleware']:.1f} us"
+        f" (the app alone {parts['app']:.1f} us)"
+    )
     measured = anyio.run(middleware, args.calls, args.rounds)
     print(
         f"middleware (SDK server, in process, asyncio): alone {measured['alone_us']:.0f} us CPU/call,"
