@@ -10,15 +10,18 @@ and either calls the app or answers itself; it names no event loop, so it runs u
 3. the era: a request whose ``MCP-Protocol-Version`` is not 2026-07-28 is legacy: it is not verified and, with
    ``legacy="strip"``, goes on without its ``Mcp-Param-*`` fields (``"pass"``: as it came; ``"reject"``: 400);
 4. the schema of the tool a ``tools/call`` names, from the book (:mod:`.book`); unknown, ``on_unknown`` says:
-   ``"fetch"`` one ``tools/list`` from the wrapped app with the caller's ``Authorization``, ``"pass"`` go on with
-   the standard headers checked only, ``"reject"`` 400;
+   ``"fetch"`` one ``tools/list`` from the wrapped app with the caller's ``Authorization`` (a fetch that fails:
+   the call goes on with its standard headers checked and without its ``Mcp-Param-*`` fields), ``"pass"`` go on
+   with the standard headers checked only, ``"reject"`` 400;
 5. the verdict (``mcpfsm.gate.verify``): a mismatch is answered 400 with JSON-RPC -32020 naming the header
    (``mode="report"`` forwards it and counts it); then ``policy`` sees the verified call and may refuse it with
    :class:`~mcpfsm.gate.GateRefusal`;
 6. the app answers; a ``tools/list`` answer is learned before it is passed on, an upstream -32020 or a
    ``notifications/tools/list_changed`` forgets the server's listings (:mod:`.listing`).
 
-A request the gate refuses never reaches the app. Requests other than POST carry no message: they get the caps,
+Each POST is one run of the gate machine (``mcpfsm._machines.gate``), driven by ``mcpfsm._drivers.gate`` through a
+port of this module's (:class:`_Port`); steps 1 and 3 to 5 are the run's, 2 and 6 the port's. A request the gate
+refuses never reaches the app. Requests other than POST carry no message: they get the caps,
 the hop-by-hop rule and the legacy rule (a legacy stream's ``Mcp-Param-*`` fields are stripped; ``"reject"``
 refuses one that names a legacy version or a legacy session) and go on.
 """
