@@ -2,7 +2,8 @@
 
 ``mcpfsm.gate`` is the public face; this layer holds what touches a socket, a store or an event loop. The rules
 it applies are pure and live in the core (``mcpfsm._core.gate``: the caps, the era, the hop-by-hop fields, the
-verifier, the learning rules; ``mcpfsm._core.gate_edge``: identity and what a proxy frames itself). One module per concept:
+verifier, the learning rules; ``mcpfsm._core.gate_edge``: identity and what a proxy frames itself).
+One module per concept:
 
 - :mod:`.asgi`: the ASGI plumbing (a body read under its cap, a request replayed to the app, an answer);
 - :mod:`.portal`: how a store, which is trio code, is used from asyncio (a trio loop on a worker thread);
