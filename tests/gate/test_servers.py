@@ -55,3 +55,26 @@ async def test_the_fastmcp_server_behind_the_gate() -> None:
         assert lie.status_code == 400 and "Mcp-Name" in lie.json()["error"]["message"]
         gate = control(url, "/control/gate")
         assert gate["stats"]["forwarded"] >= 2 and gate["stats"]["rejected:mismatch:Mcp-Name"] == 1
+
+
+async def test_the_proxy_in_front_of_the_sdk_server() -> None:
+    from tests.gate.conftest import proxy_process
+    from tests.peer.fixtures import start_http_peer
+
+    with start_http_peer(mode="modern") as peer, proxy_process(peer.url) as (_, url):
+        async with mcpfsm.Client.http(url) as client:
+            # By name nothing is mirrored: the gate fetches the schema, refuses the call (-32020, never forwarded),
+            # the client relists through the gate (which learns it in passing) and retries with its headers.
+            result = await client.call_tool("execute-sql", SQL_ARGS)
+            assert not result.is_error and "analytics" in result.text
+            listed = (await client.tools()).get("execute-sql")
+            assert listed is not None and not (await listed.call(SQL_ARGS)).is_error
+        methods = [entry["jsonrpc_method"] for entry in peer.log()]
+        # The gate's one fetch, the client's relist, the retried call; then the client's own listing (the SDK says
+        # ttlMs 0, so the client lists again) and the call through the listed tool.
+        assert methods == ["server/discover", "tools/list", "tools/list", "tools/call", "tools/list", "tools/call"]
+        calls = [entry for entry in peer.log() if entry["jsonrpc_method"] == "tools/call"]
+        assert all(entry["headers"]["mcp-param-database"] == "analytics" for entry in calls)
+        lie = httpx.post(url, headers=headers(name="execute-sql", Database=LIE), content=call("execute-sql", SQL_ARGS))
+        assert lie.status_code == 400 and lie.json()["error"]["code"] == -32020
+        assert [entry["jsonrpc_method"] for entry in peer.log()] == methods
