@@ -220,6 +220,100 @@ async def components(calls: int) -> dict[str, float]:
     return figures
 
 
+# --- counted: one kind of request, N times, in this process (run under callgrind by --instructions) ---------------
+
+
+async def counted(kind: str, calls: int) -> None:
+    """Set up ``kind``, warm it up, then make ``calls`` requests: what ``--instructions`` counts (by difference)."""
+    import anyio
+
+    from mcpfsm._core.gate import GateSettings, McpHeaders, ToolSchema, check, parse_request
+    from mcpfsm._drivers.gate import GateRun
+    from mcpfsm._gate.middleware import HeaderGate
+
+    body = call_body(1)
+    if kind in ("sdk", "sdk-gated"):
+        from mcpfsm._tooling.peer import PeerState, build_server
+
+        server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
+        sdk = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
+        target = HeaderGate(sdk) if kind == "sdk-gated" else sdk
+        startup, stopping = anyio.Event(), anyio.Event()
+
+        async def lifespan() -> None:
+            messages = [{"type": "lifespan.startup"}]
+
+            async def receive() -> dict[str, Any]:
+                if messages:
+                    return messages.pop()
+                await stopping.wait()
+                return {"type": "lifespan.shutdown"}
+
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "lifespan.startup.complete":
+                    startup.set()
+
+            await sdk({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(lifespan)
+            await startup.wait()
+            assert await _request(target, LIST_HEADERS, LIST_BODY) == 200
+            for _ in range(50):
+                assert await _request(target, CALL_HEADERS, body) == 200
+            for _ in range(calls):
+                await _request(target, CALL_HEADERS, body)
+            stopping.set()
+        return
+    schema = ToolSchema.of("execute-sql", SCHEMA)
+    answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "resultType": "complete"}}).encode()
+    listing = json.dumps(
+        {"jsonrpc": "2.0", "id": 0, "result": {"tools": [{"name": "execute-sql", "inputSchema": SCHEMA}]}}
+    ).encode()
+
+    async def instant(scope: Any, receive: Any, send: Any) -> None:
+        request = await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": listing if b"tools/list" in request["body"] else answer})
+
+    class Port:
+        identity = None
+
+        async def read_body(self, limit: int) -> bytes:
+            return body
+
+        async def schema(self, tool: str) -> ToolSchema:
+            return schema
+
+        async def learn(self, tool: str) -> ToolSchema:
+            return schema
+
+        async def forward(self, *, strip_params: bool) -> None:
+            pass
+
+        async def refuse(self, refusal: object) -> None:
+            pass
+
+    port, settings, seen = Port(), GateSettings(), []
+    gated = HeaderGate(instant)
+    assert await _request(gated, LIST_HEADERS, LIST_BODY) == 200
+    operations = {
+        "core": lambda: check(McpHeaders.read(CALL_HEADERS), parse_request(body), schema),
+        "run": lambda: GateRun(port, CALL_HEADERS, settings).run(),
+        "run-events": lambda: GateRun(port, CALL_HEADERS, settings, seen.append).run(),
+        "app": lambda: _request(instant, CALL_HEADERS, body),
+        "middleware": lambda: _request(gated, CALL_HEADERS, body),
+    }
+    operation = operations[kind]
+    asynchronous = kind != "core"
+    for _ in range(50 + calls):
+        if asynchronous:
+            await operation()
+        else:
+            operation()
+        seen.clear()
+
+
 # --- served: the SDK's app under uvicorn, and the proxies ----------------------------------------------------------
 
 
@@ -381,7 +475,13 @@ def main() -> None:
     parser.add_argument("--proxy-calls", type=int, default=2000)
     parser.add_argument("--serve", choices=["gate", "plain", "sdk", "sdk-gated"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
+    parser.add_argument("--count", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.count:
+        import anyio
+
+        anyio.run(counted, args.count, args.calls)
+        return
     if args.serve in ("sdk", "sdk-gated"):
         serve_sdk(args.serve)
         return

@@ -17,8 +17,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..constants import INVALID_REQUEST, LEGACY_VERSIONS, NAME_PARAM, PARSE_ERROR, PROTOCOL_VERSION_KEY
-from ..errors import ProtocolError
-from ..jsonrpc import decode_message
+from .body import Unreadable, read_json
 from .outcomes import Verdict
 
 __all__ = [
@@ -56,7 +55,6 @@ _PARAM_PREFIX: Final = "mcp-param-"
 _MCP: Final = frozenset({"mcp-", b"mcp-"})
 # Tuples, not unions: isinstance against `str | bytes` builds the union on every call (bench/gate_verify.py).
 _TEXTS: Final = (str, bytes, bytearray)
-_IDS: Final = (int, str)
 _BINARY: Final = (bytes, bytearray)
 _OWS: Final = " \t"
 _NO_VALUES: Final[tuple[str, ...]] = ()
@@ -92,6 +90,41 @@ class McpHeaders:
     @classmethod
     def read(cls, headers: HeaderPairs) -> McpHeaders:
         """Read the ``Mcp-*`` headers of ``headers``; never raises, whatever the list holds."""
+        quick = cls._quick(headers)
+        return quick if quick is not None else cls._read(headers)
+
+    @classmethod
+    def _quick(cls, headers: object) -> McpHeaders | None:
+        # The hot path (bench/gate.py): a list of byte pairs as an ASGI server gives it, one field per name, names in
+        # lowercase, no value past the cap, no more fields than the cap on Mcp-* fields: then nothing repeats and no
+        # cap can be exceeded, and the Mcp-* fields are found among the names with C doing the rest. Anything else
+        # (None) goes through the general reading, which counts and keeps duplicates.
+        if type(headers) is not list or len(headers) > MAX_MCP_HEADERS:
+            return None
+        try:
+            named = dict(headers)
+            if len(named) != len(headers) or not b"".join(named).islower():
+                return None
+            longest = max(map(len, named.values()), default=0)
+            b"".join(named.values())  # every value is bytes (a TypeError says not)
+        except (TypeError, ValueError):
+            return None
+        if longest > MAX_MCP_HEADER_BYTES:
+            return None
+        values: dict[str, tuple[str, ...]] = {}
+        longest = 0
+        try:
+            for name, value in named.items():
+                if name[:4] == b"mcp-":
+                    if len(value) > longest:
+                        longest = len(value)
+                    values[name.decode("latin-1")] = (value.decode("latin-1").strip(_OWS),)
+        except AttributeError:  # a memoryview: bytes-like, yet no decode
+            return None
+        return cls(values=MappingProxyType(values), count=len(values), longest=longest)
+
+    @classmethod
+    def _read(cls, headers: HeaderPairs) -> McpHeaders:
         values: dict[str, list[str]] = {}
         count = longest = 0
         malformed = False
@@ -246,34 +279,35 @@ class ParsedRequest:
 def parse_request(body: bytes | str) -> ParsedRequest | Verdict:
     """Parse a request body once: a :class:`ParsedRequest`, or a :class:`Verdict` saying why it is none.
 
-    The body must be UTF-8 JSON (a leading BOM is skipped; a string holding a lone UTF-16 surrogate is no Unicode
-    text, RFC 8259 §8.2) holding one JSON-RPC 2.0 request or notification: an object with ``"jsonrpc": "2.0"``, a
-    string ``method``, ``params`` an object (or absent or ``null``) and, for a request, an ``id`` that is a string or
-    an integer. Else the verdict is not ok, with code -32700 (not JSON) or -32600 (not a request: a batch, a
-    response, another value). Never raises.
+    The body must be one JSON text that every reader reads the same way (:func:`~mcpfsm._core.gate.body.read_json`:
+    UTF-8 without a byte order mark, no duplicate member name, no ``NaN``, no lone surrogate) holding one JSON-RPC 2.0
+    request or notification: an object with ``"jsonrpc": "2.0"``, a string ``method``, ``params`` an object (or
+    absent or ``null``) and, for a request, an ``id`` that is a string or an integer. Else the verdict is not ok,
+    with code -32700 (not JSON) or -32600 (a duplicate member; not a request: a batch, a response, another value).
+    Never raises.
     """
     try:
-        payload = decode_message(body)
-    except ProtocolError:
+        payload = read_json(body)
+    except Unreadable as refused:
+        return Verdict.malformed(refused.code, refused.reason)
+    except Exception:  # totality's backstop: read_json refuses every body it cannot read with Unreadable
         return Verdict.malformed(PARSE_ERROR, "the body is not UTF-8 JSON")
-    except Exception:  # a body of another type (the signature says bytes or str; totality says any value)
-        return Verdict.malformed(PARSE_ERROR, "the body is not UTF-8 JSON")
-    if not isinstance(payload, dict):
+    if type(payload) is not dict:
         return Verdict.malformed(INVALID_REQUEST, "the body is not a JSON-RPC request object")
     if payload.get("jsonrpc") != "2.0":
         return Verdict.malformed(INVALID_REQUEST, 'the body lacks "jsonrpc": "2.0"')
     method = payload.get("method")
-    if not isinstance(method, str):
+    if type(method) is not str:
         return Verdict.malformed(INVALID_REQUEST, "the body has no string method")
     params = payload.get("params")
     if params is None:
         params = {}
-    elif not isinstance(params, dict):
+    elif type(params) is not dict:
         return Verdict.malformed(INVALID_REQUEST, "the body's params is not an object")
     request_id = payload.get("id", _ABSENT)
     if request_id is _ABSENT:
         return ParsedRequest(method=method, id=None, params=params, notification=True)
-    if isinstance(request_id, bool) or not isinstance(request_id, _IDS):
+    if type(request_id) is not int and type(request_id) is not str:  # bool is no id (JSON true is no integer)
         return Verdict.malformed(INVALID_REQUEST, "the body's id is neither a string nor an integer")
     return ParsedRequest(method=method, id=request_id, params=params)
 
