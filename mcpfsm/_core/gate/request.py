@@ -70,58 +70,125 @@ def _text(value: object) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class McpHeaders:
     """The ``Mcp-*`` headers of one request, read once from the list as received.
 
-    Attributes:
+    Args:
         values: each header whose lowercased name starts with ``mcp-``, by that lowercased name, with its values in
             the order received, optional whitespace around each trimmed (RFC 9110 §5.5).
         count: how many such header lines the request carried.
         longest: the length in bytes of the longest such value, before trimming.
         malformed: an entry of the list was not a ``(name, value)`` pair of strings or bytes.
+
+    :meth:`read` makes one; a request whose fields an ASGI server gave in the usual form (one field per name, names
+    in lowercase, within the caps) is read lazily from the fields themselves (:meth:`of_fields`): a value is
+    decoded when a rule asks for it (``bench/gate.py``).
     """
 
-    values: Mapping[str, tuple[str, ...]]
-    count: int = 0
-    longest: int = 0
-    malformed: bool = False
+    __slots__ = ("_count", "_fields", "_longest", "_values", "malformed", "repeated")
+
+    def __init__(
+        self, *, values: Mapping[str, tuple[str, ...]], count: int = 0, longest: int = 0, malformed: bool = False
+    ) -> None:
+        """The headers as :meth:`read` found them (the general reading)."""
+        self._fields: Mapping[bytes, bytes] | None = None
+        self._values: Mapping[str, tuple[str, ...]] | None = values
+        self._count = count
+        self._longest = longest
+        self.malformed = malformed
+        """An entry of the list was not a ``(name, value)`` pair of strings or bytes."""
+        self.repeated = count > len(values)
+        """Some ``Mcp-*`` header came more than once."""
+
+    def __repr__(self) -> str:
+        return (
+            f"McpHeaders(values={dict(self.values)!r}, count={self.count}, longest={self.longest},"
+            f" malformed={self.malformed})"
+        )
 
     @classmethod
     def read(cls, headers: HeaderPairs) -> McpHeaders:
         """Read the ``Mcp-*`` headers of ``headers``; never raises, whatever the list holds."""
-        quick = cls._quick(headers)
-        return quick if quick is not None else cls._read(headers)
+        if type(headers) is list and len(headers) <= MAX_MCP_HEADERS:
+            try:
+                named = dict(headers)
+            except (TypeError, ValueError):
+                pass
+            else:
+                quick = cls.of_fields(headers, named)
+                if quick is not None:
+                    return quick
+        return cls._read(headers)
 
     @classmethod
-    def _quick(cls, headers: object) -> McpHeaders | None:
-        # The hot path (bench/gate.py): a list of byte pairs as an ASGI server gives it, one field per name, names in
-        # lowercase, no value past the cap, no more fields than the cap on Mcp-* fields: then nothing repeats and no
-        # cap can be exceeded, and the Mcp-* fields are found among the names with C doing the rest. Anything else
-        # (None) goes through the general reading, which counts and keeps duplicates.
-        if type(headers) is not list or len(headers) > MAX_MCP_HEADERS:
+    def of_fields(cls, fields: Sequence[tuple[bytes, bytes]], named: Mapping[bytes, bytes]) -> McpHeaders | None:
+        """The headers of ``fields`` read lazily, when they are in the usual form; else ``None`` (use :meth:`read`).
+
+        ``named`` is ``dict(fields)``. The usual form: byte pairs, no more than :data:`MAX_MCP_HEADERS` fields, one
+        per name, names in lowercase, no value longer than :data:`MAX_MCP_HEADER_BYTES`. Then nothing repeats and no
+        cap can be exceeded, and C does the looking (the hot path, ``bench/gate.py``).
+        """
+        if len(fields) > MAX_MCP_HEADERS or len(named) != len(fields):
             return None
         try:
-            named = dict(headers)
-            if len(named) != len(headers) or not b"".join(named).islower():
+            if not b"".join(named).islower():  # bytes names (a TypeError says not), all in lowercase
                 return None
-            longest = max(map(len, named.values()), default=0)
-            b"".join(named.values())  # every value is bytes (a TypeError says not)
+            if max(map(len, named.values()), default=0) > MAX_MCP_HEADER_BYTES:
+                return None
         except (TypeError, ValueError):
             return None
-        if longest > MAX_MCP_HEADER_BYTES:
+        if not all(map(_BYTES.__instancecheck__, named.values())):  # bytes-like is not enough: a memoryview has no decode
             return None
-        values: dict[str, tuple[str, ...]] = {}
-        longest = 0
-        try:
-            for name, value in named.items():
-                if name[:4] == b"mcp-":
-                    if len(value) > longest:
-                        longest = len(value)
-                    values[name.decode("latin-1")] = (value.decode("latin-1").strip(_OWS),)
-        except AttributeError:  # a memoryview: bytes-like, yet no decode
-            return None
-        return cls(values=MappingProxyType(values), count=len(values), longest=longest)
+        read = cls.__new__(cls)
+        read._fields = named
+        read._values = None
+        read._count = read._longest = -1
+        read.malformed = read.repeated = False
+        return read
+
+    @property
+    def values(self) -> Mapping[str, tuple[str, ...]]:
+        """Each ``Mcp-*`` header by its lowercased name, with its trimmed values in the order received."""
+        values = self._values
+        if values is None:
+            assert self._fields is not None
+            found = {
+                name.decode("latin-1"): (value.decode("latin-1").strip(_OWS),)
+                for name, value in self._fields.items()
+                if name[:4] == b"mcp-"
+            }
+            values = self._values = MappingProxyType(found)
+        return values
+
+    @property
+    def count(self) -> int:
+        """How many ``Mcp-*`` header lines the request carried."""
+        if self._count < 0:
+            self._count = len(self.values)
+        return self._count
+
+    @property
+    def longest(self) -> int:
+        """The length in bytes of the longest ``Mcp-*`` value, before trimming."""
+        if self._longest < 0:
+            assert self._fields is not None
+            self._longest = max((len(v) for n, v in self._fields.items() if n[:4] == b"mcp-"), default=0)
+        return self._longest
+
+    def one(self, name: str) -> str | None:
+        """The first value of header ``name`` (given in lowercase), trimmed; ``None`` when absent."""
+        fields = self._fields
+        if fields is None:
+            assert self._values is not None
+            sent = self._values.get(name)
+            return None if sent is None else sent[0]
+        key = _KEYS.get(name)
+        if key is None:
+            key = name.encode("latin-1", "replace")
+            if len(_KEYS) < _MAX_KEYS:
+                _KEYS[name] = key
+        raw = fields.get(key)
+        return None if raw is None else raw.decode("latin-1").strip(_OWS)
 
     @classmethod
     def _read(cls, headers: HeaderPairs) -> McpHeaders:
@@ -133,8 +200,7 @@ class McpHeaders:
         except TypeError:
             return cls(values=MappingProxyType({}), malformed=True)
         for entry in entries:
-            # The hot path (bench/gate_verify.py): a request carries a dozen headers and a few Mcp-* ones, so a
-            # name's first four characters decide before anything is decoded, and only Mcp-* values are read.
+            # A name's first four characters decide before anything is decoded; only Mcp-* values are read.
             try:
                 raw_name, raw_value = entry
                 prefix = raw_name[:4].lower()
@@ -175,6 +241,8 @@ class McpHeaders:
     @property
     def protocol_version(self) -> str | None:
         """The one ``MCP-Protocol-Version`` value, trimmed; ``None`` when the header is absent or sent twice."""
+        if not self.repeated:
+            return self.one("mcp-protocol-version")
         sent = self.get("mcp-protocol-version")
         return sent[0] if len(sent) == 1 else None
 
@@ -185,6 +253,9 @@ class McpHeaders:
         Such a request is not verified; every other one is, an unknown or repeated version included, so
         no value of the header lets a request skip verification.
         """
+        if not self.repeated:
+            version = self.one("mcp-protocol-version")
+            return version is None or version in LEGACY_REQUEST_VERSIONS
         sent = self.get("mcp-protocol-version")
         return not sent or (len(sent) == 1 and sent[0] in LEGACY_REQUEST_VERSIONS)
 
@@ -199,11 +270,18 @@ class McpHeaders:
         At most :data:`MAX_MCP_HEADERS` ``Mcp-*`` header lines and at most :data:`MAX_MCP_HEADER_BYTES` bytes in
         each value, both inclusive. The reason names the limit, never a header's value.
         """
+        if self._fields is not None:
+            return None  # read lazily only when within both caps
         if self.count > MAX_MCP_HEADERS:
             return f"the request carries {self.count} Mcp-* headers; at most {MAX_MCP_HEADERS} are accepted"
         if self.longest > MAX_MCP_HEADER_BYTES:
             return f"an Mcp-* header value is longer than {MAX_MCP_HEADER_BYTES} bytes"
         return None
+
+
+_KEYS: dict[str, bytes] = {}
+_MAX_KEYS: Final = 4096
+_BYTES: Final = bytes
 
 
 def _utf8_size(value: str) -> int:
@@ -225,9 +303,9 @@ def name_param(method: str) -> str | None:
 _ABSENT: Final = object()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ParsedRequest:
-    """A JSON-RPC request or notification, parsed once from the body.
+    """A JSON-RPC request or notification, parsed once from the body (read it, do not change it).
 
     Attributes:
         method: the body's ``method``.

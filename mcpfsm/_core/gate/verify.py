@@ -76,14 +76,18 @@ def check(
     headers: HeaderPairs | McpHeaders,
     request: ParsedRequest | Verdict,
     schema: Mapping[str, Any] | ToolSchema | None,
+    *,
+    params: bool = True,
 ) -> Verdict:
     """:func:`verify` for a body already parsed (:func:`~mcpfsm._core.gate.request.parse_request`).
 
     ``headers`` may be read already (:meth:`McpHeaders.read`); ``request`` may be the verdict ``parse_request``
-    gave for a body that is no request, which is returned as it is. Never raises.
+    gave for a body that is no request, which is returned as it is. With ``params=False`` an ok verdict is
+    :data:`~mcpfsm._core.gate.OK`, without the verified values (for a caller with no policy to show them to; the
+    same rules are checked). Never raises.
     """
     try:
-        return _check(headers, request, schema)
+        return _check(headers, request, schema, params)
     except Exception:  # totality's backstop: every rule is written not to raise, and a bug must not become a 500
         return Verdict.malformed(INVALID_REQUEST, "the request could not be read")
 
@@ -92,6 +96,7 @@ def _check(
     headers: HeaderPairs | McpHeaders,
     request: ParsedRequest | Verdict,
     schema: Mapping[str, Any] | ToolSchema | None,
+    keep: bool = True,
 ) -> Verdict:
     # The hot path (bench/gate.py): each rule inline, in the order of the module's description, the usual request
     # (every header once, literal values that match) through the fewest calls; every refusal leaves through a helper.
@@ -101,9 +106,8 @@ def _check(
     if sent.malformed:
         return Verdict.malformed(INVALID_REQUEST, "a header is not a (name, value) pair of strings")
     declared = _declared(request, schema)
-    values = sent.values
-    if sent.count != len(values):  # some Mcp-* header came more than once: is it one the rules recognize?
-        repeated = _repeated(values, declared)
+    if sent.repeated:  # some Mcp-* header came more than once: is it one the rules recognize?
+        repeated = _repeated(sent.values, declared)
         if repeated is not None:
             return repeated
     params = request.params
@@ -111,21 +115,19 @@ def _check(
     # 2. MCP-Protocol-Version, where the body's _meta carries one.
     meta = params.get("_meta")
     if (type(meta) is dict or isinstance(meta, Mapping)) and PROTOCOL_VERSION_KEY in meta:
-        version = values.get("mcp-protocol-version")
-        if version is None:
+        text = sent.one("mcp-protocol-version")
+        if text is None:
             return Verdict.mismatch(_VERSION, f"{_VERSION} is missing but the body's _meta carries a protocol version")
-        text = version[0]
         if text != meta[PROTOCOL_VERSION_KEY] or not (text.isascii() and text.isprintable()):
             if not (text.isascii() and text.isprintable()):
                 return _invalid(_VERSION)
             return Verdict.mismatch(_VERSION, f"{_VERSION} does not match the body's _meta protocol version")
     # 3. Mcp-Method.
-    sent_method = values.get("mcp-method")
-    if sent_method is None:
+    text = sent.one("mcp-method")
+    if text is None:
         if not request.notification:
             return Verdict.mismatch(_METHOD, f"{_METHOD} is missing")
     else:
-        text = sent_method[0]
         if text != method or not (text.isascii() and text.isprintable()):
             if not (text.isascii() and text.isprintable()):
                 return _invalid(_METHOD)
@@ -135,7 +137,7 @@ def _check(
     if key is None and method[:6] == "tasks/":
         key = "taskId"
     if key is not None:
-        failed = _name(values.get("mcp-name"), params.get(key), key, request.notification)
+        failed = _name(sent.one("mcp-name"), params.get(key), key, request.notification)
         if failed is not None:
             return failed
     # 5. Each declared Mcp-Param-*.
@@ -144,12 +146,12 @@ def _check(
     arguments = params.get("arguments")
     verified: dict[str, ParamValue] = {}
     for param, header, lowered in declared:
-        outcome = _param(param, header, values.get(lowered), arguments)
+        outcome = _param(param, header, sent.one(lowered), arguments)
         if type(outcome) is Verdict:
             return outcome
         if outcome is not None:
             verified[header] = outcome  # type: ignore[assignment]
-    return Verdict(ok=True, params=MappingProxyType(verified)) if verified else OK
+    return Verdict(ok=True, params=MappingProxyType(verified)) if verified and keep else OK
 
 
 def _declared(
@@ -180,14 +182,13 @@ def _repeated(
     return None
 
 
-def _name(sent: tuple[str, ...] | None, body: object, key: str, notification: bool) -> Verdict | None:
-    if sent is None:
+def _name(text: str | None, body: object, key: str, notification: bool) -> Verdict | None:
+    if text is None:
         if body is None or notification:
             return None
         return Verdict.mismatch(_NAME, f"{_NAME} is missing but the body carries params.{key}")
     if body is None:
         return Verdict.mismatch(_NAME, f"{_NAME} is present but the body carries no params.{key}")
-    text = sent[0]
     if text != body or text[:9] == _SENTINEL or not (text.isascii() and text.isprintable()):
         decoded, problem = _decoded(text)
         if decoded is None:
@@ -200,7 +201,7 @@ def _name(sent: tuple[str, ...] | None, body: object, key: str, notification: bo
 
 
 def _param(
-    param: MirroredParam, header: str, values: tuple[str, ...] | None, arguments: object
+    param: MirroredParam, header: str, text: str | None, arguments: object
 ) -> Verdict | ParamValue | None:
     # The verified value of one declared parameter (None: no header, rightly), or the verdict against it.
     value = arguments
@@ -213,16 +214,15 @@ def _param(
         if value is None:
             break
     if value is None:
-        if values is not None:
+        if text is not None:
             return _against(param, header, "is present but the {where} is absent or null")
         return None
     kind = param.type
     expected = _mirrorable(kind, value)
-    if values is None:
+    if text is None:
         if expected is None:
             return None  # a value that cannot be mirrored goes without a header (docs/gate.md)
         return _against(param, header, "is missing but the {where} is present")
-    text = values[0]
     if text[:9] == _SENTINEL or not (text.isascii() and text.isprintable()):
         decoded, problem = _decoded(text)
         if decoded is None:
