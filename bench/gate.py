@@ -261,6 +261,10 @@ async def counted(kind: str, calls: int) -> None:
             assert await _request(target, LIST_HEADERS, LIST_BODY) == 200
             for _ in range(50):
                 assert await _request(target, CALL_HEADERS, body) == 200
+            if os.environ.get("BENCH_GC_FREEZE"):
+                import gc
+
+                gc.freeze()
             for _ in range(calls):
                 await _request(target, CALL_HEADERS, body)
             stopping.set()
