@@ -471,6 +471,123 @@ def served(calls: int, rounds: int) -> dict[str, Any]:
     return {"alone_us": alone, "gated_us": gate, "growth": gate / alone - 1, "samples": samples}
 
 
+# --- instructions: callgrind counts of the server process per call, repeatable on a busy machine -----------------
+
+
+def _callgrind(directory: str, name: str) -> list[str]:
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/{name}.out"]
+
+
+def _total(path: Path) -> int:
+    # The instruction total callgrind writes at the end of its output file ("summary:" or "totals:").
+    for line in reversed(path.read_text().splitlines()):
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no callgrind total in {path}")
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONHASHSEED": "0"}  # the same hashing in every run: the same work
+
+
+def counted_in_process(kind: str, calls: int) -> int:
+    """Instructions of a process that sets up ``kind`` and makes ``calls`` requests in process (``--count``)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        command = [*_callgrind(directory, "run"), sys.executable, __file__, "--count", kind, "--calls", str(calls)]
+        subprocess.run(command, check=True, capture_output=True, env=_environment())
+        return _total(Path(directory) / "run.out")
+
+
+def counted_server(argv: list[str], calls: int) -> int:
+    """Instructions of a server process (under callgrind) that answered 50 warm-up calls and ``calls`` more."""
+    import signal
+    import subprocess
+    import tempfile
+
+    import trio
+
+    from mcpfsm._tooling.peer_process import _await_ready
+
+    with tempfile.TemporaryDirectory() as directory, tempfile.TemporaryFile() as stderr:
+        command = [*_callgrind(directory, "server"), *argv]
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=_environment()
+        )
+        try:
+            target = _Target(process, _await_ready(process, stderr, 900))
+
+            async def client() -> None:
+                stream = await trio.open_tcp_stream(target.host, target.port)
+                async with stream:
+                    await _exchange(stream, target.listing)
+                    for _ in range(50 + calls):
+                        await _exchange(stream, target.request)
+
+            trio.run(client)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=300)
+            if process.stdout is not None:
+                process.stdout.close()
+        return _total(Path(directory) / "server.out")
+
+
+def per_call(count: Any, small: int, large: int) -> float:
+    """Instructions per call: the difference of two runs over the difference of their calls (start-up cancels)."""
+    return (count(large) - count(small)) / (large - small)
+
+
+def instructions(small: int, large: int, only: set[str]) -> None:
+    """Print instructions per call of each shape, with and without the gate, and the ratios."""
+    from mcpfsm._tooling.peer_process import _started
+
+    def line(label: str, alone: float, gated: float, target: str) -> None:
+        print(
+            f"{label}: without the gate {alone:,.0f} instructions/call, with it {gated:,.0f}:"
+            f" growth {gated / alone - 1:+.1%} ({gated - alone:+,.0f}; {target})",
+            flush=True,
+        )
+
+    if "components" in only:
+        parts = {
+            kind: per_call(lambda n, kind=kind: counted_in_process(kind, n), small, large)
+            for kind in ("core", "run", "run-events", "app", "middleware")
+        }
+        print(
+            f"per request, in process: the verifier's core {parts['core']:,.0f} instructions, its run of the gate"
+            f" machine {parts['run']:,.0f} ({parts['run-events']:,.0f} with a listener), HeaderGate around an app"
+            f" that answers at once {parts['middleware']:,.0f} (the app alone {parts['app']:,.0f})",
+            flush=True,
+        )
+    if "in-process" in only:
+        alone, gated = (per_call(lambda n, k=k: counted_in_process(k, n), small, large) for k in ("sdk", "sdk-gated"))
+        line("middleware (SDK server, in process, asyncio)", alone, gated, "target <= 5 %")
+    if "served" in only:
+        alone, gated = (
+            per_call(lambda n, k=k: counted_server([sys.executable, __file__, "--serve", k], n), small, large)
+            for k in ("sdk", "sdk-gated")
+        )
+        line("middleware (SDK server served by uvicorn, its process)", alone, gated, "target <= 5 %")
+    if "proxy" in only:
+        with _started([sys.executable, "-m", "tests.gate.upstream"], None, 30) as (_, upstream):
+            plain, gate = (
+                per_call(
+                    lambda n, k=k: counted_server([sys.executable, __file__, "--serve", k, "--upstream", upstream], n),
+                    small,
+                    large,
+                )
+                for k in ("plain", "gate")
+            )
+        print(
+            f"proxy (Hypercorn trio worker, mcpfsm's pool; its process): pass-through {plain:,.0f} instructions/call,"
+            f" gate {gate:,.0f}: the verifier's share {(gate - plain) / gate:.1%} (target <= 10 %)",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
@@ -480,7 +597,16 @@ def main() -> None:
     parser.add_argument("--serve", choices=["gate", "plain", "sdk", "sdk-gated"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
     parser.add_argument("--count", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under callgrind instead (repeatable)"
+    )
+    parser.add_argument("--small", type=int, default=100, help="calls of the smaller callgrind run")
+    parser.add_argument("--large", type=int, default=400, help="calls of the larger callgrind run")
+    parser.add_argument("--only", default="components,in-process,served,proxy", help="what --instructions counts")
     args = parser.parse_args()
+    if args.instructions:
+        instructions(args.small, args.large, set(args.only.split(",")))
+        return
     if args.count:
         import anyio
 

@@ -247,7 +247,11 @@ class GateRun:
         if self._legacy:
             legacy = self.settings.legacy
             if legacy == "reject":
-                refusal = _legacy_refusal(self.headers.protocol_version)
+                # The answer carries the request's id when the body is a JSON-RPC request (read within the same
+                # max_body, by the same strict reader); the request is still not verified.
+                parsed = parse_request(self.body if self.body is not None else b"")
+                request_id = parsed.id if isinstance(parsed, ParsedRequest) else None
+                refusal = _legacy_refusal(self.headers.protocol_version, request_id)
                 await self._refuse(refusal, refusal.message)
                 return Trigger.legacy_refused
             await self.port.forward(strip_params=legacy == "strip")
@@ -318,11 +322,11 @@ class GateRun:
         return Trigger.forwarded
 
 
-def _legacy_refusal(version: str | None) -> Refusal:
+def _legacy_refusal(version: str | None, request_id: int | str | None) -> Refusal:
     # SPEC: -32600 naming the version; only a known legacy version is named (it is one of a few constants).
     said = f"protocol version {version}" if version is not None else "a request without MCP-Protocol-Version"
     message = f"{said} is not accepted here: this gate verifies 2026-07-28 requests only"
-    return Refusal(status=400, code=INVALID_REQUEST, message=message)
+    return Refusal(status=400, code=INVALID_REQUEST, message=message, id=request_id)
 
 
 def _error(refusal: Refusal | None, blamed: Verdict | None) -> Mapping[str, Any] | None:

@@ -251,6 +251,24 @@ def test_legacy(backend: str, legacy: str, last: tuple[Any, ...], call: tuple[An
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("body", "request_id"),
+    [
+        pytest.param(b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"x"}}', 41, id="integer-id"),
+        pytest.param(b'{"jsonrpc":"2.0","id":"r-7","method":"tools/list"}', "r-7", id="string-id"),
+        pytest.param(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None, id="notification"),
+        pytest.param(b'{"jsonrpc":"2.0","id":41,"id":42,"method":"tools/list"}', None, id="ambiguous-id"),
+        pytest.param(b'[{"jsonrpc":"2.0","id":41,"method":"tools/list"}]', None, id="batch"),
+        pytest.param(b"not even json", None, id="not-json"),
+    ],
+)
+def test_a_legacy_refusal_answers_with_the_request_id(backend: str, body: bytes, request_id: object) -> None:
+    port = Port(body)
+    run(backend, port, [("MCP-Protocol-Version", "2025-11-25")], GateSettings(legacy="reject"))
+    assert port.calls[-1][0] == "refuse" and port.calls[-1][2]["id"] == request_id
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_legacy_request_without_a_version_header_is_named_so(backend: str) -> None:
     port = Port()
     events = run(backend, port, [("Mcp-Param-Region", "x")], GateSettings(legacy="reject"))
