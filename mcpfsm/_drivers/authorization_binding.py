@@ -14,7 +14,7 @@ Secrets stay in the values that hold them (``repr=False``); no repr here prints 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -136,7 +136,15 @@ class Binding:
         on_change: called after every new token (a new authorization context empties the response cache).
     """
 
-    def __init__(self, credential: Credential, *, mcp_url: str, pinned_modern: bool, store: TokenStore) -> None:
+    def __init__(
+        self,
+        credential: Credential,
+        *,
+        mcp_url: str,
+        pinned_modern: bool,
+        store: TokenStore,
+        on_change: Sequence[Callable[[], object]] = (),
+    ) -> None:
         """Start with no tokens; ``dpop`` credentials get a fresh key."""
         self.credential = credential
         self.mcp_url = mcp_url
@@ -148,7 +156,7 @@ class Binding:
         dpop = isinstance(credential, OAuth) and credential.dpop
         self.dpop_key: DPoPKey | None = DPoPKey.generate() if dpop else None
         self.resource_nonce: str | None = None
-        self.on_change: list[Callable[[], object]] = []
+        self.on_change = tuple(on_change)
         self._issuer_nonces: dict[str, str] = {}
         self._stepped_up: set[tuple[str, frozenset[str]]] = set()
 

@@ -15,8 +15,8 @@ from typing import IO, Any, Final, TypeGuard, get_args
 
 import trio
 
-from ..._client.client import LogLevel
 from ..._client.group import GroupTool
+from ..._client.options import LogLevel
 from ..._client.tools import ToolList
 from ..._core.config import Config
 from ..._core.credentials import Store
