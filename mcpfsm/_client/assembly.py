@@ -30,8 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
 
@@ -71,13 +70,13 @@ Wrap = Callable[[Transport], Transport]
 """A layer of the caller's between the session and the transport: given the transport, returns what wraps it."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class HttpServer:
+class HttpServer(NamedTuple):
     """What ``Client.http`` connects to, and how: its arguments of the HTTP connection (docs/http.md).
 
     ``sleep`` (the delay before resuming a stream), ``clock`` (the authorization side's wall clock) and
     ``oauth_transport`` (the authorization side's httpx transport) are there for tests; ``wrap`` puts a layer
-    between the session and the transport (the ``mcpfsm`` command's).
+    between the session and the transport (the ``mcpfsm`` command's). A named tuple, not a dataclass: it is
+    made by ``import mcpfsm``, where a dataclass of its size costs start-up (bench/startup.py).
     """
 
     url: str
@@ -96,8 +95,7 @@ class HttpServer:
     wrap: Wrap | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StdioServer:
+class StdioServer(NamedTuple):
     """What ``Client.stdio`` runs: the server's command and its environment; ``wrap`` as for :class:`HttpServer`."""
 
     command: Sequence[str]

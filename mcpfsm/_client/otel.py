@@ -39,7 +39,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from .._core import telemetry as conventions
 from .._core.constants import MCPFSM_VERSION
 from .._core.errors import RpcError
-from .._core.events import AuthEvent, CallEvent
+from .._core.events import CallEvent
+from .._core.events.authorization import AuthEvent
 from .._core.results import ToolResult
 from .._drivers.authorization import AuthorizationFlow
 from .._drivers.tool_call import ToolCall

@@ -40,7 +40,8 @@ from .._core.credentials import (
     tokens_key,
 )
 from .._core.errors import AuthorizationError, McpError
-from .._core.events import AuthEvent, error_summary, utc_timestamp
+from .._core.events import error_summary, utc_timestamp
+from .._core.events.authorization import AuthEvent
 from .._core.oauth.answers import LEGACY_METADATA_HEADERS, METADATA_REQUEST_HEADERS, Answer
 from .._core.oauth.authorization_request import (
     AuthorizationRequest,

@@ -1,31 +1,37 @@
 """Audit events: one event per state a machine's run enters (docs/events.md).
 
-A tool call publishes one :class:`CallEvent` per state it enters (``machine == "tool-call"``); an
-authorization flow publishes one :class:`AuthEvent` per state (``machine == "authorization"``): the same
-fields plus the issuer, the resource and the scopes, never a token, code, verifier, secret or assertion.
-Input the server asks for outside a tool call's machine (the input rounds of ``prompts/get`` and
-``resources/read``, a legacy server request) is recorded as :class:`InputEvent` values (``machine ==
-"input"``: one run of the input machine, specs/input.md). A task (SEP-2663) publishes :class:`TaskEvent` values
-(``machine == "task"``, specs/task.md). All go to the same ``on_event`` callback and ``events()`` channels.
+A tool call publishes one :class:`CallEvent` per state it enters (``machine == "tool-call"``); each other machine
+publishes its own kind, a :class:`CallEvent` with the fields of its machine, defined in a module of this package
+named after the machine and imported with it:
+
+- :class:`~mcpfsm._core.events.authorization.AuthEvent` (``machine == "authorization"``): an authorization flow's
+  states, with the issuer, the resource and the scopes, never a token, code, verifier, secret or assertion;
+- :class:`~mcpfsm._core.events.input.InputEvent` (``machine == "input"``, specs/input.md): input the server asks
+  for outside a tool call's machine (the input rounds of ``prompts/get`` and ``resources/read``, a legacy server
+  request);
+- :class:`~mcpfsm._core.events.task.TaskEvent` (``machine == "task"``, specs/task.md): a task's states (SEP-2663).
+
+All go to the same ``on_event`` callback and ``events()`` channels. A client that never runs those machines never
+builds their event types (``import mcpfsm`` stays quick: bench/startup.py); :meth:`CallEvent.from_dict` imports
+the module of a record's machine when it reads one.
 
 Pure: building and serialising events does no I/O; the drivers publish them.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from .errors import McpError
-from .input import FormContentError
+from ..errors import McpError
+from ..input import FormContentError
 
 __all__ = [
-    "AuthEvent",
     "CallEvent",
-    "InputEvent",
-    "TaskEvent",
+    "common_fields",
     "error_summary",
     "input_failure_summary",
     "tool_call_event",
@@ -81,7 +87,8 @@ class CallEvent:
             was created with ``audit_answers=True``; ``None`` otherwise (the default: the user's answers
             never reach an event).
         machine: the machine the run belongs to: ``"tool-call"`` here, ``"authorization"`` for an
-            :class:`AuthEvent`, ``"input"`` for an :class:`InputEvent` (input asked for outside a tool call).
+            ``AuthEvent``, ``"input"`` for an ``InputEvent`` (input asked for outside a tool call), ``"task"``
+            for a ``TaskEvent``.
         server: the name of the server the client talks to inside a :class:`~mcpfsm.ClientGroup` (its key in
             the configuration); ``None`` for a client outside a group.
     """
@@ -132,18 +139,22 @@ class CallEvent:
     def from_dict(cls, data: Mapping[str, Any]) -> CallEvent:
         """Rebuild an event from :meth:`to_dict` output (for reading audit logs).
 
-        A record whose ``machine`` is ``"authorization"`` becomes an :class:`AuthEvent`; a record without
-        ``machine`` (written before there were two machines) is a tool-call event. Records written before
-        the input-round fields existed read as ``round=0`` with no input fields.
+        A record becomes the event of its ``machine``: ``"authorization"`` an ``AuthEvent``, ``"input"`` an
+        ``InputEvent``, ``"task"`` a ``TaskEvent`` (their modules are imported here when needed); a record
+        without ``machine`` (written before there were other machines) is a tool-call event. Records written
+        before the input-round fields existed read as ``round=0`` with no input fields.
 
         Raises:
             ValueError: a field is missing or has the wrong type.
         """
-        kind = _KINDS.get(str(data.get("machine")))
+        machine = str(data.get("machine"))
+        if machine not in _KINDS and machine.isidentifier() and not machine.startswith("_"):
+            _import_kind(machine)
+        kind = _KINDS.get(machine)
         if kind is not None and kind is not cls:
             return kind.from_dict(data)
         try:
-            return cls(**_common_fields(data))
+            return cls(**common_fields(data))
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a {cls.__name__} record: {exc}") from exc
 
@@ -218,7 +229,19 @@ def _plain(value: object) -> object:
     return value
 
 
-def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+def _import_kind(machine: str) -> None:
+    # The module of this package named after the machine defines its event, which registers itself on import
+    # (CallEvent.__init_subclass__); a machine with no module of its own here has none.
+    module = f"{__name__}.{machine}"
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name != module:
+            raise
+
+
+def common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields every kind of event shares, read from a record (:meth:`CallEvent.from_dict`)."""
     return {
         "call_id": str(data["call_id"]),
         "seq": int(data["seq"]),
@@ -236,141 +259,6 @@ def _common_fields(data: Mapping[str, Any]) -> dict[str, Any]:
         "input_responses": None if data.get("input_responses") is None else dict(data["input_responses"]),
         "server": None if data.get("server") is None else str(data["server"]),
     }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AuthEvent(CallEvent):
-    """The fact that one authorization flow entered one state (docs/authorization.md).
-
-    The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming the flow, ``tool`` the tool
-    whose call drew the challenge (``""`` for any other request), ``attempt`` 1 for the first flow a request
-    starts and 2 for a step-up after it, ``headers`` always ``None`` and ``round`` always 0 (with no input
-    fields). Nothing secret is ever recorded.
-
-    Attributes:
-        issuer: the authorization server's issuer, once chosen.
-        resource: the protected resource identifier (the ``resource`` parameter), once known.
-        scopes: the scopes requested or held, in order.
-    """
-
-    MACHINE: ClassVar[str] = "authorization"
-
-    machine: str = MACHINE
-    issuer: str | None = None
-    resource: str | None = None
-    scopes: tuple[str, ...] = ()
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AuthEvent:
-        """Rebuild an event from :meth:`to_dict` output.
-
-        Raises:
-            ValueError: a field is missing or has the wrong type.
-        """
-        try:
-            scopes = data.get("scopes") or []
-            if not isinstance(scopes, list) or not all(isinstance(scope, str) for scope in scopes):
-                raise ValueError("scopes is not a list of strings")
-            return AuthEvent(
-                **_common_fields(data),
-                issuer=None if data.get("issuer") is None else str(data["issuer"]),
-                resource=None if data.get("resource") is None else str(data["resource"]),
-                scopes=tuple(scopes),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not an AuthEvent record: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class InputEvent(CallEvent):
-    """Input the server asked for outside the tool-call machine (docs/events.md).
-
-    Each is one state entered by a run of the input machine (``mcpfsm._machines.input``, specs/input.md); its
-    first event is that machine's initial state, ``awaiting_input``, with no ``previous`` and no ``trigger``.
-    Two kinds of run publish these:
-
-    - the input rounds (SEP-2322) of a ``prompts/get`` or ``resources/read`` (and of any request sent with
-      ``Client.request``), once its first ``input_required`` result arrives (a request that asks for nothing
-      publishes nothing): ``awaiting_input`` per round (``input_requests``), ``resending`` when the round's
-      answers go out, then ``succeeded``, ``failed`` or ``cancelled``;
-    - a server request the client answers in the legacy era (``elicitation/create``, ``sampling/createMessage``,
-      ``roots/list``; a ``ping`` is no input and is not recorded): ``awaiting_input`` when it arrives
-      (``input_requests`` is ``{id: method}``), then ``succeeded`` once the answer was sent, ``failed`` (the
-      JSON-RPC error sent: a refusal such as -32601, or a handler that raised; or the answer could not be sent)
-      or ``cancelled`` (the client closed first).
-
-    The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming this run, ``tool`` the tool
-    whose call was waiting for a server request's answer (it arrived on that call's stream; ``""`` otherwise),
-    ``attempt`` always 1 and ``headers`` always ``None``. ``input_responses`` (on ``resending``, and on
-    ``succeeded`` for a server request: ``{id: result}``) is recorded only with ``audit_answers=True``; a
-    handler's own exception is named by its type only.
-
-    Attributes:
-        request: the method of the request the input is for (``prompts/get``, ``resources/read``), or the
-            method of the server's request (``elicitation/create``, …).
-        target: the prompt name or resource URI; for a server request, its JSON-RPC id as text.
-    """
-
-    MACHINE: ClassVar[str] = "input"
-
-    machine: str = MACHINE
-    request: str = ""
-    target: str = ""
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> InputEvent:
-        """Rebuild an event from :meth:`to_dict` output.
-
-        Raises:
-            ValueError: a field is missing or has the wrong type.
-        """
-        try:
-            return InputEvent(**_common_fields(data), request=str(data["request"]), target=str(data["target"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not an InputEvent record: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TaskEvent(CallEvent):
-    """A task (SEP-2663 tasks extension) entered one state of the task machine (specs/task.md).
-
-    The first event of a run is ``submitting`` (``task_id`` ``None``: published as the ``CreateTaskResult`` is
-    read, before ``working``), or ``submitting`` then ``working`` (``resumed``) for a handle made from a record.
-    Every poll publishes one event, a ``working → working`` one included. The fields of :class:`CallEvent` mean
-    the same here, with ``call_id`` naming this run, ``tool`` the tool (``""`` when unknown), ``attempt`` always
-    1, ``headers`` always ``None`` and ``round`` counting the ``tasks/update`` requests sent; ``input_requests``
-    (on ``input_required``: the keys not answered before, by method) and ``input_responses`` (on ``answering``,
-    only with ``audit_answers=True``) as for a tool call's input rounds.
-
-    Attributes:
-        task_id: the task's id (``None`` on the first ``submitting``).
-        status_message: the server's ``statusMessage``, or ``None``.
-        poll_interval: seconds until the next poll (``pollIntervalMs`` as the client honours it).
-    """
-
-    MACHINE: ClassVar[str] = "task"
-    machine: str = MACHINE
-    task_id: str | None = None
-    status_message: str | None = None
-    poll_interval: float | None = None
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TaskEvent:
-        """Rebuild an event from :meth:`to_dict` output.
-
-        Raises:
-            ValueError: a field is missing or has the wrong type.
-        """
-        try:
-            interval = data.get("poll_interval")
-            return TaskEvent(
-                **_common_fields(data),
-                task_id=None if data.get("task_id") is None else str(data["task_id"]),
-                status_message=None if data.get("status_message") is None else str(data["status_message"]),
-                poll_interval=None if interval is None else float(interval),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"not a TaskEvent record: {exc}") from exc
 
 
 def error_summary(error: BaseException) -> dict[str, Any]:
