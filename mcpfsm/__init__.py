@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from ._core.config import Config, ServerConfig, load_config
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store, TokenStore
     from ._core.events.authorization import AuthEvent
+    from ._core.events.gate import GateEvent
     from ._core.events.input import InputEvent
     from ._core.events.task import TaskEvent
     from ._core.skills import SkillFile, SkillVerificationError
@@ -94,6 +95,7 @@ Trigger = ToolCallTrigger
 # transport; subscriptions; tasks; server configurations and client groups.
 _LAZY = {
     "AuthEvent": "._core.events.authorization",
+    "GateEvent": "._core.events.gate",
     "InputEvent": "._core.events.input",
     "TaskEvent": "._core.events.task",
     "ClientGroup": "._client.group",
@@ -175,6 +177,7 @@ __all__ = [
     "Exclusion",
     "FileStore",
     "FileTokenStore",
+    "GateEvent",
     "GroupTool",
     "HeaderDecodeError",
     "HeaderMismatchError",

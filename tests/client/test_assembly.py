@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import itertools
 import textwrap
 from pathlib import Path
 from typing import Any, Final
@@ -75,9 +76,9 @@ def part_attributes() -> frozenset[str]:
     for part in PARTS:
         tree = ast.parse(textwrap.dedent(inspect.getsource(part)))
         for node in ast.walk(tree):
-            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                if isinstance(node.value, ast.Name) and node.value.id == "self":
-                    names.add(node.attr)
+            stored = isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+            if stored and isinstance(node.value, ast.Name) and node.value.id == "self":
+                names.add(node.attr)
         names.update(getattr(part, "__slots__", ()))
     return frozenset(names)
 
@@ -198,7 +199,7 @@ def test_every_option_is_documented_where_it_is_declared() -> None:
     body = next(node for node in tree.body if isinstance(node, ast.ClassDef)).body
     documented = {
         field.target.id
-        for field, after in zip(body, body[1:], strict=False)
+        for field, after in itertools.pairwise(body)
         if isinstance(field, ast.AnnAssign)
         and isinstance(field.target, ast.Name)
         and isinstance(after, ast.Expr)

@@ -119,3 +119,13 @@ def test_the_http_and_stdio_factories_take_the_documented_keywords() -> None:
     assert sorted(HTTP_ONLY & stdio) == []
     assert keywords(mcpfsm.Client) == stdio - {"env", "cwd", "max_response_bytes"}
     assert keywords(mcpfsm.ClientGroup) == keywords(mcpfsm.Client) | {"separator", "connect_timeout", "environ"}
+
+
+def test_the_gate_package_exports_sorted_resolving_documented_names() -> None:
+    import mcpfsm.gate
+
+    names = mcpfsm.gate.__all__
+    assert names == sorted(set(names))
+    assert {"GateRefusal", "Verdict", "VerifiedCall", "verify"} <= set(names)
+    assert [name for name in names if not inspect.getdoc(getattr(mcpfsm.gate, name))] == []
+    assert "GateEvent" in mcpfsm.__all__ and inspect.getdoc(mcpfsm.GateEvent)

@@ -9,11 +9,13 @@ named after the machine and imported with it:
 - :class:`~mcpfsm._core.events.input.InputEvent` (``machine == "input"``, specs/input.md): input the server asks
   for outside a tool call's machine (the input rounds of ``prompts/get`` and ``resources/read``, a legacy server
   request);
-- :class:`~mcpfsm._core.events.task.TaskEvent` (``machine == "task"``, specs/task.md): a task's states (SEP-2663).
+- :class:`~mcpfsm._core.events.task.TaskEvent` (``machine == "task"``, specs/task.md): a task's states (SEP-2663);
+- :class:`~mcpfsm._core.events.gate.GateEvent` (``machine == "gate"``, specs/gate.md): a request through
+  ``mcpfsm.gate``, published to the gate's own ``on_event``.
 
-All go to the same ``on_event`` callback and ``events()`` channels. A client that never runs those machines never
-builds their event types (``import mcpfsm`` stays quick: bench/startup.py); :meth:`CallEvent.from_dict` imports
-the module of a record's machine when it reads one.
+A client's events go to the same ``on_event`` callback and ``events()`` channels. A client that never runs those
+machines never builds their event types (``import mcpfsm`` stays quick: bench/startup.py); :meth:`CallEvent.from_dict`
+imports the module of a record's machine when it reads one.
 
 Pure: building and serialising events does no I/O; the drivers publish them.
 """
