@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from ._client.skills import LoadedSkill, Skill
     from ._client.stores import FileTokenStore, MemoryStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
-    from ._client.tasks import Task
+    from ._client.task import Task
     from ._core.config import Config, ServerConfig, load_config
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store, TokenStore
     from ._core.events.authorization import AuthEvent
@@ -115,7 +115,7 @@ _LAZY = {
     "AuditLog": "._drivers.audit_log",
     "ToolAnnotations": "._core.tool_annotations",
     "Subscription": "._client.subscriptions",
-    "Task": "._client.tasks",
+    "Task": "._client.task",
     "TASK": "._machines.task",
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",

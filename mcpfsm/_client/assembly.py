@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from .authorization import AuthorizationLayer, StaticToken
     from .skills import Skills
     from .surface import Surface
-    from .tasks import TaskSupport
+    from .task import TaskSupport
     from .telemetry import Telemetry
 
 __all__ = ["HttpServer", "Parts", "Port", "StdioServer", "Wrap"]
@@ -328,7 +328,7 @@ class Parts:
     def tasks(self) -> TaskSupport:
         """The tasks layer (SEP-2663 and the timeouts of long calls), made on first use."""
         if self._tasks is None:
-            from .tasks import TaskSupport
+            from .task import TaskSupport
 
             options, transport = self.options, self.transport
             self._tasks = TaskSupport(
@@ -442,5 +442,5 @@ class Port:
         return await self._catalog.refresh(since)
 
     async def hand_over(self, call: ToolCall, result: dict[str, Any]) -> dict[str, Any] | None:
-        """SEP-2663: the task machine (``mcpfsm._client.tasks``) takes over a call answered with a task."""
+        """SEP-2663: the task machine (``mcpfsm._client.task``) takes over a call answered with a task."""
         return await self._tasks().hand_over(call, result)

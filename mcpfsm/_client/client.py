@@ -12,7 +12,7 @@ each with what it needs:
   (single-flight) relist;
 - :class:`~mcpfsm._drivers.tool_call.ToolCall` — one tool call as one run of the state machine, reaching the
   client through a narrow port (:class:`~mcpfsm._client.assembly.Port`);
-- :mod:`~mcpfsm._client.tasks` — tasks (SEP-2663) and the timeouts of long calls;
+- :mod:`~mcpfsm._client.task` — tasks (SEP-2663) and the timeouts of long calls;
 - :class:`~mcpfsm._client.surface.Surface` and :class:`~mcpfsm._client.skills.Skills` — resources, prompts,
   completion and skills, a request each;
 - :mod:`~mcpfsm._client.subscriptions` — ``listen()`` in both eras.
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from .._core.surface import Completion, Prompt, PromptResult, Resource, ResourceResult, ResourceTemplate
     from .._transports.tls import CertTypes, VerifyTypes
     from .skills import Skill
-    from .tasks import Task
+    from .task import Task
 
 __all__ = ["Client"]
 

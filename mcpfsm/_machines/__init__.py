@@ -25,7 +25,7 @@ The files a new machine touches (the fourth, ``task``, touched exactly these):
    a run that follows facts reported from elsewhere, as ``task`` does).
 3. ``mcpfsm/_core/events/{name}.py`` — new: its event, a ``CallEvent`` subclass with its own ``MACHINE`` and
    its fields; ``CallEvent.from_dict`` finds it by ``MACHINE``, importing the module of that name.
-4. The client layer that starts a run (a module of ``mcpfsm/_client/``: ``tasks.py``), which wraps it in
+4. The client layer that starts a run (a module of ``mcpfsm/_client/``: ``task.py``), which wraps it in
    ``Telemetry.run`` when the definition names a span, and ``mcpfsm/__init__.py`` for what is public.
 5. ``mcpfsm/_tooling/walkthrough_{name}.py`` — new, when the machine has a walkthrough; then ``mcpfsm
    diagram`` writes ``specs/{name}.{mmd,dot,md}`` and ``diagrams/{name}.svg``.

@@ -31,7 +31,7 @@ from mcpfsm._client.sharing import SharedListings
 from mcpfsm._client.skills import Skills
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._client.surface import Surface
-from mcpfsm._client.tasks import TaskSupport
+from mcpfsm._client.task import TaskSupport
 from mcpfsm._core.cache import ResponseCache
 from mcpfsm._drivers.audit import AuditBus
 from mcpfsm._drivers.authorization_binding import Binding

@@ -25,7 +25,7 @@ from .._core.constants import MISSING_REQUIRED_CAPABILITY
 from .._core.errors import CallTimeoutError, ProtocolError, RpcError
 from .._core.jsonrpc import Notification
 from .._core.results import ToolResult
-from .._core.tasks import index_key, server_name, task_key, tasks_required
+from .._core.task import index_key, server_name, task_key, tasks_required
 from .._drivers.audit import AuditBus
 from .._drivers.input import InputHandlers
 from .._drivers.task import TaskRun, new_run_id
