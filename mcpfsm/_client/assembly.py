@@ -29,7 +29,7 @@ timeout, or the first task handle), resources, prompts and completion (the first
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
@@ -74,8 +74,10 @@ class HttpServer(NamedTuple):
     """What ``Client.http`` connects to, and how: its arguments of the HTTP connection (docs/http.md).
 
     ``sleep`` (the delay before resuming a stream), ``clock`` (the authorization side's wall clock) and
-    ``oauth_transport`` (the authorization side's httpx transport) are there for tests; ``wrap`` puts a layer
-    between the session and the transport (the ``mcpfsm`` command's). A named tuple, not a dataclass: it is
+    ``oauth_transport`` (the authorization side's httpx transport) are there for tests. ``secrets`` are values
+    held secret like credentials, never in an error, an event or a log line (what a configuration's variables
+    were replaced by: ``ServerConfig.secrets``). ``wrap`` puts a layer between the session and the transport
+    (the ``mcpfsm`` command's). A named tuple, not a dataclass: it is
     made by ``import mcpfsm``, where a dataclass of its size costs start-up (bench/startup.py).
     """
 
@@ -92,16 +94,21 @@ class HttpServer(NamedTuple):
     sleep: Callable[[float], Any] = trio.sleep
     clock: Callable[[], float] = time.time
     oauth_transport: httpx.AsyncBaseTransport | None = None
+    secrets: Collection[str] = ()
     wrap: Wrap | None = None
 
 
 class StdioServer(NamedTuple):
-    """What ``Client.stdio`` runs: the server's command and its environment; ``wrap`` as for :class:`HttpServer`."""
+    """What ``Client.stdio`` runs: the server's command and its environment.
+
+    ``secrets`` and ``wrap`` as for :class:`HttpServer`.
+    """
 
     command: Sequence[str]
     env: Mapping[str, str] | None = None
     cwd: str | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    secrets: Collection[str] = ()
     wrap: Wrap | None = None
 
 
@@ -149,11 +156,13 @@ class Parts:
             wrap = connection.wrap
         else:
             if isinstance(connection, StdioServer):
+                self.secrets = _holding(None, connection.secrets)
                 transport, wrap = self._stdio(connection), connection.wrap
             else:
                 transport, wrap = connection, None
             self.telemetry = telemetry.probe(transport)
-            self.audit = AuditBus(self._observed(options.on_event), server=options.server)
+            redact = self._redact if self.secrets is not None else None
+            self.audit = AuditBus(self._observed(options.on_event), server=options.server, redact=redact)
         self.transport = transport
         """The transport as made (or given): ``Client.transport``."""
         shared = None
@@ -212,15 +221,17 @@ class Parts:
             held = header_secrets(headers, url)
         # OpenTelemetry providers are read now (docs/telemetry.md); without one nothing is built per call.
         self.telemetry = telemetry.probe(url)
-        knows = server.auth is not None or held is not None
+        knows = server.auth is not None or held is not None or bool(server.secrets)
         self.audit = AuditBus(
             self._observed(options.on_event), server=options.server, redact=self._redact if knows else None
         )
+        base: Callable[[], Secrets] | None = None
         if server.auth is not None:
             layer = self._authorization(server, verify)
-            self.authorization, self.secrets = layer, layer.secrets
+            self.authorization, base = layer, layer.secrets
         elif held is not None:
-            self.secrets = lambda: held
+            base = lambda: held  # noqa: E731
+        self.secrets = _holding(base, server.secrets)
         return HttpTransport(
             url,
             headers=headers,
@@ -280,7 +291,11 @@ class Parts:
         from .._transports.stdio import StdioTransport  # with the first stdio client
 
         return StdioTransport(
-            server.command, env=server.env, cwd=server.cwd, max_response_bytes=server.max_response_bytes
+            server.command,
+            env=server.env,
+            cwd=server.cwd,
+            max_response_bytes=server.max_response_bytes,
+            redact=self._redact if self.secrets is not None else None,
         )
 
     def _observed(self, on_event: EventSink | None) -> EventSink | None:
@@ -366,6 +381,19 @@ class Parts:
 
             self._skills = Skills(self.session, self.catalog, self.lifecycle.connect, read)
         return self._skills
+
+
+def _holding(held: Callable[[], Secrets] | None, values: Collection[str]) -> Callable[[], Secrets] | None:
+    # The secrets a client holds now: its credentials' (``held``) and the values held secret besides them.
+    if not values:
+        return held
+    from .._core.oauth.redaction import Secrets  # with the first configuration that has secrets
+
+    extra = Secrets().with_values(*values)
+    if held is None:
+        return lambda: extra
+    base = held
+    return lambda: base().with_values(*extra.values)
 
 
 class Port:

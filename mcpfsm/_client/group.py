@@ -28,6 +28,7 @@ from .._core.catalog import Exclusion
 from .._core.config import TOOL_NAME, Config, ServerConfig, load_config
 from .._core.errors import ConfigError, McpError, ProtocolError, RpcError, TransportError
 from .._core.events import CallEvent
+from .._core.oauth.redaction import Secrets
 from .._core.results import ToolResult
 from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
 from .._drivers.audit import AuditBus
@@ -230,8 +231,17 @@ class ClientGroup:
             return
         if client is not None:
             await client.aclose()
+        self._hide(name, error)
         member.client, member.status, member.error = None, "failed", error
         logger.warning("server {!r} of the group failed to connect: {}", name, error)
+
+    def _hide(self, name: str, error: BaseException) -> None:
+        # The values the configuration's variables were replaced by (an API key in the URL's query, a token in
+        # args, a working directory) never reach `errors`, a log line or the caller: taken out in place, along
+        # the error's causes (an OSError's file name included).
+        secrets = self._members[name].config.secrets
+        if secrets:
+            Secrets(secrets).scrub(error)
 
     def _client(self, server: ServerConfig) -> Client:
         return member_client(server, self._options)
@@ -323,8 +333,10 @@ class ClientGroup:
             try:
                 results[name] = await list_one(client)
             except (RpcError, ProtocolError) as exc:
+                self._hide(name, exc)
                 logger.warning("server {!r} could not list {}: {}", name, what, exc)
             except TransportError as exc:
+                self._hide(name, exc)
                 logger.warning("server {!r} failed while listing {}: {}", name, what, exc)
                 member = self._members[name]
                 if member.client is client:
@@ -483,7 +495,8 @@ def member_client(
 
     ``options`` are the client's (its ``server`` is the server's name; its ``protocol``, unless it pins one, the
     configuration's). ``verify`` is the TLS trust of an HTTP server; ``wrap`` puts a layer between the client's
-    session and its transport (the ``mcpfsm`` command's).
+    session and its transport (the ``mcpfsm`` command's). The values the configuration's variables were replaced
+    by are held secret like credentials: never in an error, an event or a log line.
 
     Raises:
         ValueError, TypeError, TransportError: as :meth:`Client.http` and :meth:`Client.stdio`.
@@ -492,11 +505,20 @@ def member_client(
     protocol = options.protocol if options.protocol != "auto" else server.protocol
     options = replace(options, server=server.name, protocol=protocol)
     if server.transport == "stdio":
-        return Client(StdioServer(command=server.command, env=server.env, cwd=server.cwd, wrap=wrap), options=options)
-    assert server.url is not None
-    connection = HttpServer(
-        url=server.url, headers=dict(server.headers), timeout=server.timeout, verify=verify, auth=server.auth, wrap=wrap
-    )
+        connection: HttpServer | StdioServer = StdioServer(
+            command=server.command, env=server.env, cwd=server.cwd, secrets=server.secrets, wrap=wrap
+        )
+    else:
+        assert server.url is not None
+        connection = HttpServer(
+            url=server.url,
+            headers=dict(server.headers),
+            timeout=server.timeout,
+            verify=verify,
+            auth=server.auth,
+            secrets=server.secrets,
+            wrap=wrap,
+        )
     return Client(connection, options=options)
 
 
