@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 import trio
 
@@ -68,6 +68,9 @@ __all__ = ["HttpServer", "Parts", "Port", "StdioServer", "Wrap"]
 
 Wrap = Callable[[Transport], Transport]
 """A layer of the caller's between the session and the transport: given the transport, returns what wraps it."""
+
+_END_BOUND: Final = 5.0
+"""Seconds the ``DELETE`` ending a legacy session may take when the client closes (best effort)."""
 
 
 class HttpServer(NamedTuple):
@@ -312,6 +315,21 @@ class Parts:
 
     async def _handshake(self) -> None:
         await negotiation.connect(self.session, self.options.protocol)
+
+    async def aclose(self) -> None:
+        """Release what the parts hold, once the client is closing (``Client.aclose`` shields this).
+
+        The session's answers still running, the legacy session (its ``DELETE`` given 5 s), the transport, and
+        the authorization side's HTTP client.
+        """
+        try:
+            await self.session.aclose()
+            with trio.move_on_after(_END_BOUND):
+                await self.session.end()
+        finally:
+            await self.transport.aclose()
+            if self.authorization is not None:
+                await self.authorization.aclose()
 
     # --- parts made on first use ----------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import trio
 
@@ -52,10 +52,6 @@ if TYPE_CHECKING:
     from .task import Task
 
 __all__ = ["Client"]
-
-_END_BOUND: Final = 5.0
-"""Seconds the ``DELETE`` ending a legacy session may take when the client closes (best effort)."""
-
 
 class Client:
     """An MCP client whose tool calls are explicit, audited state machines.
@@ -197,14 +193,7 @@ class Client:
         if not self._lifecycle.close():
             return
         with trio.CancelScope(shield=True):
-            try:
-                await self._session.aclose()
-                with trio.move_on_after(_END_BOUND):
-                    await self._session.end()
-            finally:
-                await self._parts.transport.aclose()
-                if self._session.authorization is not None:
-                    await self._session.authorization.aclose()
+            await self._parts.aclose()
 
     @property
     def options(self) -> ClientOptions:
