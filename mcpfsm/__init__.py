@@ -32,6 +32,8 @@ from ._core.errors import (
     ProtocolError,
     RpcError,
     SessionExpired,
+    StoreError,
+    StoreLockTimeout,
     TaskError,
     TransportError,
 )
@@ -198,6 +200,8 @@ __all__ = [
     "State",
     "StdioTransport",
     "Store",
+    "StoreError",
+    "StoreLockTimeout",
     "Subscription",
     "TASK",
     "TERMINAL",

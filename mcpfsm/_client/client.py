@@ -283,6 +283,7 @@ class Client:
         self._opened = False
         self._store = store
         self._guarded: Store | None = None
+        self._retained: list[Any] = []
         if store is not None:
             # A caller's store shares listings with the other clients of the same server (docs/cache.md); the
             # store and sharing modules are imported only then (bench/startup.py).
@@ -527,6 +528,10 @@ class Client:
                 await self._transport.aclose()
                 if self._session.authorization is not None:
                     await self._session.authorization.aclose()
+                if self._retained:
+                    from .store_guard import release
+
+                    await release(self._retained)
 
     @property
     def protocol_version(self) -> str | None:
@@ -610,6 +615,12 @@ class Client:
         if not self._opened:
             await self._transport.open(self._session.inbound)
             self._opened = True
+            if self._store is not None or self._session.authorization is not None:
+                # §18: the client holds its stores' connections open for its life (mcpfsm._client.store_guard).
+                from .store_guard import retain
+
+                layer = self._session.authorization
+                self._retained = retain(self.shared_store, getattr(getattr(layer, "binding", None), "store", None))
         await negotiation.negotiate(self._session, self._requested)
         self._keep_log_level_if_offered()
 

@@ -20,6 +20,8 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │                            .error_description); never quotes a token, code or secret
     ├── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
     │                            client group's aggregated names collide
+    ├── StoreError               a shared store cannot do what was asked (docs/stores.md)
+    │   └── StoreLockTimeout     ``store.lock(key, ttl, wait=…)`` did not get the lock within ``wait``
     └── SkillVerificationError   a skill's file is not what its entry lists (.check: size, digest,
                                  frontmatter, unlisted, dynamic); defined in mcpfsm._core.skills
 
@@ -45,6 +47,8 @@ __all__ = [
     "ProtocolError",
     "RpcError",
     "SessionExpired",
+    "StoreError",
+    "StoreLockTimeout",
     "TaskError",
     "TransportError",
     "rpc_error",
@@ -249,6 +253,28 @@ class ConfigError(McpError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class StoreError(McpError):
+    """A shared store (``FileStore``, ``RedisStore``, docs/stores.md) cannot do what was asked.
+
+    Its message names the store's kind and what failed, never a value, a key's secret or a password.
+    """
+
+
+class StoreLockTimeout(StoreError):
+    """``store.lock(key, ttl, wait=…)`` did not hold the lock within ``wait`` seconds: another holder kept it.
+
+    Raised by the store itself, which bounds its own wait (docs/stores.md, "What every store guarantees"), so
+    that no caller needs a cancel scope around the lock.
+
+    Attributes:
+        wait: the seconds waited.
+    """
+
+    def __init__(self, message: str, *, wait: float) -> None:
+        super().__init__(message)
+        self.wait = wait
 
 
 def rpc_error(code: int, message: str, data: Any = None) -> RpcError:

@@ -18,6 +18,8 @@ SPEC_API = {
     "Resource",
     "ResourceResult",
     "ResourceTemplate",
+    "StoreError",
+    "StoreLockTimeout",
     "HeaderMismatchError",
     "McpError",
     "MirroringError",
@@ -59,6 +61,9 @@ def test_error_tree() -> None:
     for error in (mcpfsm.RpcError, mcpfsm.MirroringError, mcpfsm.TransportError, mcpfsm.ProtocolError):
         assert issubclass(error, mcpfsm.McpError)
     assert issubclass(mcpfsm.OutputValidationError, mcpfsm.ProtocolError)
+    # SPEC §18: a store's own bound on its lock.
+    assert issubclass(mcpfsm.StoreLockTimeout, mcpfsm.StoreError)
+    assert issubclass(mcpfsm.StoreError, mcpfsm.McpError)
 
 
 def test_library_does_not_configure_logging() -> None:
