@@ -32,6 +32,7 @@ from tests.ports import reserved_port
 __all__ = [
     "FailoverPair",
     "RedisServer",
+    "answer_of",
     "command",
     "ping",
     "start_cluster",

@@ -34,7 +34,7 @@ import trio
 from .._core.store_lock import check_lock, lock_timeout
 from .._log import logger
 
-__all__ = ["FileStore", "file_lock", "write_json_atomically"]
+__all__ = ["FileStore", "file_lock", "take_within", "write_json_atomically"]
 
 _SUFFIX: Final = ".json"
 _LOCK_SUFFIX: Final = ".lock"
@@ -65,6 +65,24 @@ def _cancelled() -> bool:
     return False
 
 
+async def take_within(lock: trio.Lock, deadline: float) -> bool:
+    """Acquire ``lock`` by ``deadline`` (trio's clock); return whether this task holds it.
+
+    A free lock is taken even when the deadline has passed (a ``wait`` of 0 tries once). The deadline's scope
+    covers the wait only, and ends before the caller uses the lock.
+    """
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        pass
+    else:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return True
+    with trio.move_on_at(deadline):
+        await lock.acquire()
+    return lock.statistics().owner is trio.lowlevel.current_task()
+
+
 @contextlib.asynccontextmanager
 async def file_lock(path: Path, *, wait: float | None = None, store: object = None) -> AsyncIterator[None]:
     """Hold the operating system's lock on ``path`` (created ``0600`` if missing) for the block.
@@ -85,10 +103,7 @@ async def file_lock(path: Path, *, wait: float | None = None, store: object = No
     if local is None:
         local = _LOCAL[name] = trio.Lock()
     try:
-        # The bound covers the wait only: its scope ends before the lock is used.
-        with trio.move_on_at(deadline):
-            await local.acquire()
-        if local.statistics().owner is not trio.lowlevel.current_task():
+        if not await take_within(local, deadline):
             raise lock_timeout(store, wait)
         try:
             lock = FileLock(path, mode=0o600, thread_local=False)

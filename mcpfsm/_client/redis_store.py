@@ -258,7 +258,7 @@ class RedisStore:
         names = [self.lock_key_of(key), self.lock_key_of(key) + ":wake"]
         token = secrets.token_hex(16)
         ttl_ms = max(1, math.ceil(ttl * 1000))
-        async with self._connection(deadline) as redis:
+        async with self._connection() as redis:
             if not await self._acquire(redis, names, token, ttl_ms, deadline):
                 raise lock_timeout(self, wait)
             try:
@@ -313,7 +313,7 @@ class RedisStore:
         return sorted(found, key=lambda entry: entry[0])
 
     @contextlib.asynccontextmanager
-    async def _connection(self, deadline: float = math.inf) -> AsyncIterator[Any]:
+    async def _connection(self) -> AsyncIterator[Any]:
         # The entered client (the application's, or this store's own when entered), else a lease on the pool
         # this store keeps in a system task (see the module's text).
         if self._client is not None:
@@ -322,7 +322,7 @@ class RedisStore:
         shared = self._run_state()
         shared.users += 1
         try:
-            yield await shared.pool(self._open, self._target).opened(min(deadline, trio.current_time() + _ANSWER))
+            yield await shared.pool(self._open, self._target).opened(trio.current_time() + _ANSWER)
         finally:
             await shared.leave()
 

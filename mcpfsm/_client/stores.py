@@ -28,7 +28,7 @@ import trio
 
 from .._core.store_lock import check_lock, lock_timeout
 from .._log import logger
-from .file_store import file_lock, write_json_atomically
+from .file_store import file_lock, take_within, write_json_atomically
 
 __all__ = ["FileTokenStore", "MemoryStore", "MemoryTokenStore", "default_token_path"]
 
@@ -88,14 +88,8 @@ class MemoryStore:
         if lock is None:
             lock = self._locks[key] = trio.Lock()
         try:
-            if _took(lock):
-                await trio.lowlevel.cancel_shielded_checkpoint()
-            else:
-                # The bound covers the wait only: its scope ends before the block runs.
-                with trio.move_on_after(math.inf if wait is None else wait):
-                    await lock.acquire()
-                if lock.statistics().owner is not trio.lowlevel.current_task():
-                    raise lock_timeout(self, wait)
+            if not await take_within(lock, math.inf if wait is None else trio.current_time() + wait):
+                raise lock_timeout(self, wait)
             try:
                 yield
             finally:
@@ -103,14 +97,6 @@ class MemoryStore:
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._locks.pop(key, None)
-
-
-def _took(lock: trio.Lock) -> bool:
-    try:
-        lock.acquire_nowait()
-    except trio.WouldBlock:
-        return False
-    return True
 
 
 MemoryTokenStore = MemoryStore
