@@ -10,23 +10,26 @@
   discovered from those nodes.
 
 Every key it writes is ``prefix`` then the SHA-256 of the store key in hex (``prefix``, ``lock:{``, that hash
-and ``}`` for a lock, and the lock's key then ``:wake`` for its wake-up stream), so nothing a key names, not even
+and ``}`` for a lock, and the lock's key then ``:wake`` for its wake-up list), so nothing a key names, not even
 an MCP URL with a token in its query, reaches the key space; the store key itself is kept inside the value, as
 JSON ``{"key": …, "value": …}``, for ``mcpfsm store check``. No key of one prefix is a key of another, even
 when one prefix starts with the other (``app:`` and ``app:lock:``): a value key ends in 64 hex digits right
-after its prefix, a lock key in ``}``, a stream in ``:wake``. The braces are a Redis Cluster hash tag: a
-lock and its stream live on one node.
+after its prefix, a lock key in ``}``, a wake-up list in ``:wake``. The braces are a Redis Cluster hash tag:
+a lock and its list live on one node.
 
 ``lock`` is the single-instance algorithm of Redis' "Distributed locks" page, as coredis' lock recipe does
 it: ``SET NX PX`` with a random token, released by a Lua script that deletes the key only while it still
-holds that token. The release also appends an entry to the lock's wake-up stream, and a waiter blocks on
-that stream (``XREAD BLOCK`` from the last entry it saw, read atomically with its failed ``SET NX``), so it
-takes a released lock at once instead of polling; it also wakes when the holder's ``PX`` runs out (a holder
-that died) and, at least every second, to try again and to notice a server that stopped answering. A stream,
-unlike a list a release pushes to, is read by every waiter (no wake-up is lost to a waiter that gave up)
-and, unlike pub/sub, keeps what was sent while a waiter was between two reads; both work alike on one
-server, through Sentinel and on a Cluster. ``compare_and_delete`` is one Lua script, so it is atomic against
-every writer.
+holds that token. The release also puts one entry in the lock's wake-up list, and a waiter blocks on that
+list (``BLPOP``), so the longest waiter takes a released lock at once instead of polling, and only it wakes:
+Redis serves blocked clients first come first served. A list keeps its entry until a waiter takes it, so a
+release between a waiter's failed ``SET NX`` and its ``BLPOP`` is not missed (the release empties the list
+before it pushes, so entries never pile up). A waiter also wakes when the holder's ``PX`` runs out (a holder
+that died) and at least every second, to try again and to notice a server that stopped answering; that also
+bounds the one case a wake-up can be lost, a waiter cancelled between taking the entry and trying the lock.
+Pub/sub, or a stream every waiter reads, would wake every waiter at each release, and all but one would go
+back to sleep: on a busy machine that herd cost more than it saved (bench/fleet.py ``--handoff``). A list and
+``BLPOP`` work alike on one server, through Sentinel and on a Cluster. ``compare_and_delete`` is one Lua
+script, so it is atomic against every writer.
 
 A store that is not entered keeps its coredis client in a trio system task of its own (coredis clients are
 entered and exited in one task, and run a task group): every operation of every task leases it, and a
@@ -66,36 +69,32 @@ T = TypeVar("T")
 _SCHEMES: Final = ("redis", "rediss", "redis+sentinel", "rediss+sentinel", "redis+cluster", "rediss+cluster")
 _ANSWER: Final = 2.0
 """Seconds the server may take to answer a command of a lock beyond the command's own blocking time (an
-acquire, a wait on the wake-up stream, a release); past it the server counts as not answering (a
+acquire, a wait on the wake-up list, a release); past it the server counts as not answering (a
 ``StoreError``), so that a stopped server never holds a waiter past its ``wait``."""
 _WAKE_SLICE: Final = 1.0
-"""The longest one blocking wait on a lock's wake-up stream: then the waiter tries the lock again (a
-release wakes it at once; this only bounds how late a stopped or failed-over server is noticed)."""
+"""The longest one blocking wait on a lock's wake-up list: then the waiter tries the lock again (a release
+wakes it at once; this bounds how late a stopped or failed-over server, or a lost wake-up, is noticed)."""
 _HEX64: Final = re.compile("[0-9a-f]{64}")
 
 _ACQUIRE: Final = """
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return {1, 0, ''}
+    return {1, 0}
 end
-local last = redis.call('xrevrange', KEYS[2], '+', '-', 'COUNT', 1)
-local seen = '0-0'
-if last[1] then
-    seen = last[1][1]
-end
-return {0, redis.call('pttl', KEYS[1]), seen}
+return {0, redis.call('pttl', KEYS[1])}
 """
-"""Take the lock, or say how long it stays taken and the last wake-up seen (one atomic step, so that a
-release after it is always read by the waiter's XREAD)."""
+"""Take the lock, or say how long it stays taken (one step)."""
 
 _RELEASE: Final = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
     redis.call('del', KEYS[1])
-    redis.call('xadd', KEYS[2], 'MAXLEN', '1', '*', 'released', '1')
+    redis.call('del', KEYS[2])
+    redis.call('rpush', KEYS[2], '1')
     redis.call('pexpire', KEYS[2], ARGV[2])
     return 1
 end
 return 0
 """
+"""Release the lock while it is still this holder's, and wake the longest waiter (one entry in the list)."""
 
 _COMPARE_AND_DELETE: Final = """
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -269,7 +268,7 @@ class RedisStore:
 
     async def _acquire(self, redis: Any, names: list[str], token: str, ttl_ms: int, deadline: float) -> bool:
         while True:
-            taken, left_ms, seen = await _answered(
+            taken, left_ms = await _answered(
                 _script(_ACQUIRE).execute(keys=names, args=[token, ttl_ms], client=redis), _ANSWER
             )
             if taken:
@@ -277,10 +276,9 @@ class RedisStore:
             left = deadline - trio.current_time()
             if left <= 0:
                 return False
-            # Until the holder's release (an entry on the stream), its ttl running out, or the slice.
-            block = min(left, max(int(left_ms), 1) / 1000, _WAKE_SLICE)
-            block_ms = max(1, math.ceil(block * 1000))
-            await _answered(redis.xread({names[1]: seen}, block=block_ms), block_ms / 1000 + _ANSWER)
+            # Until the holder's release (an entry in the list), its ttl running out, or the slice.
+            block = max(0.001, min(left, max(int(left_ms), 1) / 1000, _WAKE_SLICE))
+            await _answered(redis.blpop([names[1]], timeout=round(block, 3)), block + _ANSWER)
 
     async def _release(self, redis: Any, names: list[str], token: str, ttl_ms: int, ttl: float) -> None:
         try:
@@ -300,7 +298,7 @@ class RedisStore:
         async with self._connection() as redis:
             async for name in redis.scan_iter(match=_glob_escape(self.prefix) + "*"):
                 # A client= built without decode_responses answers bytes. Only a value key of this prefix:
-                # not a lock, its stream, nor a key of a longer prefix that starts with this one.
+                # not a lock, its wake-up list, nor a key of a longer prefix that starts with this one.
                 text = name.decode() if isinstance(name, bytes) else name
                 if not _HEX64.fullmatch(text[len(self.prefix) :]):
                     continue

@@ -309,7 +309,7 @@ async def test_redis_keys_start_with_the_prefix_and_name_no_key(redis_server: Re
         after = sorted([name async for name in raw.scan_iter(match=redis_prefix + "*")])
         assert await store.entries() == [(key, {"issuer": "https://as.example"}, None)]
     digest = hashlib.sha256(key.encode()).hexdigest()
-    # The value, the lock (a Cluster hash tag around the digest), then the lock's wake-up stream once released.
+    # The value, the lock (a Cluster hash tag around the digest), then the lock's wake-up list once released.
     assert held == [redis_prefix + digest, redis_prefix + "lock:{" + digest + "}"]
     assert after == [redis_prefix + digest, redis_prefix + "lock:{" + digest + "}:wake"]
 
