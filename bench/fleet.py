@@ -107,11 +107,12 @@ class TimedStore:
         return deleted
 
     @contextlib.asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
         record: dict[str, Any] = {"requested": time.time(), "refreshed": False}
         start = time.perf_counter()
         self.operations += 1
-        async with self.store.lock(key, ttl):
+        # `wait` only when the client passes one: so this script measures versions before it too.
+        async with self.store.lock(key, ttl, **({} if wait is None else {"wait": wait})):
             self.spent += time.perf_counter() - start
             record["acquired"] = time.time()
             self._holding = record
@@ -299,8 +300,8 @@ def run_handoff(workers: int, rounds: int, store: str, think_ms: float) -> None:
     median = statistics.median(waits)
     p90 = waits[int(len(waits) * 0.9)]
     print(
-        f"lock hand-off: {workers} worker processes x {rounds} rounds on one {store} lock, {think_ms:g} ms between; load"
-        f" {os.getloadavg()[0]:.1f}; mcpfsm from {Path(mcpfsm.__file__).parent}"
+        f"lock hand-off: {workers} worker processes x {rounds} rounds on one {store} lock, {think_ms:g} ms apart;"
+        f" load {os.getloadavg()[0]:.1f}; mcpfsm from {Path(mcpfsm.__file__).parent}"
     )
     print(
         f"  {len(waits)} of {total} acquisitions waited for a release: hand-off median {median:.2f} ms,"

@@ -40,6 +40,7 @@ import trio
 
 from .._core.cache import LISTINGS, CacheKey, CacheStats, ResponseCache, cache_hint
 from .._core.errors import StoreLockTimeout
+from .._core.store_lock import taking_lock
 from .._log import logger
 from .store_guard import DEFAULT_RETRY_AFTER, DEFAULT_STORE_TIMEOUT
 
@@ -332,7 +333,7 @@ class SharedListings:
             return
         held = contextlib.AsyncExitStack()
         try:
-            await held.enter_async_context(self.store.lock(self.key(key, None), self.fill_wait, wait=self.fill_wait))
+            await held.enter_async_context(taking_lock(self.store, self.key(key, None), self.fill_wait, self.fill_wait))
         except StoreLockTimeout:
             logger.debug("no lock on the shared {} page within {} s; filling without it", key[1], self.fill_wait)
             yield False

@@ -36,7 +36,7 @@ import trio
 
 from .._core.credentials import Store, TokenStore
 from .._core.errors import StoreError, StoreLockTimeout
-from .._core.store_lock import check_lock
+from .._core.store_lock import check_lock, takes_wait, taking_lock
 from .._drivers.token_sharing import Exclusion
 from .._log import logger
 from .stores import MemoryStore
@@ -80,6 +80,11 @@ class GuardedStore:
         self.fallbacks = 0
         """How many times the store failed and the client went on with its memory."""
         self._down_until: float | None = None
+        if getattr(store, "lock", None) is not None and not takes_wait(type(store)):
+            logger.warning(
+                "the store {!r} has a lock(key, ttl) without wait=: its waits are not bounded (docs/stores.md)",
+                store,
+            )
 
     def __repr__(self) -> str:
         return f"GuardedStore({self.store!r})"
@@ -157,7 +162,7 @@ class GuardedStore:
         reach = Exclusion.store
         try:
             # No cancel scope here: the store bounds its own wait (SPEC §18).
-            await held.enter_async_context(taking(key, ttl, wait=bound))
+            await held.enter_async_context(taking_lock(self.store, key, ttl, bound))
         except StoreLockTimeout:
             self._count("lock", f"waited more than {bound:g} s for a lock", down=False)
             reach = Exclusion.process

@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from .._core.credentials import TokenStore
 from .._core.errors import StoreLockTimeout
+from .._core.store_lock import taking_lock
 from .._log import logger
 
 __all__ = [
@@ -93,7 +94,7 @@ async def refresh_lock(store: TokenStore, key: str) -> AsyncIterator[Exclusion]:
         return
     async with AsyncExitStack() as stack:
         try:
-            await stack.enter_async_context(store.lock(key, REFRESH_LOCK_TTL, wait=REFRESH_LOCK_WAIT))
+            await stack.enter_async_context(taking_lock(store, key, REFRESH_LOCK_TTL, REFRESH_LOCK_WAIT))
         except StoreLockTimeout:
             logger.warning("the token store's lock stayed taken for {} s; refreshing without it", REFRESH_LOCK_WAIT)
             reach = Exclusion.process

@@ -307,3 +307,39 @@ async def test_nested_redis_prefixes_never_collide(redis_server: RedisServer, re
     await outer.set("tokens x", {"who": "outer"})
     assert await outer.entries() == [("tokens x", {"who": "outer"}, None)]
     assert await inner.entries() == [("tokens x", {"who": "inner"}, None)]
+
+
+# --- a store of the application's own written before lock took wait ----------------------------------------------
+
+
+class LegacyStore(mcpfsm.MemoryStore):
+    """A store whose ``lock(key, ttl)`` predates ``wait=`` (SPEC §18 before this round)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locked: list[tuple[str, float]] = []
+
+    @contextlib.asynccontextmanager
+    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:  # type: ignore[override]
+        self.locked.append((key, ttl))
+        async with super().lock(key, ttl):
+            yield
+
+
+async def test_a_lock_without_wait_is_still_the_lock_a_client_takes(records: list[tuple[str, str]]) -> None:
+    # Called as lock(key, ttl) (its wait cannot be bounded: one WARNING says so), never replaced by a lock of
+    # the process: that would let two processes refresh at once.
+    store = LegacyStore()
+    guard = GuardedStore(store)
+    async with guard.exclusion("tokens x", 30) as reach:
+        pass
+    async with guard.lock("tokens x", 30, wait=1):
+        pass
+    assert (str(reach), store.locked, guard.fallbacks) == ("Exclusion.store", [("tokens x", 30), ("tokens x", 30)], 0)
+    assert records == [
+        (
+            "WARNING",
+            "the store LegacyStore(0 entries) has a lock(key, ttl) without wait=: its waits are not bounded"
+            " (docs/stores.md)",
+        )
+    ]
