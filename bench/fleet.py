@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcpfsm  # noqa: E402
-from mcpfsm._core.credentials import tokens_key  # noqa: E402
+from mcpfsm._core.credentials import credential_holder, tokens_key  # noqa: E402
 
 PACE = 0.05
 """Seconds between two calls of one worker."""
@@ -172,7 +172,7 @@ async def log_in_and_expire(spec: str, mcp_url: str, base: str) -> None:
         auth = mcpfsm.OAuth(redirect_uri="http://localhost:3000/callback", authorize=headless_authorize, store=store)
         async with mcpfsm.Client.http(mcp_url, auth=auth, protocol="2026-07-28") as client:
             await client.call_tool("test-tool", {})
-        key = tokens_key(base, mcp_url)
+        key = tokens_key(base, mcp_url, credential_holder(auth))
         record = await store.get(key)
         assert record is not None
         now = time.time()

@@ -36,8 +36,9 @@ from ._core.errors import (
     StoreLockTimeout,
     TaskError,
     TransportError,
+    UnsafeStoreError,
 )
-from ._core.events import AuthEvent, CallEvent, InputEvent, TaskEvent
+from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, TaskEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
@@ -161,6 +162,7 @@ __all__ = [
     "Exclusion",
     "FileStore",
     "FileTokenStore",
+    "GateEvent",
     "GroupTool",
     "HeaderDecodeError",
     "HeaderMismatchError",
@@ -218,6 +220,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "Trigger",
+    "UnsafeStoreError",
     "__version__",
     "decode_header_value",
     "encode_header_value",

@@ -20,8 +20,10 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │                            .error_description); never quotes a token, code or secret
     ├── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
     │                            client group's aggregated names collide
-    ├── StoreError               a shared store cannot do what was asked (docs/stores.md)
-    │   └── StoreLockTimeout     ``store.lock(key, ttl, wait=…)`` did not get the lock within ``wait``
+    ├── StoreError               a store cannot keep or give back a value, or do what was asked
+    │   ├── StoreLockTimeout     ``store.lock(key, ttl, wait=…)`` did not get the lock within ``wait``
+    │   └── UnsafeStoreError     a file store's directory or file that someone else could have written,
+    │                            or that is not what the store writes (.path: which one)
     └── SkillVerificationError   a skill's file is not what its entry lists (.check: size, digest,
                                  frontmatter, unlisted, dynamic); defined in mcpfsm._core.skills
 
@@ -51,6 +53,7 @@ __all__ = [
     "StoreLockTimeout",
     "TaskError",
     "TransportError",
+    "UnsafeStoreError",
     "rpc_error",
 ]
 
@@ -256,7 +259,7 @@ class ConfigError(McpError):
 
 
 class StoreError(McpError):
-    """A shared store (``FileStore``, ``RedisStore``, docs/stores.md) cannot do what was asked.
+    """A store cannot keep or give back a value, or do what was asked (docs/stores.md).
 
     Its message names the store's kind and what failed, never a value, a key's secret or a password.
     """
@@ -275,6 +278,23 @@ class StoreLockTimeout(StoreError):
     def __init__(self, message: str, *, wait: float) -> None:
         super().__init__(message)
         self.wait = wait
+
+
+class UnsafeStoreError(StoreError):
+    """A file store refuses a directory or a file that someone else could have written (docs/stores.md).
+
+    A ``FileStore`` directory (or a ``FileTokenStore`` file's directory) not owned by the user or writable by
+    group or others; a file in it that is not a regular file (a FIFO, a device, a symbolic link), not owned
+    by the user, writable by group or others, or larger than any value the store writes. A client that uses
+    the store falls back to its memory, as for a store that is down.
+
+    Attributes:
+        path: the directory or file refused.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def rpc_error(code: int, message: str, data: Any = None) -> RpcError:

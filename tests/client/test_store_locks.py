@@ -199,9 +199,10 @@ async def test_the_guard_bounds_a_busy_lock_without_crashing_the_host(
 async def test_an_unentered_redis_store_in_a_guard_leaves_the_task_sound(redis_server: RedisServer) -> None:
     # The reproduction of issue 28 in one process: before, trio raised TrioInternalError once the run ended.
     store = GuardedStore(mcpfsm.RedisStore(redis_server.url, prefix="sound:"))
-    async with store.lock("k", 5):
-        await store.set("k", {"a": 1})
-    assert await store.get("k") == {"a": 1}
+    with trio.fail_after(GUARD):
+        async with store.lock("k", 5):
+            await store.set("k", {"a": 1})
+        assert await store.get("k") == {"a": 1}
 
 
 def test_an_unentered_redis_store_crashes_no_process(redis_server: RedisServer, redis_prefix: str) -> None:
@@ -238,11 +239,12 @@ async def test_a_client_keeps_one_pool_to_an_unentered_redis_store(
     peer.control({"action": "cache_hints", "hints": {"tools/list": {"ttlMs": 1, "cacheScope": "public"}}})
     store = mcpfsm.RedisStore(redis_server.url, prefix=redis_prefix)
     before = connections(redis_server)
-    async with mcpfsm.Client.http(peer.url, protocol="2026-07-28", store=store) as client:
-        for _ in range(10):
-            await client.tools(fresh=False)
-            await trio.sleep(0.01)
-        assert client.cache is not None and client.cache.stats.store_failures == 0
+    with trio.fail_after(GUARD):
+        async with mcpfsm.Client.http(peer.url, protocol="2026-07-28", store=store) as client:
+            for _ in range(10):
+                await client.tools(fresh=False)
+                await trio.sleep(0.01)
+            assert client.cache is not None and client.cache.stats.store_failures == 0
     opened = connections(redis_server) - before
     # One connection multiplexed for the commands, and one for the blocking wait a lock may need.
     assert 1 <= opened <= 2
@@ -282,8 +284,9 @@ def test_a_store_used_by_two_trio_runs_in_turn(redis_server: RedisServer, redis_
     async def use(value: int) -> Any:
         store.retain()
         try:
-            await store.set("k", {"v": value})
-            return await store.get("k")
+            with trio.fail_after(GUARD):
+                await store.set("k", {"v": value})
+                return await store.get("k")
         finally:
             await store.release()
 
@@ -299,14 +302,15 @@ async def test_nested_redis_prefixes_never_collide(redis_server: RedisServer, re
     # one's value of the same key, and `entries()` of `app:` listed the values of `app:lock:` as its own.
     outer = mcpfsm.RedisStore(redis_server.url, prefix=redis_prefix)
     inner = mcpfsm.RedisStore(redis_server.url, prefix=redis_prefix + "lock:")
-    await inner.set("tokens x", {"who": "inner"})
-    async with outer.lock("tokens x", 30):
-        assert await inner.get("tokens x") == {"who": "inner"}
-        async with inner.lock("tokens x", 30, wait=0):
-            pass
-    await outer.set("tokens x", {"who": "outer"})
-    assert await outer.entries() == [("tokens x", {"who": "outer"}, None)]
-    assert await inner.entries() == [("tokens x", {"who": "inner"}, None)]
+    with trio.fail_after(GUARD):
+        await inner.set("tokens x", {"who": "inner"})
+        async with outer.lock("tokens x", 30):
+            assert await inner.get("tokens x") == {"who": "inner"}
+            async with inner.lock("tokens x", 30, wait=0):
+                pass
+        await outer.set("tokens x", {"who": "outer"})
+        assert await outer.entries() == [("tokens x", {"who": "outer"}, None)]
+        assert await inner.entries() == [("tokens x", {"who": "inner"}, None)]
 
 
 # --- a store of the application's own written before lock took wait ----------------------------------------------

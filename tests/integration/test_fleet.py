@@ -21,7 +21,7 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._core.credentials import tokens_key
+from mcpfsm._core.credentials import credential_holder, tokens_key
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
 from tests.fleetrun import Fleet
@@ -61,7 +61,7 @@ async def log_in_and_expire(server: RunningAuthServer, spec: str, *, expire: boo
         auth = mcpfsm.OAuth(redirect_uri="http://localhost:3000/callback", authorize=headless_authorize, store=store)
         async with mcpfsm.Client.http(server.mcp_url, auth=auth, protocol="2026-07-28") as client:
             await client.call_tool("test-tool", {})
-        key = tokens_key(server.base_url, server.mcp_url)
+        key = tokens_key(server.base_url, server.mcp_url, credential_holder(mcpfsm.OAuth()))
         record = await store.get(key)
         assert record is not None and record["refresh_token"] is not None
         if expire:
@@ -136,7 +136,7 @@ async def test_a_holder_of_the_tokens_lock_that_dies_stops_excluding_the_refresh
     spec = spec_of(form, tmp_path, request)
     monkeypatch.setenv("MCPFSM_TEST_PREFIX", redis_prefix)
     await log_in_and_expire(server, spec)
-    key = tokens_key(server.base_url, server.mcp_url)
+    key = tokens_key(server.base_url, server.mcp_url, credential_holder(mcpfsm.OAuth()))
     with Fleet("tests.store_worker", [[spec, "hold", key, "2"]], {"MCPFSM_TEST_PREFIX": redis_prefix}) as holder:
         assert await trio.to_thread.run_sync(holder.line, 0) == "HELD"
     with workers(spec, server.mcp_url, 1, redis_prefix) as fleet:
@@ -307,7 +307,7 @@ async def test_clients_in_tasks_of_one_process_on_one_store_send_one_refresh(
     login = mcpfsm.OAuth(redirect_uri="http://localhost:3000/callback", authorize=headless_authorize, store=store)
     async with mcpfsm.Client.http(server.mcp_url, auth=login, protocol="2026-07-28") as first:
         await first.call_tool("test-tool", {})
-    key = tokens_key(server.base_url, server.mcp_url)
+    key = tokens_key(server.base_url, server.mcp_url, credential_holder(login))
     record = await store.get(key)
     assert record is not None
     await store.set(key, {**record, "issued_at": time.time() - 3601, "expires_at": time.time() - 1})
