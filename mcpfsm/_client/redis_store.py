@@ -299,11 +299,10 @@ class RedisStore:
             async for name in redis.scan_iter(match=_glob_escape(self.prefix) + "*"):
                 # A client= built without decode_responses answers bytes. Only a value key of this prefix:
                 # not a lock, its wake-up list, nor a key of a longer prefix that starts with this one.
-                text = name.decode() if isinstance(name, bytes) else name
-                if not _HEX64.fullmatch(text[len(self.prefix) :]):
+                named = name.decode() if isinstance(name, bytes) else name
+                if not _HEX64.fullmatch(named[len(self.prefix) :]):
                     continue
-                text = await redis.get(name)
-                record = _record(text)
+                record = _record(await redis.get(name))
                 if record is None:
                     continue
                 ttl_ms = await redis.pttl(name)
