@@ -327,7 +327,7 @@ class SharedListings:
     async def _filling(self, key: CacheKey) -> AsyncIterator[bool]:
         # SEP-2549 lets a public page serve everyone; the lock is the page's public key either way, so that
         # concurrent misses in different processes share one fill (a private page costs one fill per identity).
-        # The store bounds its own wait (SPEC §18): no cancel scope here contains the store's lock.
+        # The store bounds its own wait (docs/stores.md): no cancel scope here contains the store's lock.
         if self._down():
             yield False
             return

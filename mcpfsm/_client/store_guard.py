@@ -13,7 +13,7 @@ back.
 
 ``lock(key, ttl, wait=None)`` passes the store a bound on its wait for the lock: ``wait``, or ``ttl + timeout``
 seconds by default (a holder may legitimately hold it up to ``ttl``). The store keeps that bound itself
-(SPEC §18), so the guard never puts a cancel scope of its own around a store's lock. Past it, or when the
+(docs/stores.md), so the guard never puts a cancel scope of its own around a store's lock. Past it, or when the
 store fails, the block runs under a lock of this process only, with the same WARNING and count
 (:meth:`GuardedStore.exclusion` says which). A store with only ``get``/``set``/``delete`` (a
 :class:`~mcpfsm.TokenStore`) gets a lock of this process and a ``compare_and_delete`` made of a read and a
@@ -161,7 +161,7 @@ class GuardedStore:
         held = AsyncExitStack()
         reach = Exclusion.store
         try:
-            # No cancel scope here: the store bounds its own wait (SPEC §18).
+            # No cancel scope here: the store bounds its own wait (docs/stores.md).
             await held.enter_async_context(taking_lock(self.store, key, ttl, bound))
         except StoreLockTimeout:
             self._count("lock", f"waited more than {bound:g} s for a lock", down=False)

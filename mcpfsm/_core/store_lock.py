@@ -1,4 +1,4 @@
-"""The rule every store's ``lock(key, ttl, *, wait=None)`` follows (SPEC §18, docs/stores.md), as two pure helpers.
+"""The rule every store's ``lock(key, ttl, *, wait=None)`` follows (docs/stores.md), as two pure helpers.
 
 A store bounds its own wait for a lock and raises :class:`~mcpfsm.StoreLockTimeout` past it, so that no caller
 needs a cancel scope of its own around the lock (a scope that ended while the lock was held would corrupt the

@@ -435,7 +435,7 @@ class AuthorizationFlow:
             return Trigger.refreshed
         async with refresh_lock(binding.store, key) as reach:
             if reach is Exclusion.unreachable:
-                # SPEC §18: without the lock, the refresh goes ahead only after a second read of the store itself.
+                # docs/stores.md: without the lock, the refresh goes ahead only after a second read of the store itself.
                 # A peer may be spending this very refresh token; what this process remembers cannot tell.
                 try:
                     record = await read_store(binding.store, key)

@@ -12,9 +12,9 @@ client's own lock is the only exclusion (one process) and the delete compares, t
 
 :func:`refresh_lock` says how far its lock reaches (an :class:`Exclusion`). When the store could not be
 reached at all, a peer may be refreshing with the very refresh token this process read: the refresh then
-goes ahead only after :func:`read_store` read the store itself again (SPEC §18, "Failure"), never on what
-this process remembers. The first grant of a headless credential takes the same lock (one token request for
-a fleet that starts together).
+goes ahead only after :func:`read_store` read the store itself again (docs/stores.md, "When the store
+fails"), never on what this process remembers. The first grant of a headless credential takes the same
+lock (one token request for a fleet that starts together).
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ async def refresh_lock(store: TokenStore, key: str) -> AsyncIterator[Exclusion]:
 
     Yields how far it reaches. A store in the client's guard (``mcpfsm._client.store_guard``) falls back to a
     lock of this process on its own and says why; any other store's failure is one WARNING here. The store
-    bounds its own wait (SPEC §18), so no cancel scope of this function's ever contains the store's lock.
+    bounds its own wait (docs/stores.md), so no cancel scope of this function's ever contains the store's lock.
     """
     if isinstance(store, _Excluding):
         async with store.exclusion(key, REFRESH_LOCK_TTL, wait=REFRESH_LOCK_WAIT) as reach:

@@ -61,7 +61,7 @@ def test_error_tree() -> None:
     for error in (mcpfsm.RpcError, mcpfsm.MirroringError, mcpfsm.TransportError, mcpfsm.ProtocolError):
         assert issubclass(error, mcpfsm.McpError)
     assert issubclass(mcpfsm.OutputValidationError, mcpfsm.ProtocolError)
-    # SPEC §18: a store's own bound on its lock.
+    # docs/stores.md: a store's own bound on its lock.
     assert issubclass(mcpfsm.StoreLockTimeout, mcpfsm.StoreError)
     assert issubclass(mcpfsm.StoreError, mcpfsm.McpError)
 

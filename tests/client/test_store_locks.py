@@ -1,4 +1,4 @@
-"""SPEC §18's lock rule on every store kind and form, and a ``RedisStore``'s one connection pool per client.
+"""The stores' lock rule (docs/stores.md) on every store kind and form; a ``RedisStore``'s one pool per client.
 
 ``lock(key, ttl, *, wait=None)`` waits at most ``wait`` seconds and raises ``StoreLockTimeout``, the bound
 living inside the store, so that no caller ever needs a cancel scope of its own around a store's lock (issue 28:
@@ -317,7 +317,7 @@ async def test_nested_redis_prefixes_never_collide(redis_server: RedisServer, re
 
 
 class LegacyStore(mcpfsm.MemoryStore):
-    """A store whose ``lock(key, ttl)`` predates ``wait=`` (SPEC §18 before this round)."""
+    """A store whose ``lock(key, ttl)`` predates ``wait=`` (before docs/stores.md gave it one)."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -155,7 +155,7 @@ async def test_tokens_a_peer_stored_while_the_lock_was_awaited_are_read_under_it
     port = TokenEndpoint(500, {})
     await AuthorizationFlow(port, binding, Entry.expiring).run()
     assert port.forms == []
-    # The store bounds its own wait (SPEC §18): 35 s, longer than a holder may hold the lock.
+    # The store bounds its own wait (docs/stores.md): 35 s, longer than a holder may hold the lock.
     assert store.locked == [(KEY, 30.0, 35.0)]
     assert binding.tokens == peer
 
@@ -281,7 +281,7 @@ class DeadStore(BrokenLock):
 
 
 async def test_a_store_that_cannot_be_read_again_never_spends_the_refresh_token() -> None:
-    # SPEC §18: without the lock, a refresh goes ahead only after a second read of the store. A store that
+    # docs/stores.md: without the lock, a refresh goes ahead only after a second read of the store. A store that
     # cannot be read leaves the refresh token unsent (a peer may be spending it), and says why.
     store = DeadStore()
     binding = await bound(store)
