@@ -19,6 +19,7 @@ from typing import Any, Final
 
 import pytest
 import trio
+import trio.testing
 
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
@@ -145,12 +146,19 @@ async def test_lock_arguments_are_checked(
 async def test_a_waiter_cancelled_leaves_the_task_and_the_store_usable(
     form: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    # The caller's own scope ends while the store waits for its lock: trio unwinds the wait cleanly.
+    # The caller's own scope is cancelled while the store waits for its lock: trio unwinds the wait cleanly.
     async with opened(form, tmp_path, request) as store:
-        async with held_elsewhere(store, "k"):
-            with trio.move_on_after(0.2) as scope:
+        scope = trio.CancelScope()
+
+        async def waiter() -> None:
+            with scope:
                 async with store.lock("k", 30):
                     raise AssertionError("held twice")
+
+        async with held_elsewhere(store, "k"), trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked(0.05)
+            scope.cancel()
         assert scope.cancelled_caught
         with trio.fail_after(GUARD):
             async with store.lock("k", 30, wait=GUARD):
