@@ -78,6 +78,8 @@ TESTED: Final = {
     "long-task",
     "shared-listings",
     "gate-verify",
+    "gate-threat",
+    "gate-middleware",
 }
 """The examples the tests below run, by marker name."""
 
