@@ -136,6 +136,7 @@ class Parts:
         self._store = options.store
         self._guarded: Store | None = None
         self._own_store: Store | None = None
+        self._retained: list[Any] | None = None
         self._tasks: TaskSupport | None = None
         self._surface: Surface | None = None
         self._skills: Skills | None = None
@@ -314,13 +315,19 @@ class Parts:
         self.secrets().scrub(error)
 
     async def _handshake(self) -> None:
+        if self._retained is None and (self._store is not None or self._own_store is not None):
+            # The client holds its stores' connections open for its life, from its first handshake to its close
+            # (docs/stores.md): one pool to a RedisStore nobody entered, shared with the clients of other tasks.
+            from .store_guard import retain
+
+            self._retained = retain(self.shared_store() if self._store is not None else None, self._own_store)
         await negotiation.connect(self.session, self.options.protocol)
 
     async def aclose(self) -> None:
         """Release what the parts hold, once the client is closing (``Client.aclose`` shields this).
 
-        The session's answers still running, the legacy session (its ``DELETE`` given 5 s), the transport, and
-        the authorization side's HTTP client.
+        The session's answers still running, the legacy session (its ``DELETE`` given 5 s), the transport, the
+        authorization side's HTTP client, and the stores' connections the client held open.
         """
         try:
             await self.session.aclose()
@@ -330,6 +337,10 @@ class Parts:
             await self.transport.aclose()
             if self.authorization is not None:
                 await self.authorization.aclose()
+            if self._retained:
+                from .store_guard import release
+
+                await release(self._retained)
 
     # --- parts made on first use ----------------------------------------------------------------------
 

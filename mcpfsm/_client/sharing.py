@@ -17,9 +17,10 @@ several clients; docs/cache.md) keeps the complete pages of ``tools/list``, ``pr
   the public key of that page, reads again (a peer may have filled it meanwhile), and only then asks the
   server, so N fresh workers send one ``tools/list`` per page and TTL. ``fresh=True`` (the -32020 relist)
   asks the server without reading, and overwrites what the store holds.
-- **a store that fails never hangs a call**: each operation is bounded (:data:`STORE_TIMEOUT`), waiting for a
-  peer's fill too (:data:`FILL_WAIT`); a failure or a timeout is one WARNING and one
-  ``CacheStats.store_failures``, the client asks the server, and the store counts as down for
+- **a store that fails never hangs a call**: each operation is bounded (:data:`STORE_TIMEOUT`), and the wait
+  for a peer's fill too (:data:`FILL_WAIT`, the ``wait`` the store's lock keeps itself); a failure or a
+  timeout is one WARNING and one ``CacheStats.store_failures``, the client asks the server, and the store
+  counts as down for
   :data:`DOWN_FOR` seconds so that a call pays at most one timeout. The bounds are those of the token store
   guard (``mcpfsm._client.store_guard``), but this layer takes the raw store: the guard mirrors every value in
   memory while this layer's memory is the response cache itself, bounded by bytes.
@@ -38,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 import trio
 
 from .._core.cache import LISTINGS, CacheKey, CacheStats, ResponseCache, cache_hint
+from .._core.errors import StoreLockTimeout
+from .._core.store_lock import taking_lock
 from .._log import logger
 from .store_guard import DEFAULT_RETRY_AFTER, DEFAULT_STORE_TIMEOUT
 
@@ -325,29 +328,29 @@ class SharedListings:
     async def _filling(self, key: CacheKey) -> AsyncIterator[bool]:
         # SEP-2549 lets a public page serve everyone; the lock is the page's public key either way, so that
         # concurrent misses in different processes share one fill (a private page costs one fill per identity).
+        # The store bounds its own wait (docs/stores.md): no cancel scope here contains the store's lock.
         if self._down():
             yield False
             return
-        held = False
-        stack = contextlib.AsyncExitStack()
-        with trio.move_on_after(self.fill_wait):
-            try:
-                await stack.enter_async_context(self.store.lock(self.key(key, None), self.fill_wait))
-                held = True
-            except Exception as exc:  # a lock that fails means "fill without it"
-                self._failed(exc)
-        if not held:
-            logger.debug("no lock on the shared {} page within {} s; filling without it", key[1], self.fill_wait)
+        held = contextlib.AsyncExitStack()
         try:
-            yield held
+            await held.enter_async_context(taking_lock(self.store, self.key(key, None), self.fill_wait, self.fill_wait))
+        except StoreLockTimeout:
+            logger.debug("no lock on the shared {} page within {} s; filling without it", key[1], self.fill_wait)
+            yield False
+            return
+        except Exception as exc:  # a lock that fails means "fill without it"
+            self._failed(exc)
+            yield False
+            return
+        try:
+            yield True
         finally:
-            if held:
-                # The release is bounded too, and runs even when the call was cancelled.
-                with trio.CancelScope(shield=True), trio.move_on_after(self.timeout):
-                    try:
-                        await stack.aclose()
-                    except Exception as exc:  # a lock that fails to release expires by its ttl
-                        self._failed(exc)
+            try:
+                # The store releases within its own bound, even when the call was cancelled.
+                await held.aclose()
+            except Exception as exc:  # a lock that fails to release expires by its ttl
+                self._failed(exc)
 
 
 def for_client(

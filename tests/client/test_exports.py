@@ -20,6 +20,8 @@ SPEC_API = {
     "Resource",
     "ResourceResult",
     "ResourceTemplate",
+    "StoreError",
+    "StoreLockTimeout",
     "HeaderMismatchError",
     "McpError",
     "MirroringError",
@@ -61,6 +63,9 @@ def test_error_tree() -> None:
     for error in (mcpfsm.RpcError, mcpfsm.MirroringError, mcpfsm.TransportError, mcpfsm.ProtocolError):
         assert issubclass(error, mcpfsm.McpError)
     assert issubclass(mcpfsm.OutputValidationError, mcpfsm.ProtocolError)
+    # docs/stores.md: a store's own bound on its lock.
+    assert issubclass(mcpfsm.StoreLockTimeout, mcpfsm.StoreError)
+    assert issubclass(mcpfsm.StoreError, mcpfsm.McpError)
 
 
 def test_library_does_not_configure_logging() -> None:
