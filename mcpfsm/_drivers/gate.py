@@ -37,7 +37,8 @@ from time import perf_counter, time_ns
 from typing import Any, Final, Protocol
 
 from .._core.constants import HEADER_MISMATCH, INVALID_REQUEST
-from .._core.events import GateEvent, utc_timestamp
+from .._core.events import utc_timestamp
+from .._core.events.gate import GateEvent
 from .._core.gate import (
     GateRefusal,
     GateSettings,
