@@ -137,7 +137,8 @@ class McpHeaders:
                 return None
         except (TypeError, ValueError):
             return None
-        if not all(map(_BYTES.__instancecheck__, named.values())):  # bytes-like is not enough: a memoryview has no decode
+        # Bytes-like is not enough: a memoryview has no decode.
+        if not all(map(_BYTES.__instancecheck__, named.values())):
             return None
         read = cls.__new__(cls)
         read._fields = named
