@@ -478,7 +478,10 @@ class _Port:
             fields = without_params(fields)
         if fields is not scope["headers"]:
             scope = {**scope, "headers": fields}
-        parsed = self._parsed()
+        run = self._run
+        parsed = run.request if run is not None else None
+        if type(parsed) is not ParsedRequest:  # a legacy request's body, which the run did not parse
+            parsed = self._parsed()
         sender = self.send
         if parsed is not None:
             sender = watched(

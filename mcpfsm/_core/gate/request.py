@@ -133,7 +133,10 @@ class McpHeaders:
         try:
             if not b"".join(named).islower():  # bytes names (a TypeError says not), all in lowercase
                 return None
-            if max(map(len, named.values()), default=0) > MAX_MCP_HEADER_BYTES:
+            # All the values together within the cap: each one is (one join; max() with default= costs more).
+            if len(b"".join(named.values())) > MAX_MCP_HEADER_BYTES and max(map(len, named.values())) > (
+                MAX_MCP_HEADER_BYTES
+            ):
                 return None
         except (TypeError, ValueError):
             return None
