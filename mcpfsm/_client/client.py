@@ -22,6 +22,7 @@ The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -98,6 +99,17 @@ _VERSION: Final = MCPFSM_VERSION
 _END_BOUND: Final = 5.0
 """Seconds the ``DELETE`` ending a legacy session may take when the client closes (best effort)."""
 _VALIDATE_OUTPUT: Final = get_args(ValidateOutput)
+
+
+def _recorded_server(transport: Transport) -> str | list[str]:
+    # What a cassette's header names: the endpoint's URL (HTTP), the command (stdio).
+    url = getattr(transport, "url", None)
+    if isinstance(url, str):
+        return url
+    command = getattr(transport, "command", None)
+    if isinstance(command, list) and command and all(isinstance(word, str) for word in command):
+        return command
+    return f"{type(transport).__name__}" if transport.carries_headers else [type(transport).__name__]
 
 
 class _Port:
@@ -205,6 +217,9 @@ class Client:
             (``None``) by default.
         total_timeout: fail a call with :class:`~mcpfsm.TransportError` when it is not over after this many
             seconds, task polling included; off (``None``) by default.
+        record: write every exchange of the session to this cassette (docs/testing.md), replacing the file:
+            versioned JSON Lines that ``mcpfsm.testing.replay`` and ``mcpfsm replay`` answer from. No token,
+            secret, code or DPoP proof the client holds is written.
 
     The client declares exactly the capabilities of the handlers given: in every modern request's
     ``_meta`` and in the legacy ``initialize``. A handler raising aborts the request with that error
@@ -241,6 +256,7 @@ class Client:
         tasks: bool = False,
         progress_timeout: float | None = None,
         total_timeout: float | None = None,
+        record: str | os.PathLike[str] | None = None,
     ) -> None:
         """Wrap ``transport``; nothing is sent until the client is entered."""
         if protocol != "auto" and protocol not in SPOKEN_VERSIONS:
@@ -260,6 +276,12 @@ class Client:
             max_input_rounds=max_input_rounds,
             audit_answers=audit_answers,
         )
+        if record is not None:
+            # docs/testing.md: a recorder around the transport; without record= nothing is in the path.
+            from .._transports.recorder import RecordingTransport
+
+            server = _recorded_server(transport)
+            transport = RecordingTransport(transport, record, server=server, redaction=self._redaction)
         self._transport = transport
         self._requested = protocol
         self._session = Session(
@@ -332,6 +354,7 @@ class Client:
         tasks: bool = False,
         progress_timeout: float | None = None,
         total_timeout: float | None = None,
+        record: str | os.PathLike[str] | None = None,
     ) -> Client:
         """A client for a Streamable HTTP server at ``url``, behaving like an httpx client (docs/http.md).
 
@@ -347,8 +370,8 @@ class Client:
         one event of a stream. The input handlers and their options are those of :class:`Client`. ``auth``
         authorizes the client (docs/authorization.md): :class:`~mcpfsm.OAuth`, :class:`~mcpfsm.ClientCredentials`,
         :class:`~mcpfsm.JwtBearer`, :class:`~mcpfsm.EnterpriseManaged`, or a static bearer token; the token
-        goes on every request to ``url`` and nowhere else. ``store``, ``tasks``, ``progress_timeout`` and
-        ``total_timeout`` are those of :class:`Client`.
+        goes on every request to ``url`` and nowhere else. ``store``, ``tasks``, ``progress_timeout``,
+        ``total_timeout`` and ``record`` are those of :class:`Client`.
 
         Raises:
             TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, or a CA bundle or
@@ -404,6 +427,7 @@ class Client:
             tasks=tasks,
             progress_timeout=progress_timeout,
             total_timeout=total_timeout,
+            record=record,
         )
         if layer is not None:
             client._authorize_with(layer)
@@ -416,6 +440,11 @@ class Client:
                 client._audit.redact = held.text
                 transport.scrub = held.scrub
         return client
+
+    def _redaction(self) -> Callable[[str], str] | None:
+        # What a recording passes every string through: the secrets the client holds now (docs/testing.md).
+        secrets = self._session.secrets
+        return None if secrets is None else secrets().text
 
     def _authorize_with(self, layer: AuthorizationLayer | StaticToken) -> None:
         # The layer publishes its flows' events on this client's bus and sits in the session path.
@@ -441,6 +470,7 @@ class Client:
         from .._transports.http import HttpTransport  # imported already: only an HTTP client has a layer
 
         transport = self._session.transport
+        transport = getattr(transport, "inner", transport)  # a recorder's (docs/testing.md)
         if isinstance(transport, HttpTransport):
             transport.scrub = lambda error: layer.secrets().scrub(error)
 
@@ -469,11 +499,12 @@ class Client:
         tasks: bool = False,
         progress_timeout: float | None = None,
         total_timeout: float | None = None,
+        record: str | os.PathLike[str] | None = None,
     ) -> Client:
         """A client for a server run as a subprocess speaking newline-delimited JSON-RPC on stdio.
 
         ``max_response_bytes`` bounds one line from the server. The input handlers and their options,
-        ``store``, ``tasks``, ``progress_timeout`` and ``total_timeout`` are those of :class:`Client`.
+        ``store``, ``tasks``, ``progress_timeout``, ``total_timeout`` and ``record`` are those of :class:`Client`.
         """
         from .._transports.stdio import StdioTransport
 
@@ -497,6 +528,7 @@ class Client:
             tasks=tasks,
             progress_timeout=progress_timeout,
             total_timeout=total_timeout,
+            record=record,
         )
 
     async def __aenter__(self) -> Client:

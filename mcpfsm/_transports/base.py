@@ -96,6 +96,8 @@ class Reply(NamedTuple):
         dpop_nonce: the answer's ``DPoP-Nonce`` header (RFC 9449 §9), if it had one (HTTP only).
         decoded: the body decoded as JSON, when the transport decoded it already (to match the answer to its
             request by id); ``None`` otherwise, and the session decodes :attr:`body`.
+        content_type: the media type of an HTTP answer that was not ``application/json`` (``text/event-stream``),
+            for a recording (docs/testing.md); ``None`` otherwise.
     """
 
     body: str | bytes
@@ -104,6 +106,7 @@ class Reply(NamedTuple):
     www_authenticate: tuple[str, ...] = ()
     dpop_nonce: str | None = None
     decoded: Any = None
+    content_type: str | None = None
 
     def __repr__(self) -> str:
         """Status, challenges and nonce; never the body or the session id (they may carry secrets)."""

@@ -261,7 +261,7 @@ class HttpTransport:
                 return Reply(body, status, session_id, dpop_nonce=nonce, decoded=decoded)
             if media == "text/event-stream":
                 answer = await self._streams.answer(response, request_id, sent)
-                return Reply(answer, status, session_id, dpop_nonce=nonce)
+                return Reply(answer, status, session_id, dpop_nonce=nonce, content_type=media)
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r}; expected application/json or text/event-stream"
             )
