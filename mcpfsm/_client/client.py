@@ -280,8 +280,8 @@ class Client:
             # docs/testing.md: a recorder around the transport; without record= nothing is in the path.
             from .._transports.recorder import RecordingTransport
 
-            server = _recorded_server(transport)
-            transport = RecordingTransport(transport, record, server=server, redaction=self._redaction)
+            named = _recorded_server(transport)
+            transport = RecordingTransport(transport, record, server=named, redaction=self._redaction)
         self._transport = transport
         self._requested = protocol
         self._session = Session(

@@ -37,7 +37,9 @@ ALLOWED = {
     "_client": {"_core", "_machines", "_drivers", "_transports", "_log"},
     "__init__": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
     "__main__": {"_tooling"},
-    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
+    # mcpfsm.testing (docs/testing.md): public, shipped, above the client; never reaching the tooling.
+    "testing": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
+    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "testing"},
 }
 
 

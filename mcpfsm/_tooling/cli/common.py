@@ -51,6 +51,7 @@ __all__ = [
     "add_args_option",
     "add_http_options",
     "add_listing_options",
+    "add_record_option",
     "add_server_options",
     "classify",
     "columns",
@@ -70,6 +71,7 @@ __all__ = [
     "positive",
     "print_line",
     "read_text",
+    "refuse_record_for_group",
     "refused_options",
     "target",
     "tls_verify",
@@ -193,6 +195,22 @@ def add_args_option(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="the arguments: a JSON object, @FILE to read one from FILE, or - to read one from stdin (default: {})",
     )
+
+
+def add_record_option(parser: argparse.ArgumentParser) -> None:
+    """``--record PATH``: write the session to a cassette (docs/testing.md) that ``mcpfsm replay`` serves."""
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        help="record the session to this cassette (JSON Lines, replaced if it exists; no secret is written),"
+        " for 'mcpfsm replay PATH' and mcpfsm.testing",
+    )
+
+
+def refuse_record_for_group(args: argparse.Namespace) -> None:
+    """A configuration's group has several servers: ``--record`` needs one."""
+    if getattr(args, "record", None) is not None:
+        raise CliError(Exit.usage, "--record records one server: name it where the URL goes")
 
 
 def add_yes_option(parser: argparse.ArgumentParser) -> None:
@@ -378,7 +396,12 @@ def make_client(
             raise CliError(Exit.usage, "--stdio needs a command")
         # Client sends a progressToken on tools/call whenever on_notification is set.
         client = Client.stdio(
-            command, protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs
+            command,
+            protocol=args.protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            record=getattr(args, "record", None),
+            **inputs,
         )
         wire_of(client, verbosity=verbosity(args))
         return client
@@ -395,6 +418,7 @@ def make_client(
             timeout=args.timeout,
             auth=auth_from(args),
             verify=verify,
+            record=getattr(args, "record", None),
             **inputs,
         )
     wire_of(client, verbosity=verbosity(args), secrets=[getattr(args, "token", None) or "", *headers.values()])
@@ -460,6 +484,8 @@ def _configured_client(
         except ValueError as exc:
             raise CliError(Exit.usage, str(exc)) from exc
     options: dict[str, Any] = {"on_event": on_event, "on_notification": on_notification, **inputs}
+    if getattr(args, "record", None) is not None:
+        options["record"] = args.record
     if server.transport == "http" and (args.cacert is not None or args.cert is not None):
         options["verify"] = tls_verify(args)
     try:
