@@ -4,7 +4,8 @@
 out as the real transport would: the messages of an event stream before the response go to the inbound handler,
 the response comes back as a :class:`~mcpfsm._transports.base.Reply` with its status and session id. It opens no
 connection. Where the book drops a request or answers without a JSON-RPC body, it raises what the HTTP
-transport raises for the same event (a ``TransportError`` carrying the status); a stdio cassette whose request
+transport raises for the same event (a ``TransportError`` carrying the status), as on a kept-alive connection: a
+dropped read-only request is sent once more, any other is not (RFC 9110 §9.2.2); a stdio cassette whose request
 is dropped behaves as a server process that went away: that request and every later one fail.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import trio
 
+from .._core.constants import is_read_only
 from .._core.errors import ProtocolError, TransportError
 from .._core.jsonrpc import Response, parse_message
 from .._core.replay import Answer, ReplayBook
@@ -76,17 +78,26 @@ class ReplayTransport:
             decoded = json.loads(message)
         except ValueError as exc:
             raise ProtocolError(f"the message is not JSON: {exc}") from exc
-        answer = self.book.answer(decoded, dict(headers) if self._http else None)
+        sent = dict(headers) if self._http else None
+        answer = self.book.answer(decoded, sent)
         logger.debug("replay: {} answered by {}", _method(decoded), answer.note)
         if answer.delay:
             await trio.sleep(answer.delay)
+        if answer.drop and self._http and is_read_only(_method(decoded)):
+            # As the HTTP connection pool does on a kept-alive connection closed before any answer: a read-only
+            # request is sent once more, on a fresh connection (RFC 9110 §9.2.2).
+            answer = self.book.answer(decoded, sent)
+            if answer.delay:
+                await trio.sleep(answer.delay)
+            if answer.drop:
+                raise TransportError("POST to MCP server failed: the server closed the connection without answering")
+        elif answer.drop and self._http:
+            raise TransportError(
+                "POST to MCP server failed: the server closed a kept-alive connection without answering; the request"
+                " was not resent because the server may have acted on it (RFC 9110 §9.2.2)"
+            )
         if answer.drop:
-            if self._http:
-                raise TransportError(
-                    "POST to MCP server: the server closed the connection without answering"
-                    f" (mcpfsm.testing: {answer.note})"
-                )
-            self._gone = TransportError(f"the MCP server exited before answering (mcpfsm.testing: {answer.note})")
+            self._gone = TransportError(f"the MCP server process closed its stdout before answering ({answer.note})")
             raise TransportError(str(self._gone))
         return await self._carry(answer)
 
@@ -142,5 +153,6 @@ def _phrase(status: int) -> str:
         return ""
 
 
-def _method(message: Any) -> object:
-    return message.get("method") if isinstance(message, dict) else "?"
+def _method(message: Any) -> str | None:
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else None
