@@ -49,7 +49,7 @@ from .constants import (
 )
 from .faults import HTTP_ONLY, Fault
 
-__all__ = ["LIFECYCLE", "LISTINGS", "MODES", "Answer", "Mode", "ReplayBook"]
+__all__ = ["ANSWER_WAIT", "LIFECYCLE", "LISTINGS", "MODES", "Answer", "Mode", "ReplayBook", "server_request_id"]
 
 Mode = Literal["any", "strict"]
 """``"any"``: requests match in any order; ``"strict"``: besides, in the order recorded."""
@@ -61,6 +61,10 @@ LIFECYCLE: Final = frozenset({"initialize", "notifications/initialized", "server
 
 LISTINGS: Final = frozenset({"tools/list", "resources/list", "resources/templates/list", "prompts/list"})
 """Listings: replayable any number of times, exempt from strict order."""
+
+ANSWER_WAIT: Final = 30.0
+"""Seconds a replay waits for the client's answer to a recorded server request (an elicitation, say) before it
+goes on with the stream, as the recorded server waited for it."""
 
 _SESSION: Final = "mcp-session-id"
 _CHANGED: Final = "-Changed"
@@ -469,6 +473,13 @@ class ReplayBook:
         if not self._http:
             return Answer(messages=(body,), note=note)
         return Answer(status=status, headers=(("Content-Type", "application/json"),), messages=(body,), note=note)
+
+
+def server_request_id(message: Any) -> Any:
+    """The id of ``message`` when it is a server-to-client request (a stream waits for its answer), else ``None``."""
+    if isinstance(message, dict) and isinstance(message.get("method"), str) and "id" in message:
+        return message["id"]
+    return None
 
 
 def _replaced(answer: Answer, *, delay: float) -> Answer:

@@ -10,7 +10,8 @@ request its ``progressToken`` names, anything else with the request sent last th
 a legacy session's standalone stream belong to no request and are not recorded; neither are the client's
 answers to the server's requests, nor exchanges answered 401 or 403 (a replay needs no authorization).
 
-The file: created afresh (never appended to) with mode ``0o600`` when the transport opens; the header line is
+The file: created afresh (never appended to; a file already there is emptied) with mode ``0o600`` (a session's
+results may be private, as an audit log's events are) when the transport opens; the header line is
 written once an exchange settles the protocol, before the first exchange (those that came earlier wait in
 memory); then one line per exchange, each handed to the kernel in one ``write(2)`` as it completes. Every string
 goes through the client's redaction first (its held tokens, secrets and DPoP proofs become ``[redacted]``).
@@ -120,6 +121,8 @@ class RecordingTransport:
         """
         if self._fd is None:
             self._fd = os.open(self.path, _FLAGS, 0o600)
+            if hasattr(os, "fchmod"):
+                os.fchmod(self._fd, 0o600)  # a replaced cassette is a new one, with a new one's mode
             self._recorded_at = datetime.datetime.fromtimestamp(self._clock(), datetime.UTC).isoformat(
                 timespec="milliseconds"
             ).replace("+00:00", "Z")

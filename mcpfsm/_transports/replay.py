@@ -20,8 +20,8 @@ import trio
 
 from .._core.constants import is_read_only
 from .._core.errors import ProtocolError, TransportError
-from .._core.jsonrpc import Response, parse_message
-from .._core.replay import Answer, ReplayBook
+from .._core.jsonrpc import Request, Response, parse_message
+from .._core.replay import ANSWER_WAIT, Answer, ReplayBook
 from .._log import logger
 from .base import NO_HEADERS, InboundHandler, Reply
 
@@ -43,6 +43,7 @@ class ReplayTransport:
         self._inbound: InboundHandler | None = None
         self._closed = False
         self._gone: TransportError | None = None
+        self._answered: dict[object, trio.Event] = {}
 
     def __repr__(self) -> str:
         return f"ReplayTransport({self.book.cassette.source!r}, mode={self.book.mode!r})"
@@ -78,6 +79,9 @@ class ReplayTransport:
             decoded = json.loads(message)
         except ValueError as exc:
             raise ProtocolError(f"the message is not JSON: {exc}") from exc
+        if isinstance(decoded, dict) and "method" not in decoded and "id" in decoded:
+            # The client's answer to a request of the recorded stream: the stream goes on (_deliver).
+            self._answered.setdefault(decoded["id"], trio.Event()).set()
         sent = dict(headers) if self._http else None
         answer = self.book.answer(decoded, sent)
         logger.debug("replay: {} answered by {}", _method(decoded), answer.note)
@@ -128,8 +132,15 @@ class ReplayTransport:
         if isinstance(parsed, Response):
             logger.warning("replay: ignoring a recorded response for another request on the event stream")
             return
-        if self._inbound is not None:
-            await self._inbound(parsed)
+        if self._inbound is None:
+            return
+        await self._inbound(parsed)
+        if isinstance(parsed, Request):
+            # As the recorded server did: the rest of the stream waits for the client's answer (bounded).
+            answered = self._answered.setdefault(parsed.id, trio.Event())
+            with trio.move_on_after(ANSWER_WAIT):
+                await answered.wait()
+            del self._answered[parsed.id]
 
     async def open_stream(self, headers: Mapping[str, str]) -> bool:
         """No standalone stream: a replay sends nothing unasked (the server answered 405)."""

@@ -45,7 +45,7 @@ _URL: Final = re.compile(r"^https?://", re.IGNORECASE)
 
 
 def cassette_path(test_file: Path, test_name: str) -> Path:
-    """Where the cassette of test ``test_name`` in ``test_file`` lives: ``cassettes/{module}/{test}.jsonl`` beside it."""
+    """Where the cassette of ``test_name`` in ``test_file`` lives: ``cassettes/{module}/{test}.jsonl`` beside it."""
     return test_file.parent / "cassettes" / test_file.stem / f"{_UNSAFE.sub('_', test_name)}.jsonl"
 
 

@@ -6,7 +6,9 @@ one response, with no ASGI layer, web framework or thread between the socket and
 :class:`~mcpfsm._core.replay.ReplayBook` (``bench/replay.py`` measures it against the official SDK's server).
 It speaks HTTP/1.1 with keep-alive, serves the MCP endpoint at ``/mcp`` only (``POST`` answered from the
 cassette, ``GET`` 405: a replay sends nothing unasked, ``DELETE`` ends a session it opened), and sends every
-answer with its ``Content-Length`` (an event stream's events included: the recorded stream is complete).
+answer with its ``Content-Length`` (an event stream's events included: the recorded stream is complete), except
+a stream that holds a request of the server's: that one goes out event by event, and waits after the request for
+the client's answer (its ``POST``), as the recorded server did.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import trio
 
 from .._core.constants import INVALID_REQUEST, PARSE_ERROR
 from .._core.faults import Fault
-from .._core.replay import Answer, ReplayBook
+from .._core.replay import ANSWER_WAIT, Answer, ReplayBook, server_request_id
 from .._log import logger
 from ._cassettes import book_for
 
@@ -75,6 +77,21 @@ async def run_http(book: ReplayBook, *, port: int, ready: Callable[[str], None])
         ready(url)
 
 
+class _Answers:
+    """The client's answers to recorded server requests, by request id: a stream waits for its request's answer."""
+
+    def __init__(self) -> None:
+        self._events: dict[object, trio.Event] = {}
+
+    def arrived(self, request_id: object) -> None:
+        self._events.setdefault(request_id, trio.Event()).set()
+
+    async def wait(self, request_id: object) -> None:
+        with trio.move_on_after(ANSWER_WAIT):
+            await self._events.setdefault(request_id, trio.Event()).wait()
+        self._events.pop(request_id, None)
+
+
 async def _serve_listeners(
     book: ReplayBook,
     listeners: list[trio.SocketListener],
@@ -82,12 +99,13 @@ async def _serve_listeners(
     task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     bound = listeners[0].socket.getsockname()[1]
+    answers = _Answers()
     async with trio.open_nursery() as connections:
-        await connections.start(partial(trio.serve_listeners, partial(_connection, book), listeners))
+        await connections.start(partial(trio.serve_listeners, partial(_connection, book, answers), listeners))
         task_status.started(f"http://{_HOST}:{bound}{MCP_PATH}")
 
 
-async def _connection(book: ReplayBook, stream: trio.SocketStream) -> None:
+async def _connection(book: ReplayBook, answers: _Answers, stream: trio.SocketStream) -> None:
     connection = h11.Connection(h11.SERVER, max_incomplete_event_size=_MAX_HEAD)
     try:
         while True:
@@ -95,7 +113,7 @@ async def _connection(book: ReplayBook, stream: trio.SocketStream) -> None:
             if received is None:
                 return
             request, body = received
-            if not await _respond(book, stream, connection, request, body):
+            if not await _respond(book, answers, stream, connection, request, body):
                 return
             if connection.our_state is h11.MUST_CLOSE or connection.their_state is not h11.DONE:
                 return
@@ -138,7 +156,12 @@ async def _request(stream: trio.SocketStream, connection: h11.Connection) -> tup
 
 
 async def _respond(
-    book: ReplayBook, stream: trio.SocketStream, connection: h11.Connection, request: h11.Request, body: bytes
+    book: ReplayBook,
+    answers: _Answers,
+    stream: trio.SocketStream,
+    connection: h11.Connection,
+    request: h11.Request,
+    body: bytes,
 ) -> bool:
     # Whether the connection goes on (False: it was dropped on purpose).
     target = request.target.split(b"?", 1)[0].decode("ascii", "replace")
@@ -163,29 +186,44 @@ async def _respond(
     if not isinstance(message, dict):
         await _json(stream, connection, 400, _error(None, INVALID_REQUEST, "Invalid Request: one JSON-RPC object"))
         return True
+    if "method" not in message and "id" in message:
+        answers.arrived(message["id"])  # the client's answer to a recorded server request
     answer = book.answer(message, headers)
     logger.debug("replay: {} answered by {}", message.get("method"), answer.note)
     if answer.delay:
         await trio.sleep(answer.delay)
     if answer.drop:
         return False
-    await _answer(stream, connection, answer)
+    await _answer(stream, connection, answer, answers)
     return True
 
 
-async def _answer(stream: trio.SocketStream, connection: h11.Connection, answer: Answer) -> None:
+async def _answer(stream: trio.SocketStream, connection: h11.Connection, answer: Answer, answers: _Answers) -> None:
     headers = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in answer.headers]
+    if answer.event_stream and any(server_request_id(item) is not None for item in answer.messages):
+        # The recorded server sent a request on this stream and waited for its answer: so does the replay, the
+        # stream sent event by event (chunked).
+        head = connection.send(h11.Response(status_code=answer.status or 200, headers=[_SERVER, *headers]))
+        await stream.send_all(head or b"")
+        for item in answer.messages:
+            await stream.send_all(connection.send(h11.Data(data=_event(item))) or b"")
+            request_id = server_request_id(item)
+            if request_id is not None:
+                await answers.wait(request_id)
+        await stream.send_all(connection.send(h11.EndOfMessage()) or b"")
+        return
     if not answer.messages:
         content = b""
         headers = [(name, value) for name, value in headers if name != b"content-type"]
     elif answer.event_stream:
-        content = b"".join(
-            b"event: message\ndata: " + json.dumps(item, ensure_ascii=False).encode() + b"\n\n"
-            for item in answer.messages
-        )
+        content = b"".join(_event(item) for item in answer.messages)
     else:
         content = json.dumps(answer.messages[-1], ensure_ascii=False).encode()
     await _send(stream, connection, answer.status or 200, headers, content)
+
+
+def _event(item: Any) -> bytes:
+    return b"event: message\ndata: " + json.dumps(item, ensure_ascii=False).encode() + b"\n\n"
 
 
 async def _json(stream: trio.SocketStream, connection: h11.Connection, status: int, body: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ import trio
 
 from .._core.constants import DEFAULT_MAX_RESPONSE_BYTES, PARSE_ERROR
 from .._core.lines import LineFramer, OversizedLine
-from .._core.replay import ReplayBook
+from .._core.replay import ANSWER_WAIT, ReplayBook, server_request_id
 from .._log import logger
 
 __all__ = ["run_stdio"]
@@ -42,6 +42,7 @@ async def run_stdio(
     sink = stdout if stdout is not None else trio.lowlevel.FdStream(os.dup(sys.stdout.fileno()))
     framer = LineFramer(limit=DEFAULT_MAX_RESPONSE_BYTES)
     lock = trio.Lock()
+    answered: dict[object, trio.Event] = {}
     ready()
     try:
         async with source, sink, trio.open_nursery() as nursery:
@@ -50,26 +51,36 @@ async def run_stdio(
                     if isinstance(line, OversizedLine):
                         logger.warning("replay: a line of {} bytes was skipped", line.size)
                     elif line.strip():
-                        nursery.start_soon(_answer, book, line, sink, lock)
+                        nursery.start_soon(_answer, book, line, sink, lock, answered)
     except* _Dropped:
         logger.debug("replay: a request was dropped; the server goes away")
 
 
-async def _answer(book: ReplayBook, line: bytes, sink: trio.abc.SendStream, lock: trio.Lock) -> None:
+async def _answer(
+    book: ReplayBook, line: bytes, sink: trio.abc.SendStream, lock: trio.Lock, answered: dict[object, trio.Event]
+) -> None:
     try:
         message = json.loads(line)
     except ValueError:
         error = {"jsonrpc": "2.0", "id": None, "error": {"code": PARSE_ERROR, "message": "Parse error"}}
         await _write(sink, lock, [error])
         return
+    if isinstance(message, dict) and "method" not in message and "id" in message:
+        answered.setdefault(message["id"], trio.Event()).set()  # the client's answer to a recorded request
     answer = book.answer(message, None)
     logger.debug("replay: {} answered by {}", message.get("method") if isinstance(message, dict) else "?", answer.note)
     if answer.delay:
         await trio.sleep(answer.delay)
     if answer.drop:
         raise _Dropped
-    if answer.messages:
-        await _write(sink, lock, list(answer.messages))
+    for item in answer.messages:
+        await _write(sink, lock, [item])
+        request_id = server_request_id(item)
+        if request_id is not None:
+            # The recorded server waited for the client's answer before it went on: so does the replay.
+            with trio.move_on_after(ANSWER_WAIT):
+                await answered.setdefault(request_id, trio.Event()).wait()
+            answered.pop(request_id, None)
 
 
 async def _write(sink: trio.abc.SendStream, lock: trio.Lock, messages: list[object]) -> None:
