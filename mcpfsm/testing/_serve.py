@@ -28,6 +28,7 @@ from .._core.constants import INVALID_REQUEST, PARSE_ERROR
 from .._core.faults import Fault
 from .._core.replay import ANSWER_WAIT, Answer, ReplayBook, server_request_id
 from .._log import logger
+from .._transports.background import BackgroundTasks
 from ._cassettes import book_for
 
 __all__ = ["MCP_PATH", "run_http", "serve"]
@@ -61,20 +62,31 @@ async def serve(
     """
     book = book_for(path, mode=mode, faults=faults, transport="http")
     listeners = await trio.open_tcp_listeners(port, host=_HOST)
-    async with trio.open_nursery() as nursery:
-        url = await nursery.start(_serve_listeners, book, listeners)
-        try:
-            yield url
-        finally:
-            nursery.cancel_scope.cancel()
+    answers = _Answers()
+    tasks = BackgroundTasks()
+    # A system task, not a nursery around the block: what the block raises reaches the caller as it is, never
+    # inside an exception group (the pattern of mcpfsm's transports, _transports/background.py).
+    tasks.start(
+        partial(trio.serve_listeners, partial(_connection, book, answers), listeners),
+        name="mcpfsm replay server",
+        on_error=lambda exc: logger.warning("the replay server of {} failed: {!r}", book.cassette.source, exc),
+    )
+    try:
+        yield _url(listeners)
+    finally:
+        with trio.CancelScope(shield=True):
+            await tasks.aclose()
+            for listener in listeners:
+                await listener.aclose()
 
 
 async def run_http(book: ReplayBook, *, port: int, ready: Callable[[str], None]) -> None:
     """Serve ``book`` on 127.0.0.1:``port`` until cancelled; ``ready`` gets the endpoint's URL once it listens."""
     listeners = await trio.open_tcp_listeners(port, host=_HOST)
     async with trio.open_nursery() as nursery:
-        url = await nursery.start(_serve_listeners, book, listeners)
-        ready(url)
+        handler = partial(_connection, book, _Answers())
+        await nursery.start(partial(trio.serve_listeners, handler, listeners))
+        ready(_url(listeners))
 
 
 class _Answers:
@@ -92,17 +104,8 @@ class _Answers:
         self._events.pop(request_id, None)
 
 
-async def _serve_listeners(
-    book: ReplayBook,
-    listeners: list[trio.SocketListener],
-    *,
-    task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    bound = listeners[0].socket.getsockname()[1]
-    answers = _Answers()
-    async with trio.open_nursery() as connections:
-        await connections.start(partial(trio.serve_listeners, partial(_connection, book, answers), listeners))
-        task_status.started(f"http://{_HOST}:{bound}{MCP_PATH}")
+def _url(listeners: list[trio.SocketListener]) -> str:
+    return f"http://{_HOST}:{listeners[0].socket.getsockname()[1]}{MCP_PATH}"
 
 
 async def _connection(book: ReplayBook, answers: _Answers, stream: trio.SocketStream) -> None:
