@@ -1,4 +1,4 @@
-"""A second, real MCP client: the official Python SDK's (``mcp==2.3.0``), run as ``python -m tests.testing.sdk_client URL``.
+"""A second, real MCP client: the official Python SDK's (``mcp==2.3.0``): ``python -m tests.testing.sdk_client URL``.
 
 It negotiates the era by itself (``server/discover``, then ``initialize`` if that is refused), lists the tools,
 calls ``execute-sql`` (mirroring ``x-mcp-header`` arguments into ``Mcp-Param-*`` headers, as the SDK does) and

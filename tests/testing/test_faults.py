@@ -218,7 +218,8 @@ async def test_a_stdio_replay_whose_request_is_dropped_is_a_server_gone(tmp_path
             await client.call_tool("echo", {"text": "one"})
         with pytest.raises(mcpfsm.TransportError, match=r"closed its stdout before answering"):
             await client.call_tool("echo", {"text": "one"})
-    command = [sys.executable, "-m", "mcpfsm", "replay", str(path), "--stdio", "--fault", "drop_after_request:tools/call"]
+    command = [sys.executable, "-m", "mcpfsm", "replay", str(path), "--stdio"]
+    command += ["--fault", "drop_after_request:tools/call"]
     async with mcpfsm.Client.stdio(command, cwd=str(REPO_ROOT)) as client:
         with pytest.raises(mcpfsm.TransportError, match=r"exited with status 0 before answering"):
             await client.call_tool("echo", {"text": "one"})
@@ -248,7 +249,9 @@ async def test_a_replay_lights_the_same_path_in_the_trail_viewer_as_its_recordin
     assert trail_paths(pages["replayed"]) == trail_paths(pages["recorded"]) == [PLAIN_PATH] * 3
 
 
-async def test_mismatch_once_lights_the_retry_path_in_the_trail_viewer(cassettes: dict[str, Path], tmp_path: Path) -> None:
+async def test_mismatch_once_lights_the_retry_path_in_the_trail_viewer(
+    cassettes: dict[str, Path], tmp_path: Path
+) -> None:
     trail = tmp_path / "retry.events.jsonl"
     with mcpfsm.AuditLog(trail) as log:
         async with client_for(cassettes["modern"], "in-process", (mismatch_once("execute-sql"),), on_event=log) as c:
