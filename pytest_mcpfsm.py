@@ -1,4 +1,4 @@
-"""mcpfsm's pytest plugin: MCP cassettes for agent tests (docs/testing.md), registered as the ``pytest11`` entry point ``mcpfsm``.
+"""mcpfsm's pytest plugin: MCP cassettes for agent tests (docs/testing.md); the ``pytest11`` entry point ``mcpfsm``.
 
 It adds ``--mcp-record=none|once|all`` and the ``mcp_cassette`` fixture. Loading it imports pytest and nothing of
 mcpfsm (nor trio, httpx or h11): a project with mcpfsm installed that never asks for the fixture pays nothing for
@@ -37,10 +37,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-    """Remember whether a test failed, so that a cassette it was recording is not kept half-made."""
+    """Remember whether a test failed, so that what it was recording does not replace its cassette."""
     outcome = yield
     report = outcome.get_result()
-    if report.when == "call" and report.failed:
+    if report.when in ("setup", "call") and report.failed:
         item.stash[_FAILED] = True
 
 

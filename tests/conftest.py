@@ -15,6 +15,9 @@ from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer, start_http_peer
 from tests.redisserver import RedisServer, start_redis
 
+# The pytest plugin's own tests (tests/testing/test_plugin.py) run pytest in a subprocess with pytester.
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture
 def fake() -> FakeServer:

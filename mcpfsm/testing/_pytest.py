@@ -8,6 +8,7 @@ parametrized id's brackets, say) become ``_``.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Sequence
@@ -53,7 +54,8 @@ class CassettePath(type(Path())):  # type: ignore[misc]
     """A test's cassette: a ``pathlib.Path`` whose :meth:`client` records the real server to it or replays it.
 
     What :meth:`client` does follows ``--mcp-record``: ``none`` replays (a missing cassette fails the test,
-    naming the path), ``once`` records when the cassette is missing and replays otherwise, ``all`` records.
+    naming the path), ``once`` records when the cassette is missing and replays otherwise, ``all`` records. A
+    recording becomes the cassette when its test passes (until then it is written to :attr:`partial`).
     """
 
     recording = False
@@ -91,9 +93,9 @@ class CassettePath(type(Path())):  # type: ignore[misc]
             self._recorded = True
             self.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(url_or_command, str) and _URL.match(url_or_command):
-                return Client.http(url_or_command, record=self, **options)
+                return Client.http(url_or_command, record=self.partial, **options)
             command = shlex.split(url_or_command) if isinstance(url_or_command, str) else list(url_or_command)
-            return Client.stdio(command, record=self, **options)
+            return Client.stdio(command, record=self.partial, **options)
         if not self.exists():
             pytest.fail(
                 f"no cassette at {self}: record it once against the real server with --mcp-record=once",
@@ -102,10 +104,23 @@ class CassettePath(type(Path())):  # type: ignore[misc]
         kept = {name: value for name, value in options.items() if name not in CONNECTION_OPTIONS}
         return Client(replay(self, mode=mode, faults=faults), **kept)
 
+    @property
+    def partial(self) -> Path:
+        """Where a recording goes until its test passes: ``{name}.jsonl.part`` beside the cassette."""
+        return Path(f"{self}.part")
+
     def finish(self, *, failed: bool) -> None:
-        """After the test: a cassette whose recording test failed is removed, so that ``once`` records it again."""
-        if self._recorded and failed and self.exists():
-            self.unlink()
+        """After the test: a recording whose test passed becomes the cassette; one whose test failed is dropped.
+
+        So a failed ``--mcp-record=all`` keeps the cassette recorded before, and ``once`` records it again next time.
+        """
+        if not self._recorded:
+            return
+        partial = self.partial
+        if failed or not partial.exists():
+            partial.unlink(missing_ok=True)
+        else:
+            os.replace(partial, self)
 
 
 def cassette_for(request: pytest.FixtureRequest) -> CassettePath:
