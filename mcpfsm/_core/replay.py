@@ -34,6 +34,7 @@ session id this replay gave the session.
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
@@ -149,9 +150,14 @@ class ReplayBook:
         self._armed = [_Armed(fault, fault.times) for fault in faults]
         self._used: set[int] = set()
         self._last: dict[MatchKey, Exchange] = {}
+        self._unused: dict[MatchKey, deque[Exchange]] = {}
+        """The exchanges not used yet, by key, in file order: a request finds its match in constant time."""
+        for exchange in cassette.exchanges:
+            self._unused.setdefault(exchange.key, deque()).append(exchange)
         self._ordered = [
             e for e in cassette.exchanges if not _is_lifecycle_or_listing(e.method) and "id" in e.message
         ]
+        self._ordered_keys = frozenset(e.key for e in self._ordered)
         self._cursor = 0
         self._mismatch = _Mismatch()
         self._recorded_session = next(
@@ -317,11 +323,12 @@ class ReplayBook:
     def _match(self, key: MatchKey, method: str) -> Exchange | None:
         exchanges = self.cassette.exchanges
         repeatable = _is_lifecycle_or_listing(method)
-        if self.mode == "strict" and not repeatable and key in {e.key for e in self._ordered}:
+        if self.mode == "strict" and not repeatable and key in self._ordered_keys:
             if self._cursor < len(self._ordered) and self._ordered[self._cursor].key == key:
                 return self._ordered[self._cursor]
             return None
-        found = next((e for e in exchanges if e.key == key and e.line not in self._used), None)
+        waiting = self._unused.get(key)
+        found = waiting[0] if waiting else None
         if found is not None or not repeatable:
             return found
         if key in self._last:
@@ -339,6 +346,11 @@ class ReplayBook:
 
     def _use(self, exchange: Exchange) -> None:
         self._used.add(exchange.line)
+        waiting = self._unused.get(exchange.key)
+        if waiting and waiting[0] is exchange:
+            waiting.popleft()
+        elif waiting and exchange in waiting:
+            waiting.remove(exchange)  # strict order, or a lifecycle request matched by its method
         self._last[exchange.key] = exchange
         if self._cursor < len(self._ordered) and self._ordered[self._cursor] is exchange:
             self._cursor += 1
