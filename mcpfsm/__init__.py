@@ -23,6 +23,7 @@ from ._core.constants import MCPFSM_VERSION
 from ._core.errors import (
     AuthorizationError,
     CallTimeoutError,
+    CassetteError,
     ConfigError,
     HeaderDecodeError,
     HeaderMismatchError,
@@ -147,6 +148,7 @@ __all__ = [
     "CacheStats",
     "CallEvent",
     "CallTimeoutError",
+    "CassetteError",
     "Client",
     "ClientCredentials",
     "ClientGroup",

@@ -74,6 +74,9 @@ TESTED: Final = {
     "skills",
     "long-task",
     "shared-listings",
+    "cassette-test",
+    "cassette-faults",
+    "sdk-client-replay",
 }
 """The examples the tests below run, by marker name."""
 
