@@ -1016,7 +1016,8 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
             ok(b'{"jsonrpc":"2.0","id":8,"result":{}}'),
         )
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp")
-        assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == Reply(response.decode(), 200)
+        streamed = Reply(response.decode(), 200, content_type="text/event-stream")
+        assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == streamed
         ping = await transport.send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
         assert ping == Reply(
             b'{"jsonrpc":"2.0","id":8,"result":{}}', 200, decoded={"jsonrpc": "2.0", "id": 8, "result": {}}
