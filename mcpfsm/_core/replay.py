@@ -239,8 +239,8 @@ class ReplayBook:
         session = sent.get(_SESSION)
         if session is not None and self._recorded_session is not None and session not in self._live:
             return self._not_found(request_id, "the session is not one this replay opened, or it expired")
-        if method == "initialize":
-            return None
+        if method == "initialize" or (session is None and self._recorded_session is not None):
+            return None  # no session yet: nothing to expire (a replay without session ids has one, implicit)
         expiry = next(
             (armed for armed in self._armed if armed.left > 0 and armed.fault.kind == "session_expired"), None
         )

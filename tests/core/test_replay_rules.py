@@ -417,6 +417,13 @@ def test_session_expired_answers_404_after_n_requests_of_the_session_and_forgets
     assert ("Mcp-Session-Id", "abc-2") not in answer.headers  # the recorded call carried no session header back
 
 
+def test_requests_before_a_session_do_not_count_towards_its_expiry() -> None:
+    book = legacy_session().book(faults=(session_expired(after=0),))
+    assert error_of(legacy(book, 1, "server/discover", None))[:2] == (400, -32601)
+    session = opened(book, 2)
+    assert legacy(book, 3, "tools/list", session).status == 404
+
+
 def test_session_expired_counts_each_session_afresh() -> None:
     book = legacy_session().book(faults=(session_expired(after=1, times=2),))
     first = opened(book, 1)
