@@ -36,7 +36,7 @@ from ._core.errors import (
     TaskError,
     TransportError,
 )
-from ._core.events import AuthEvent, CallEvent, InputEvent, TaskEvent
+from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, TaskEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
@@ -161,6 +161,7 @@ __all__ = [
     "Exclusion",
     "FileStore",
     "FileTokenStore",
+    "GateEvent",
     "GroupTool",
     "HeaderDecodeError",
     "HeaderMismatchError",
