@@ -33,8 +33,10 @@ from ._core.errors import (
     ProtocolError,
     RpcError,
     SessionExpired,
+    StoreError,
     TaskError,
     TransportError,
+    UnsafeStoreError,
 )
 from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, TaskEvent
 from ._core.jsonrpc import Notification
@@ -201,6 +203,7 @@ __all__ = [
     "State",
     "StdioTransport",
     "Store",
+    "StoreError",
     "Subscription",
     "TASK",
     "TERMINAL",
@@ -217,6 +220,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "Trigger",
+    "UnsafeStoreError",
     "__version__",
     "decode_header_value",
     "encode_header_value",

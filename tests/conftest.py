@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from loguru import logger
 
 # `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
@@ -17,6 +18,10 @@ from tests.redisserver import RedisServer, start_redis
 
 # The pytest plugin's own tests (tests/testing/test_plugin.py) run pytest in a subprocess with pytester.
 pytest_plugins = ["pytester"]
+
+# No timed assertions: hypothesis' per-example deadline (200 ms) is one, and fails on a busy 2-core machine.
+settings.register_profile("mcpfsm", deadline=None)
+settings.load_profile("mcpfsm")
 
 
 @pytest.fixture

@@ -22,6 +22,9 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │                            client group's aggregated names collide
     ├── CassetteError            a recorded session (docs/testing.md) is unreadable, of an unknown
     │                            version, or served on another transport than it was recorded on (.line)
+    ├── StoreError               a store cannot keep or give back a value
+    │   └── UnsafeStoreError     a file store's directory or file that someone else could have written,
+    │                            or that is not what the store writes (.path: which one)
     └── SkillVerificationError   a skill's file is not what its entry lists (.check: size, digest,
                                  frontmatter, unlisted, dynamic); defined in mcpfsm._core.skills
 
@@ -48,8 +51,10 @@ __all__ = [
     "ProtocolError",
     "RpcError",
     "SessionExpired",
+    "StoreError",
     "TaskError",
     "TransportError",
+    "UnsafeStoreError",
     "rpc_error",
 ]
 
@@ -268,6 +273,27 @@ class CassetteError(McpError):
     def __init__(self, message: str, *, line: int | None = None) -> None:
         super().__init__(message)
         self.line = line
+
+
+class StoreError(McpError):
+    """A store cannot keep or give back a value (docs/stores.md); its message never shows a value."""
+
+
+class UnsafeStoreError(StoreError):
+    """A file store refuses a directory or a file that someone else could have written (docs/stores.md).
+
+    A ``FileStore`` directory (or a ``FileTokenStore`` file's directory) not owned by the user or writable by
+    group or others; a file in it that is not a regular file (a FIFO, a device, a symbolic link), not owned
+    by the user, writable by group or others, or larger than any value the store writes. A client that uses
+    the store falls back to its memory, as for a store that is down.
+
+    Attributes:
+        path: the directory or file refused.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 def rpc_error(code: int, message: str, data: Any = None) -> RpcError:
