@@ -36,12 +36,15 @@ ALLOWED = {
     "_drivers": {"_core", "_machines", "_log"},
     "_transports": {"_core", "_log"},
     "_client": {"_core", "_machines", "_drivers", "_transports", "_log"},
+    "_gate": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
     "__init__": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
-    "gate": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
+    "gate": {"_core", "_machines", "_drivers", "_transports", "_client", "_gate", "__init__", "_log"},
     "__main__": {"_tooling"},
     # mcpfsm.testing (docs/testing.md): public, shipped, above the client; never reaching the tooling.
     "testing": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
-    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "gate", "testing"},
+    "_tooling": {
+        "_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "gate", "_gate", "testing"
+    },
 }
 
 

@@ -78,6 +78,8 @@ TESTED: Final = {
     "cassette-faults",
     "sdk-client-replay",
     "gate-verify",
+    "gate-threat",
+    "gate-middleware",
 }
 """The examples the tests below run, by marker name."""
 
