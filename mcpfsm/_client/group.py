@@ -128,6 +128,7 @@ class ClientGroup:
 
     Raises:
         ConfigError: the configuration is malformed, or ``separator`` is not made of ``A-Z a-z 0-9 _ - .``.
+        ValueError: ``record=`` is given (a cassette records one server: give it to a member's client).
     """
 
     def __init__(
@@ -143,6 +144,8 @@ class ClientGroup:
         """Read the configuration; nothing connects until the group is entered."""
         if not isinstance(separator, str) or _INVALID.search(separator):
             raise ConfigError("separator must be made of A-Z a-z 0-9 _ - . (SEP-986)", path=None)
+        if client_options.get("record") is not None:
+            raise ValueError("record= records one server's session: give it to the member's Client, not to the group")
         self._config = load_config(config, environ=environ)
         self._separator = separator
         self._connect_timeout = connect_timeout

@@ -210,3 +210,10 @@ async def test_without_record_no_recorder_is_in_the_path(peer: HttpPeer, tmp_pat
     assert isinstance(recorded.transport, RecordingTransport)
     assert type(recorded.transport.inner) is HttpTransport
     assert recorded.transport.url == peer.url
+
+
+def test_a_group_refuses_record_one_cassette_records_one_server(tmp_path: Path) -> None:
+    config = {"mcpServers": {"a": {"type": "http", "url": "http://127.0.0.1:9/mcp"}}}
+    with pytest.raises(ValueError, match=r"^record= records one server's session: give it to the member's Client"):
+        mcpfsm.ClientGroup(config, record=tmp_path / "group.jsonl")
+    assert not (tmp_path / "group.jsonl").exists()
