@@ -217,3 +217,24 @@ def test_a_group_refuses_record_one_cassette_records_one_server(tmp_path: Path) 
     with pytest.raises(ValueError, match=r"^record= records one server's session: give it to the member's Client"):
         mcpfsm.ClientGroup(config, record=tmp_path / "group.jsonl")
     assert not (tmp_path / "group.jsonl").exists()
+
+
+async def test_record_is_a_client_option_and_a_recording_lists_for_itself(peer: HttpPeer, tmp_path: Path) -> None:
+    await trio.to_thread.run_sync(
+        peer.control, {"action": "cache_hints", "hints": {"tools/list": {"ttlMs": 60000, "cacheScope": "public"}}}
+    )
+    store = mcpfsm.MemoryStore()
+    async with mcpfsm.Client.http(peer.url, store=store) as first:
+        await first.tools()
+        assert first.cache is not None and first.cache.stats.shared_hits == 0
+    # A second client of the same store would take the listing from it; a recording one asks the server, so that
+    # the listing is in its cassette.
+    path = tmp_path / "options.jsonl"
+    options = mcpfsm.ClientOptions(record=path, store=store)
+    async with mcpfsm.Client.http(peer.url, options=options) as client:
+        assert "echo" in (await client.tools()).names
+    methods = [line["request"]["message"]["method"] for line in cassette_lines(path)[1:]]
+    assert methods == ["server/discover", "tools/list"]
+    async with mcpfsm.Client.http(peer.url, store=store) as third:
+        await third.tools()
+        assert third.cache is not None and third.cache.stats.shared_hits >= 1  # the store does share, unrecorded
