@@ -28,6 +28,7 @@ __all__ = [
     "OutgoingMessage",
     "Reply",
     "RequestCredentials",
+    "StreamedReply",
     "Transport",
     "filter_custom_headers",
 ]
@@ -96,8 +97,6 @@ class Reply(NamedTuple):
         dpop_nonce: the answer's ``DPoP-Nonce`` header (RFC 9449 §9), if it had one (HTTP only).
         decoded: the body decoded as JSON, when the transport decoded it already (to match the answer to its
             request by id); ``None`` otherwise, and the session decodes :attr:`body`.
-        content_type: the media type of an HTTP answer that was not ``application/json`` (``text/event-stream``),
-            for a recording (docs/testing.md); ``None`` otherwise.
     """
 
     body: str | bytes
@@ -106,13 +105,22 @@ class Reply(NamedTuple):
     www_authenticate: tuple[str, ...] = ()
     dpop_nonce: str | None = None
     decoded: Any = None
-    content_type: str | None = None
 
     def __repr__(self) -> str:
         """Status, challenges and nonce; never the body or the session id (they may carry secrets)."""
         return (
             f"Reply(status={self.status!r}, www_authenticate={self.www_authenticate!r}, dpop_nonce={self.dpop_nonce!r})"
         )
+
+
+class StreamedReply(Reply):
+    """A :class:`Reply` that came as an event stream (``text/event-stream``) rather than one JSON body.
+
+    The same fields, read the same way; a recording (docs/testing.md) writes the ``Content-Type`` it came with. A
+    kind of its own rather than a field: a reply made on the hot path carries nothing more for it.
+    """
+
+    __slots__ = ()
 
 
 class RequestCredentials(Protocol):

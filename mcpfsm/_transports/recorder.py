@@ -37,7 +37,7 @@ from .._core.cassette import (
 )
 from .._core.errors import TransportError
 from .._core.jsonrpc import Notification, Request
-from .base import NO_HEADERS, InboundHandler, OutgoingMessage, Reply, Transport
+from .base import NO_HEADERS, InboundHandler, OutgoingMessage, Reply, StreamedReply, Transport
 
 __all__ = ["RecordingTransport"]
 
@@ -186,7 +186,8 @@ class RecordingTransport:
             status = reply.status if reply.status is not None else 200
             body = reply.decoded if reply.decoded is not None else json.loads(reply.body)
             messages.append(body)
-            response_headers["Content-Type"] = reply.content_type or "application/json"
+            streamed = isinstance(reply, StreamedReply)
+            response_headers["Content-Type"] = "text/event-stream" if streamed else "application/json"
             if reply.session_id is not None:
                 response_headers["Mcp-Session-Id"] = reply.session_id
             if reply.www_authenticate:
