@@ -24,6 +24,7 @@ from ._core.constants import MCPFSM_VERSION
 from ._core.errors import (
     AuthorizationError,
     CallTimeoutError,
+    CassetteError,
     ConfigError,
     HeaderDecodeError,
     HeaderMismatchError,
@@ -167,6 +168,7 @@ __all__ = [
     "CacheStats",
     "CallEvent",
     "CallTimeoutError",
+    "CassetteError",
     "Client",
     "ClientCredentials",
     "ClientGroup",

@@ -16,6 +16,9 @@ from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer, start_http_peer
 from tests.redisserver import RedisServer, start_redis
 
+# The pytest plugin's own tests (tests/testing/test_plugin.py) run pytest in a subprocess with pytester.
+pytest_plugins = ["pytester"]
+
 # No timed assertions: hypothesis' per-example deadline (200 ms) is one, and fails on a busy 2-core machine.
 settings.register_profile("mcpfsm", deadline=None)
 settings.load_profile("mcpfsm")

@@ -133,7 +133,8 @@ class ClientGroup:
 
     Raises:
         ConfigError: the configuration is malformed, or ``separator`` is not made of ``A-Z a-z 0-9 _ - .``.
-        ValueError, TypeError: an option as :class:`~mcpfsm.ClientOptions` says.
+        ValueError, TypeError: an option as :class:`~mcpfsm.ClientOptions` says, or ``record=`` (a cassette records
+            one server: give it to a member's client).
     """
 
     def __init__(
@@ -150,6 +151,8 @@ class ClientGroup:
         if not isinstance(separator, str) or _INVALID.search(separator):
             raise ConfigError("separator must be made of A-Z a-z 0-9 _ - . (SEP-986)", path=None)
         chosen = ClientOptions.of(options, keywords)
+        if chosen.record is not None:
+            raise ValueError("record= records one server's session: give it to the member's Client, not to the group")
         self._config = load_config(config, environ=environ)
         self._separator = separator
         self._connect_timeout = connect_timeout

@@ -137,6 +137,11 @@ class StdioTransport:
         self._spawn(self._watch_exit)
 
     @property
+    def command(self) -> list[str]:
+        """The program and its arguments, as given."""
+        return list(self._command)
+
+    @property
     def pid(self) -> int | None:
         """The child's process id once started (kept after close, for diagnostics)."""
         return self._pid

@@ -53,6 +53,7 @@ __all__ = [
     "add_args_option",
     "add_http_options",
     "add_listing_options",
+    "add_record_option",
     "add_server_options",
     "classify",
     "columns",
@@ -72,6 +73,7 @@ __all__ = [
     "positive",
     "print_line",
     "read_text",
+    "refuse_record_for_group",
     "refused_options",
     "target",
     "tls_verify",
@@ -195,6 +197,22 @@ def add_args_option(parser: argparse.ArgumentParser) -> None:
         metavar="JSON",
         help="the arguments: a JSON object, @FILE to read one from FILE, or - to read one from stdin (default: {})",
     )
+
+
+def add_record_option(parser: argparse.ArgumentParser) -> None:
+    """``--record PATH``: write the session to a cassette (docs/testing.md) that ``mcpfsm replay`` serves."""
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        help="record the session to this cassette (JSON Lines, replaced if it exists; no secret is written),"
+        " for 'mcpfsm replay PATH' and mcpfsm.testing",
+    )
+
+
+def refuse_record_for_group(args: argparse.Namespace) -> None:
+    """A configuration's group has several servers: ``--record`` needs one."""
+    if getattr(args, "record", None) is not None:
+        raise CliError(Exit.usage, "--record records one server: name it where the URL goes")
 
 
 def add_yes_option(parser: argparse.ArgumentParser) -> None:
@@ -360,7 +378,13 @@ def make_client(
     headers = header_pairs(args.header)
     # Client sends a progressToken on tools/call whenever on_notification is set.
     with refused_options():
-        options = ClientOptions(protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs)
+        options = ClientOptions(
+            protocol=args.protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            record=getattr(args, "record", None),
+            **inputs,
+        )
     configured = _configured_client(args, headers, options)
     if configured is not None:
         return configured
