@@ -35,7 +35,7 @@ from ._core.errors import (
     TaskError,
     TransportError,
 )
-from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, TaskEvent
+from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, MemberEvent, TaskEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
@@ -171,6 +171,7 @@ __all__ = [
     "LoopbackAuthorizer",
     "MachineDefinition",
     "McpError",
+    "MemberEvent",
     "MemoryStore",
     "MemoryTokenStore",
     "MirroredParam",

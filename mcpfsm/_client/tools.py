@@ -3,21 +3,38 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .._core.catalog import Exclusion, ToolDefinition
 from .._core.results import ToolResult
 from .._core.tool_search import DefinitionStyle, SearchIndex, context_bytes, definition, tool_words
-from .catalog import Catalog
-
 if TYPE_CHECKING:
     from .._core.tool_annotations import ToolAnnotations
     from .tasks import Task
 
-__all__ = ["Tool", "ToolList"]
+__all__ = ["NO_DEFINITIONS", "Definitions", "Tool", "ToolList"]
 
 CallTool = Callable[["Tool", "Mapping[str, Any] | None"], Awaitable[ToolResult]]
 StartTool = Callable[["Tool", "Mapping[str, Any] | None"], Awaitable["Task"]]
+
+
+class Definitions(Protocol):
+    """Where a handle finds the newest definition of its tool: a client's catalog (``mcpfsm._client.catalog``)."""
+
+    def known(self, name: str) -> ToolDefinition | None:
+        """The newest definition of ``name`` listed, or ``None``."""
+        ...
+
+
+class _NoDefinitions:
+    __slots__ = ()
+
+    def known(self, name: str) -> ToolDefinition | None:
+        return None
+
+
+NO_DEFINITIONS: Definitions = _NoDefinitions()
+"""The definitions of a handle that no client listed: a tool from a client group's known listing."""
 
 
 class Tool:
@@ -27,16 +44,32 @@ class Tool:
     client has seen, so a handle kept across a -32020 recovery uses the fresh schema.
     """
 
-    __slots__ = ("_call", "_catalog", "_definition", "_start")
+    __slots__ = ("_call", "_catalog", "_definition", "_known_at", "_start")
 
     def __init__(
-        self, definition: ToolDefinition, catalog: Catalog, call: CallTool, start: StartTool | None = None
+        self,
+        definition: ToolDefinition,
+        catalog: Definitions,
+        call: CallTool,
+        start: StartTool | None = None,
+        *,
+        known_at: float | None = None,
     ) -> None:
         """Bind ``definition``; users get tools from :meth:`mcpfsm.Client.tools`."""
         self._definition = definition
         self._catalog = catalog
         self._call = call
         self._start = start
+        self._known_at = known_at
+
+    @property
+    def known_at(self) -> float | None:
+        """When the known listing this tool comes from was listed (UNIX seconds); ``None`` for a live listing.
+
+        A :class:`~mcpfsm.ClientGroup` given ``store=`` answers for an idle member from its known listing while it
+        is fresh (docs/groups.md, "Many servers"); calling such a tool connects the member first.
+        """
+        return self._known_at
 
     @property
     def name(self) -> str:

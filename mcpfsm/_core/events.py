@@ -8,7 +8,8 @@ Input the server asks for outside a tool call's machine (the input rounds of ``p
 "input"``: one run of the input machine, specs/input.md). A task (SEP-2663) publishes :class:`TaskEvent` values
 (``machine == "task"``, specs/task.md). All go to the same ``on_event`` callback and ``events()`` channels. A request
 through ``mcpfsm.gate`` publishes :class:`GateEvent` values (``machine == "gate"``, specs/gate.md) to the gate's own
-``on_event``.
+``on_event``. A member of a client group publishes a :class:`MemberEvent` (``machine == "group"``, specs/group.md)
+on the group's channels at every change of its status.
 
 Pure: building and serialising events does no I/O; the drivers publish them.
 """
@@ -28,6 +29,7 @@ __all__ = [
     "CallEvent",
     "GateEvent",
     "InputEvent",
+    "MemberEvent",
     "TaskEvent",
     "error_summary",
     "input_failure_summary",
@@ -423,6 +425,43 @@ class GateEvent(CallEvent):
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a GateEvent record: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberEvent(CallEvent):
+    """A member of a :class:`~mcpfsm.ClientGroup` changed status (docs/groups.md, specs/group.md).
+
+    One event per change, on the group's ``on_event`` and ``events()`` channels: ``state`` and :attr:`status` are
+    the new status (``"idle"``, ``"connecting"``, ``"connected"``, ``"failed"``, ``"disabled"``), ``previous`` the
+    old one, ``trigger`` what changed it (``opened``, ``used``, ``connected``, ``refused``, ``exited``, ``broke``,
+    ``retried``, ``reconnected``, ``removed``), ``server`` the member. The fields of :class:`CallEvent` mean the
+    same here, except: ``call_id`` is ``None`` (a member's events are told apart by ``server``), ``seq`` counts
+    the group's member events (0, 1, 2, … over every member), ``tool`` is ``""``, ``attempt`` counts the
+    member's connects so far, ``elapsed`` is seconds since the group opened, ``error`` is set on ``failed`` (the
+    error :attr:`ClientGroup.errors <mcpfsm.ClientGroup.errors>` holds), and ``headers`` is ``None``.
+    """
+
+    MACHINE: ClassVar[str] = "group"
+    machine: str = MACHINE
+    call_id: str | None = None  # type: ignore[assignment]  # a member's events belong to no call
+    tool: str = ""
+    attempt: int = 0
+    status: str = ""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemberEvent:
+        """Rebuild an event from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: a field is missing or has the wrong type.
+        """
+        try:
+            fields_ = {**_common_fields({**data, "call_id": ""}), "call_id": None}
+            if data.get("call_id") is not None:
+                raise ValueError("a member event belongs to no call (call_id must be null)")
+            return MemberEvent(**fields_, status=str(data.get("status", data["state"])))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a MemberEvent record: {exc}") from exc
 
 
 def error_summary(error: BaseException) -> dict[str, Any]:
