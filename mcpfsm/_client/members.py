@@ -178,8 +178,8 @@ class Member:
         Raises:
             InvalidTransition: the member's status has no such edge (a bug of the caller).
         """
-        self._change(trigger)
         self.attempts += 1
+        self._change(trigger)
         outcome = self._outcome = trio.Event()
         self._group.tasks.start(
             lambda: self._connect(outcome), name=f"mcpfsm group connect {self.name}", on_error=self._crashed

@@ -126,7 +126,14 @@ def test_a_call_through_the_group_and_a_server_name_where_the_url_goes(
     assert json.loads(run.stdout)["content"][0]["text"] == "executed 'select 1' on 'analytics'"
     calls = [entry for entry in web.log() if entry["jsonrpc_method"] == "tools/call"]
     assert calls[-1]["headers"]["mcp-param-database"] == "analytics"
-    records = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    trail = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    # The members' status changes as the group opened (every server at once: in any order), then the call.
+    members = [record for record in trail if record["machine"] == "group"]
+    assert sorted((record["server"], record["state"]) for record in members) == [
+        ("down", "connecting"), ("down", "failed"), ("local", "connected"), ("local", "connecting"),
+        ("web", "connected"), ("web", "connecting"),
+    ]  # fmt: skip
+    records = [record for record in trail if record["machine"] == "tool-call"]
     assert [(record["server"], record["tool"], record["state"]) for record in records] == [
         ("web", "execute-sql", "resolving"),
         ("web", "execute-sql", "planning"),
@@ -156,20 +163,36 @@ def test_a_call_through_the_group_and_a_server_name_where_the_url_goes(
     summary = mcpfsm("trace", str(trail), cwd=tmp_path)
     assert summary.code == Exit.ok, summary.stderr
     web_id, local_id = records[0]["call_id"], json.loads(trail.read_text().splitlines()[-1])["call_id"]
-    assert summary.stdout == (
-        "server web: 1 run\n"
-        f"  {web_id}  tool-call  execute-sql  succeeded (4 events)\n"
-        "server local: 1 run\n"
-        f"  {local_id}  tool-call  getenv  succeeded (4 events)\n"
-    )
+    # Each member's status changes are a run of their own (the server named where the URL goes is no member).
+    assert summary.stdout.splitlines() == [
+        "server web: 2 runs",
+        "  group:web  group  member  connected (2 events)",
+        f"  {web_id}  tool-call  execute-sql  succeeded (4 events)",
+        "server local: 2 runs",
+        "  group:local  group  member  connected (2 events)",
+        f"  {local_id}  tool-call  getenv  succeeded (4 events)",
+        "server down: 1 run",
+        "  group:down  group  member  failed (2 events)",
+    ]
     drawn = mcpfsm("trace", str(trail), "--server", "local", cwd=tmp_path)
     assert drawn.code == Exit.ok, drawn.stderr
     assert drawn.stdout.splitlines()[2:4] == ["    participant Client", "    participant Server as local"]
     assert "Mcp-Name: getenv" in drawn.stdout
-    nobody = mcpfsm("trace", str(trail), "--server", "down", cwd=tmp_path)
+    # The member that could not connect: its run is drawn (the connect, the refusal with its error).
+    down = mcpfsm("trace", str(trail), "--server", "down", cwd=tmp_path)
+    assert down.code == Exit.ok, down.stderr
+    assert down.stdout.splitlines()[2:6] == [
+        "    participant Group",
+        "    participant Server as down",
+        "    Note over Group: connecting (opened)",
+        "    Group->>Server: connect (attempt 1)",
+    ]
+    assert down.stdout.splitlines()[6].startswith("    Server--xGroup: TransportError: POST to MCP server failed: cannot")
+    assert down.stdout.splitlines()[7:] == ["    Note over Group: failed (refused)"]
+    nobody = mcpfsm("trace", str(trail), "--server", "off", cwd=tmp_path)
     assert (nobody.code, nobody.stderr) == (
         Exit.usage,
-        f"mcpfsm: error: {trail}: no events of server 'down' (servers recorded: web, local)\n",
+        f"mcpfsm: error: {trail}: no events of server 'off' (servers recorded: web, local, down)\n",
     )
 
 
