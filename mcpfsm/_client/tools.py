@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 from .._core.catalog import Exclusion, ToolDefinition
 from .._core.results import ToolResult
 from .._core.tool_search import DefinitionStyle, SearchIndex, context_bytes, definition, tool_words
+
 if TYPE_CHECKING:
     from .._core.tool_annotations import ToolAnnotations
     from .tasks import Task

@@ -187,7 +187,8 @@ def test_a_call_through_the_group_and_a_server_name_where_the_url_goes(
         "    Note over Group: connecting (opened)",
         "    Group->>Server: connect (attempt 1)",
     ]
-    assert down.stdout.splitlines()[6].startswith("    Server--xGroup: TransportError: POST to MCP server failed: cannot")
+    refused = "    Server--xGroup: TransportError: POST to MCP server failed: cannot connect to http://127.0.0.1:"
+    assert down.stdout.splitlines()[6].startswith(refused)
     assert down.stdout.splitlines()[7:] == ["    Note over Group: failed (refused)"]
     nobody = mcpfsm("trace", str(trail), "--server", "off", cwd=tmp_path)
     assert (nobody.code, nobody.stderr) == (
