@@ -62,7 +62,7 @@ class KnownListings:
         return self._clock()
 
     async def fresh(self, member: Member) -> KnownListing | None:
-        """``member``'s known listing while fresh (read from the store when the group holds no fresh one), or ``None``."""
+        """``member``'s known listing while fresh (read from the store unless the group holds a fresh one)."""
         if self._store is None:
             return None
         now = self._clock()
