@@ -32,8 +32,10 @@ from ._core.errors import (
     ProtocolError,
     RpcError,
     SessionExpired,
+    StoreError,
     TaskError,
     TransportError,
+    UnsafeStoreError,
 )
 from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, MemberEvent, TaskEvent
 from ._core.jsonrpc import Notification
@@ -200,6 +202,7 @@ __all__ = [
     "State",
     "StdioTransport",
     "Store",
+    "StoreError",
     "Subscription",
     "TASK",
     "TERMINAL",
@@ -216,6 +219,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "Trigger",
+    "UnsafeStoreError",
     "__version__",
     "decode_header_value",
     "encode_header_value",

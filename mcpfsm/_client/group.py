@@ -34,6 +34,7 @@ from .._core.config import TOOL_NAME, Config, ServerConfig, load_config
 from .._core.errors import ConfigError, McpError, ProtocolError, RpcError, TransportError
 from .._core.events import CallEvent
 from .._core.known_listings import DEFAULT_KNOWN_TTL, KnownListing
+from .._core.oauth.redaction import Secrets
 from .._core.results import ToolResult
 from .._drivers.audit import AuditBus
 from .._log import logger
@@ -123,7 +124,7 @@ class _Port:
         return self._group._client(server)
 
     def scrub(self, member: Member, error: BaseException) -> BaseException:
-        return error
+        return self._group._hide(member, error)
 
     def publish(self, member: Member, status: str, previous: str, trigger: str, error: BaseException | None) -> None:
         self._group._publish(member, status, previous, trigger, error)
@@ -303,6 +304,16 @@ class ClientGroup:
         if self._opened_at is None:
             raise McpError("the client group is not open: enter it with async with")
 
+    @staticmethod
+    def _hide(member: Member, error: BaseException) -> BaseException:
+        # The values the configuration's variables were replaced by (an API key in the URL's query, a token in
+        # args, a working directory) never reach `errors`, an event, a log line or the caller: taken out in place,
+        # along the error's causes (an OSError's file name included).
+        secrets = member.config.secrets
+        if secrets:
+            Secrets(secrets).scrub(error)
+        return error
+
     def _client(self, server: ServerConfig) -> Client:
         return member_client(server, on_event=self._bus.publish, **self._options)
 
@@ -431,15 +442,17 @@ class ClientGroup:
             return None
         try:
             client = await member.ready()
-        except Exception as exc:  # the member is failed; errors says why
+        except Exception as exc:  # the member is failed; errors says why (its secrets taken out already)
             logger.info("server {!r} is left out of the {} listing: {}", member.name, what, exc)
             return None
         try:
             listing = await list_one(client)
         except (RpcError, ProtocolError) as exc:
+            self._hide(member, exc)
             logger.warning("server {!r} could not list {}: {}", member.name, what, exc)
             return None
         except TransportError as exc:
+            self._hide(member, exc)
             logger.warning("server {!r} failed while listing {}: {}", member.name, what, exc)
             await member.broke(client, exc)
             return None
@@ -698,9 +711,15 @@ def member_client(server: ServerConfig, **options: Any) -> Client:
     """
     options = {"protocol": server.protocol, "server": server.name, **options}
     if server.transport == "stdio":
-        return Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
-    assert server.url is not None
-    return Client.http(server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options)
+        client = Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
+    else:
+        assert server.url is not None
+        client = Client.http(
+            server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options
+        )
+    if server.secrets:
+        client._hold_secrets(server.secrets)
+    return client
 
 
 async def _remove(member: Member) -> None:

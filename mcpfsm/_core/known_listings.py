@@ -9,7 +9,8 @@ starting its process or opening a connection (docs/groups.md, "Many servers").
   The store key is ``known tools/list`` and a SHA-256 of that identity, so no part of it is ever written as text.
 - **value**: the raw tool entries, the protocol version and era they were listed in, when (UNIX seconds) and the
   smallest ``ttlMs`` of the listing's pages. No header value, ``env`` value or token: a listing whose text quotes
-  one of the member's configured values (eight characters or more) is not written at all.
+  one of the member's configured values (eight characters or more: a header's, an ``env`` value, a token, what a
+  ``${env:NAME}`` was replaced by) is not written at all.
 - **freshness**: younger than the smallest ``ttlMs`` of its pages when the server gave one (SEP-2549; a negative
   one counts as 0), else than the group's ``known_ttl``.
 
@@ -76,8 +77,8 @@ def known_key(server: ServerConfig) -> str:
 
 
 def member_values(server: ServerConfig) -> list[str]:
-    """The configured values of ``server`` that a stored listing must not quote: headers, ``env``, a token."""
-    values = [*server.headers.values(), *(server.env or {}).values()]
+    """The configured values of ``server`` that a stored listing must not quote: headers, ``env``, a token, variables."""
+    values = [*server.headers.values(), *(server.env or {}).values(), *server.secrets]
     if isinstance(server.auth, str):
         values.append(server.auth)
     if server.url is not None:
