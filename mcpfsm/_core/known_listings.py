@@ -77,7 +77,7 @@ def known_key(server: ServerConfig) -> str:
 
 
 def member_values(server: ServerConfig) -> list[str]:
-    """The configured values of ``server`` that a stored listing must not quote: headers, ``env``, a token, variables."""
+    """The configured values of ``server`` a stored listing must not quote: headers, ``env``, a token, expanded variables."""
     values = [*server.headers.values(), *(server.env or {}).values(), *server.secrets]
     if isinstance(server.auth, str):
         values.append(server.auth)
