@@ -77,7 +77,7 @@ def known_key(server: ServerConfig) -> str:
 
 
 def member_values(server: ServerConfig) -> list[str]:
-    """The configured values of ``server`` a stored listing must not quote: headers, ``env``, a token, expanded variables."""
+    """What a stored listing must not quote: ``server``'s headers, ``env`` values, token, expanded variables."""
     values = [*server.headers.values(), *(server.env or {}).values(), *server.secrets]
     if isinstance(server.auth, str):
         values.append(server.auth)
