@@ -264,7 +264,8 @@ class Member:
             return False
         self.client = None
         await self._stop_watching()
-        self._fail(Trigger.broke, error)
+        # A child that ended: what its watcher would report a moment later.
+        self._fail(Trigger.exited if hasattr(client.transport, "ended") else Trigger.broke, error)
         logger.warning("server {!r} of the group failed: {}", self.name, self.error)
         await client.aclose()
         return True

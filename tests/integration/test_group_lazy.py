@@ -55,7 +55,14 @@ def requests_to(peer: HttpPeer) -> list[str]:
 
 
 def member_events(events: list[mcpfsm.CallEvent], server: str) -> list[tuple[str | None, str, str | None]]:
-    return [(e.previous, e.state, e.trigger) for e in events if isinstance(e, mcpfsm.MemberEvent) and e.server == server]
+    kept = [event for event in events if isinstance(event, mcpfsm.MemberEvent) and event.server == server]
+    return [(event.previous, event.state, event.trigger) for event in kept]
+
+
+def owner(tool: mcpfsm.Tool) -> str:
+    """The member that listed an aggregated tool."""
+    assert isinstance(tool, mcpfsm.GroupTool)
+    return tool.server
 
 
 @pytest.fixture(scope="module")
@@ -153,10 +160,10 @@ async def test_known_listings_answer_for_idle_members_without_starting_or_connec
         known = await group.tools()
         assert known.names == live.names
         assert group.status == {**dict.fromkeys(fresh_ones, "idle"), "fast": "connected", "fast_stdio": "connected"}
-        assert {tool.server: tool.known_at is not None for tool in known} == {
+        assert {owner(tool): tool.known_at is not None for tool in known} == {
             **dict.fromkeys(fresh_ones, True), "fast": False, "fast_stdio": False
         }  # fmt: skip
-        assert {tool.known_at for tool in known if tool.server == "sql"} == {values["sql"]["listed_at"]}
+        assert {tool.known_at for tool in known if owner(tool) == "sql"} == {values["sql"]["listed_at"]}
         assert group.known_at("sql") == values["sql"]["listed_at"]
         assert known.context_bytes == live.context_bytes
         assert [started(tmp_path / f"{name}.started") for name in ("notes", "files")] == [1, 1]
@@ -174,7 +181,7 @@ async def test_known_listings_answer_for_idle_members_without_starting_or_connec
         sql = await group.call_tool("sql_execute-sql", SQL_ARGS)
         assert sql.text == "executed 'select 1' on 'analytics'"
         assert requests_to(peer) == ["server/discover", "tools/call"]
-        assert [tool.name for tool in known if tool.server == "fast"] == [f"fast_{name}" for name in FASTMCP_TOOLS]
+        assert [tool.name for tool in known if owner(tool) == "fast"] == [f"fast_{name}" for name in FASTMCP_TOOLS]
 
 
 async def test_a_known_tool_is_planned_from_the_known_schema_and_a_moved_schema_recovers_from_32020(
@@ -280,7 +287,7 @@ async def test_freshness_is_the_servers_smallest_ttl_else_known_ttl(tmp_path: Pa
     async with mcpfsm.ClientGroup(config, lazy=True, store=store) as group:
         tools = await group.tools()
         assert group.status == {"plain": "idle", "hour": "idle", "never": "connected"}
-        assert {tool.server: tool.known_at is not None for tool in tools} == {"plain": True, "hour": True,
+        assert {owner(tool): tool.known_at is not None for tool in tools} == {"plain": True, "hour": True,
                                                                                "never": False}  # fmt: skip
     # A known_ttl shorter than the listing's age: only the server's own hour keeps "hour" idle.
     async with mcpfsm.ClientGroup(config, lazy=True, store=store, known_ttl=1e-6) as group:
