@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -82,19 +83,48 @@ def test_servers_finds_the_configuration_in_the_working_directory(config: dict[s
     assert run.code == Exit.ok, run.stderr
     rows = json.loads(run.stdout)["servers"]
     down = rows[2].pop("error")
+    live = {"known_at": None, "age": None}
     assert rows == [
-        {"server": "web", "status": "connected", "protocol": "2026-07-28", "tools": 2, "error": None},
-        {"server": "local", "status": "connected", "protocol": "2026-07-28", "tools": 2, "error": None},
-        {"server": "down", "status": "failed", "protocol": None, "tools": None},
-        {"server": "off", "status": "disabled", "protocol": None, "tools": None, "error": None},
+        {"server": "web", "status": "connected", "protocol": "2026-07-28", "tools": 2, **live, "error": None},
+        {"server": "local", "status": "connected", "protocol": "2026-07-28", "tools": 2, **live, "error": None},
+        {"server": "down", "status": "failed", "protocol": None, "tools": None, **live},
+        {"server": "off", "status": "disabled", "protocol": None, "tools": None, **live, "error": None},
     ]
     assert "127.0.0.1" in down
     table = mcpfsm("servers", cwd=tmp_path, env=ENV)
     assert table.stdout.splitlines()[:3] == [
-        "SERVER  STATUS     ERA         TOOLS  ERROR",
-        "web     connected  2026-07-28  2",
-        "local   connected  2026-07-28  2",
+        "SERVER  STATUS     ERA         TOOLS  LISTED  ERROR",
+        "web     connected  2026-07-28  2      live",
+        "local   connected  2026-07-28  2      live",
     ]
+
+
+def test_servers_shows_idle_members_answered_by_their_known_listings_and_its_age(
+    config: dict[str, Any], tmp_path: Path, web: HttpPeer
+) -> None:
+    # The server lets its listing be reused for an hour (SEP-2549): its known listing stays fresh that long.
+    web.control({"action": "cache_hints", "hints": {"tools/list": {"ttlMs": 3_600_000, "cacheScope": "private"}}})
+    del config["mcpServers"]["down"]
+    path = write(tmp_path / "mcp.json", config)
+    store = tmp_path / "store"
+    first = mcpfsm("servers", "--config", str(path), "--store", str(store), cwd=tmp_path, env=ENV)
+    assert first.code == Exit.ok, first.stderr
+    web.clear_log()
+    lazy = mcpfsm("servers", "--config", str(path), "--store", str(store), "--lazy", "--json", cwd=tmp_path, env=ENV)
+    assert lazy.code == Exit.ok, lazy.stderr
+    rows = {row["server"]: row for row in json.loads(lazy.stdout)["servers"]}
+    assert {name: (row["status"], row["tools"]) for name, row in rows.items()} == {
+        "web": ("idle", 2), "local": ("idle", 2), "off": ("disabled", None)
+    }  # fmt: skip
+    assert all(0 <= rows[name]["age"] < 600 and rows[name]["known_at"] > 0 for name in ("web", "local"))
+    assert web.log() == []  # nothing was sent: the known listing answered
+    table = mcpfsm("servers", "--config", str(path), "--store", str(store), "--lazy", cwd=tmp_path, env=ENV)
+    cells = [re.split(r"\s{2,}", line.strip()) for line in table.stdout.splitlines()]
+    assert cells[0] == ["SERVER", "STATUS", "ERA", "TOOLS", "LISTED", "ERROR"]
+    assert [cells[1][:4], cells[2][:4], cells[3]] == [
+        ["web", "idle", "-", "2"], ["local", "idle", "-", "2"], ["off", "disabled", "-", "-", "-"]
+    ]  # fmt: skip
+    assert re.fullmatch(r"\d+ s ago", cells[1][4]) and re.fullmatch(r"\d+ s ago", cells[2][4])
 
 
 def test_the_users_config_dir_is_searched_after_the_working_directory(config: dict[str, Any], tmp_path: Path) -> None:
