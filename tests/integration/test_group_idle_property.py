@@ -53,19 +53,19 @@ class Relay:
 
     async def handle(self, stream: trio.SocketStream) -> None:
         self.accepted += 1
-        async with stream, await trio.open_tcp_stream("127.0.0.1", self.target) as upstream:
-            async with trio.open_nursery() as nursery:
+        upstream = await trio.open_tcp_stream("127.0.0.1", self.target)
+        async with stream, upstream, trio.open_nursery() as nursery:
 
-                async def pump(source: trio.SocketStream, sink: trio.SocketStream) -> None:
-                    try:
-                        async for chunk in source:
-                            await sink.send_all(chunk)
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
-                    nursery.cancel_scope.cancel()
+            async def pump(source: trio.SocketStream, sink: trio.SocketStream) -> None:
+                try:
+                    async for chunk in source:
+                        await sink.send_all(chunk)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    pass
+                nursery.cancel_scope.cancel()
 
-                nursery.start_soon(pump, stream, upstream)
-                nursery.start_soon(pump, upstream, stream)
+            nursery.start_soon(pump, stream, upstream)
+            nursery.start_soon(pump, upstream, stream)
 
 
 operations = st.lists(
