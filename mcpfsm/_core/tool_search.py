@@ -47,6 +47,12 @@ def terms(text: str) -> list[str]:
     """The words of ``text``: letter and digit runs, split at camelCase boundaries, case-folded."""
     words: list[str] = []
     for run in _RUN.findall(text):
+        rest = run[1:]
+        if not rest or rest.islower() or rest.isdigit():
+            # Splits come only before an upper-case letter after the first: most words of a description have
+            # none (bench/group.py, the first search of a list, which builds its index).
+            words.append(run.casefold())
+            continue
         start = 0
         for index in range(1, len(run)):
             previous, current = run[index - 1], run[index]
