@@ -4,7 +4,7 @@ listings, and tool search.
 Run from the repository root:
 
     python bench/group.py [--members 10] [--start-delay 0] [--calls 500] [--rounds 15] [--skip-calls]
-                          [--lazy 25] [--processes 7] [--search 1000] [--queries 200] [--only opening,calling,lazy,search]
+                          [--lazy 25] [--processes 7] [--search 1000] [--queries 200] [--only PARTS]
 
 1. **Opening.** Each of ``--members`` stdio servers (``python -I -S tests/stdio_lingering.py``, a real subprocess
    speaking MCP on stdio; ``--start-delay`` makes each wait that long before its first answer, as a server that loads
