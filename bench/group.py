@@ -26,8 +26,11 @@ Run from the repository root:
    ``group.tools()`` (checking that no process started and every member is idle), the other times reading the
    same known listings straight from a fresh ``FileStore`` (``store.get`` of each key, concurrently, as the group
    reads them): the baseline. Both pay the same first-use costs of a fresh process. Target: the group at most 1.2x
-   the store read (medians). A third kind of process lists, then calls one member's tool: exactly one process
-   starts. The eager open of the same members is reported as part 1 does (``--members`` there).
+   the store read, in CPU time of the process (its threads included: a ``FileStore`` reads in threads), medians;
+   the wall time is printed too, but on a shared machine it measures how soon the threads are scheduled. The
+   member's store keys are digests computed when the group is made, as the baseline computes them before it times.
+   A third kind of process lists, then calls one member's tool: exactly one process starts. The eager open of the
+   same members is reported as part 1 does (``--members`` there).
 4. **Search.** ``ToolList.search`` over ``--search`` generated tools (names, titles, descriptions, parameters in
    the shape real servers list them), ``--queries`` queries of one to three words: the first search of a list
    builds its index (reported apart), later ones reuse it; the median per search. Target: under 1 ms.
@@ -147,22 +150,22 @@ async def child(kind: str, directory: Path, members: int) -> dict[str, Any]:
         async def get(key: str) -> None:
             values[key] = await store.get(key)
 
-        begun = time.perf_counter()
+        begun, cpu = time.perf_counter(), time.process_time()
         async with trio.open_nursery() as nursery:
             for key in keys:
                 nursery.start_soon(get, key)
-        elapsed = time.perf_counter() - begun
+        elapsed, cpu = time.perf_counter() - begun, time.process_time() - cpu
         assert all(values.values())
-        return {"seconds": elapsed}
+        return {"seconds": elapsed, "cpu": cpu}
     async with mcpfsm.ClientGroup(config, lazy=True, store=mcpfsm.FileStore(directory / "store")) as group:
-        begun = time.perf_counter()
+        begun, cpu = time.perf_counter(), time.process_time()
         tools = await group.tools()
-        elapsed = time.perf_counter() - begun
+        elapsed, cpu = time.perf_counter() - begun, time.process_time() - cpu
         assert set(group.status.values()) == {"idle"}, group.status
         assert started(directory, members) == before, "a lazy member started"
         assert len(tools) == 3 * members and all(tool.known_at is not None for tool in tools)
         if kind == "tools":
-            return {"seconds": elapsed}
+            return {"seconds": elapsed, "cpu": cpu}
         begun = time.perf_counter()
         await group.call_tool("m7_pid" if members > 7 else "m0_pid")
         first_call = time.perf_counter() - begun
@@ -191,21 +194,23 @@ def lazy(members: int, processes: int) -> None:
 
         names = trio.run(fill)
         assert len(names) == 3 * members
-        reads: list[float] = []
-        listings: list[float] = []
+        reads: list[dict[str, float]] = []
+        listings: list[dict[str, float]] = []
         for number in range(processes):
             # Alternate which goes first: a busy machine's second half is not the first's twin.
             order = [("read", reads), ("tools", listings)]
             for kind, samples in order if number % 2 else reversed(order):
-                samples.append(fresh(kind, directory, members)["seconds"])
+                samples.append(fresh(kind, directory, members))
         call = fresh("call", directory, members)
         assert call["started"] == 1 and call["connected"].count("connected") == 1, call
-    read, listed = statistics.median(reads), statistics.median(listings)
+    read, listed = (statistics.median(sample["cpu"] for sample in samples) for samples in (reads, listings))
+    wall_read, wall_listed = (statistics.median(each["seconds"] for each in samples) for samples in (reads, listings))
     print(
         f"lazy group of {members} stdio members with known listings in a FileStore, fresh processes (median of"
-        f" {processes}): reading the {members} known listings from the store {read * 1000:.2f} ms, group.tools()"
-        f" {listed * 1000:.2f} ms: {listed / read:.2f}x (target <= 1.2x); no process started. The first call"
-        f" started exactly {call['started']} member in {call['seconds'] * 1000:.0f} ms"
+        f" {processes}): CPU of reading the {members} known listings from the store {read * 1000:.2f} ms,"
+        f" of group.tools() {listed * 1000:.2f} ms: {listed / read:.2f}x (target <= 1.2x); wall time"
+        f" {wall_read * 1000:.2f} ms and {wall_listed * 1000:.2f} ms ({wall_listed / wall_read:.2f}x); no process"
+        f" started. The first call started exactly {call['started']} member in {call['seconds'] * 1000:.0f} ms"
     )
 
 

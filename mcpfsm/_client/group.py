@@ -205,7 +205,9 @@ class ClientGroup:
         self._closed = False
 
     def _member(self, server: ServerConfig) -> Member:
-        return Member(server, lazy=self._lazy if server.lazy is None else server.lazy, group=self._port)
+        member = Member(server, lazy=self._lazy if server.lazy is None else server.lazy, group=self._port)
+        self._known.key(member)  # its store key, once, with the member (not in the listing: bench/group.py)
+        return member
 
     # --- lifecycle ----------------------------------------------------------------------------------
 

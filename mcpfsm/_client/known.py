@@ -46,9 +46,9 @@ class KnownListings:
 
     def __init__(self, store: Store | None, *, known_ttl: float, clock: Callable[[], float] = time.time) -> None:
         """Guard ``store``; nothing is read until the first listing."""
-        from .store_guard import guarded  # with a store only
+        from .store_guard import GuardedStore  # with a store only
 
-        self._store = None if store is None else guarded(store)
+        self._store = None if store is None else GuardedStore(store)
         self.known_ttl = known_ttl
         self._clock = clock
 
@@ -68,7 +68,7 @@ class KnownListings:
         now = self._clock()
         known = member.known
         if known is None or not known.fresh(now, self.known_ttl):
-            known = member.known = KnownListing.from_value(await self._store.get(known_key(member.config)))
+            known = member.known = KnownListing.from_value(await self._store.peek(self._store_key(member)))
         return known if known is not None and known.fresh(now, self.known_ttl) else None
 
     async def remember(self, member: Member, client: Client) -> None:
@@ -91,14 +91,27 @@ class KnownListings:
             )
             return
         member.known = known
-        await self._store.set(known_key(member.config), value)
+        await self._store.set(self._store_key(member), value)
+
+    def key(self, member: Member) -> str | None:
+        """``member``'s store key (a digest, computed once: reload makes a new member), or ``None`` without a store."""
+        if self._store is None:
+            return None
+        if member.store_key is None:
+            member.store_key = known_key(member.config)
+        return member.store_key
+
+    def _store_key(self, member: Member) -> str:
+        key = self.key(member)
+        assert key is not None
+        return key
 
     async def settle(self, member: Member, client: Client) -> None:
         """Discard ``member``'s known listing when it is of another era than the one ``client`` negotiated."""
         if self._store is None:
             return
-        key = known_key(member.config)
-        known = member.known or KnownListing.from_value(await self._store.get(key))
+        key = self._store_key(member)
+        known = member.known or KnownListing.from_value(await self._store.peek(key))
         if known is not None and known.modern != is_modern(client.protocol_version):
             member.known = None
             await self._store.delete(key)
@@ -109,5 +122,5 @@ def known_definitions(
     known: KnownListing, *, mirroring: bool
 ) -> tuple[tuple[ToolDefinition, ...], tuple[Exclusion, ...]]:
     """The tool definitions of a known listing, checked as a live one would be (SEP-2243), and the exclusions."""
-    catalog = build_catalog(known.tools, mirroring=mirroring)
+    catalog = build_catalog(known.tools, mirroring=mirroring, inert_reasons=False)
     return catalog.tools, catalog.excluded

@@ -102,6 +102,7 @@ class Member:
         "known",
         "lazy",
         "status",
+        "store_key",
         "written",
     )
 
@@ -121,6 +122,8 @@ class Member:
         """The member's known listing as last read or written (``mcpfsm._client.known``)."""
         self.written = 0
         """``Catalog.listings`` of the client when its listing was last written as the known one."""
+        self.store_key: str | None = None
+        """The store key of its known listing, once computed (``mcpfsm._client.known``)."""
         self._outcome: trio.Event | None = None
         self._watch: BackgroundTask | None = None
         self._failed_at = 0.0

@@ -138,7 +138,7 @@ class KnownListing:
         if not isinstance(value, Mapping) or value.get("format") != _FORMAT:
             return None
         tools, protocol, listed_at, ttl_ms = (value.get(key) for key in ("tools", "protocol", "listed_at", "ttl_ms"))
-        if not isinstance(tools, list) or not all(isinstance(tool, Mapping) for tool in tools):
+        if type(tools) is not list or not all(type(tool) is dict or isinstance(tool, Mapping) for tool in tools):
             return None
         if not isinstance(protocol, str) or isinstance(listed_at, bool) or not isinstance(listed_at, int | float):
             return None
