@@ -7,11 +7,15 @@ does, as the specification's "Server Validation" asks of a server and lets an in
 
 - :func:`verify` judges one request, purely: headers as received, the body's bytes, the called tool's
   ``inputSchema`` (or ``None``) -> a :class:`Verdict` that names the offending header and never quotes a value.
+- :class:`HeaderGate` is the ASGI middleware for any Python MCP server (the official SDK's and fastmcp's Starlette
+  apps), under asyncio and trio alike; ``mcpfsm gate --upstream URL`` is the same gate as a reverse proxy for servers
+  in any language (the ``gate`` extra).
 - A ``policy=`` callable sees a :class:`VerifiedCall` (only verified values) and may raise :class:`GateRefusal`.
 """
 
 from __future__ import annotations
 
 from .._core.gate import GateRefusal, Verdict, VerifiedCall, verify
+from .._gate.middleware import HeaderGate
 
-__all__ = ["GateRefusal", "Verdict", "VerifiedCall", "verify"]
+__all__ = ["GateRefusal", "HeaderGate", "Verdict", "VerifiedCall", "verify"]

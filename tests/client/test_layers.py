@@ -36,10 +36,11 @@ ALLOWED = {
     "_drivers": {"_core", "_machines", "_log"},
     "_transports": {"_core", "_log"},
     "_client": {"_core", "_machines", "_drivers", "_transports", "_log"},
+    "_gate": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
     "__init__": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
-    "gate": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
+    "gate": {"_core", "_machines", "_drivers", "_transports", "_client", "_gate", "__init__", "_log"},
     "__main__": {"_tooling"},
-    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "gate"},
+    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "gate", "_gate"},
 }
 
 

@@ -76,6 +76,8 @@ TESTED: Final = {
     "long-task",
     "shared-listings",
     "gate-verify",
+    "gate-threat",
+    "gate-middleware",
 }
 """The examples the tests below run, by marker name."""
 
