@@ -1,8 +1,9 @@
 """One member of a client group: its status, its one connect at a time, its backoff and the watch on its child.
 
 A :class:`Member` follows the group machine (``mcpfsm._machines.group``, specs/group.md) with the shared driver's
-``advance``, and publishes one :class:`~mcpfsm.MemberEvent` per status change through its group (a
-:class:`GroupPort`):
+``advance`` (it is the run: facts reported by its uses, its connect, its child's watch and ``reload``, as the
+task tracker's are by its waiters), and publishes one :class:`~mcpfsm.MemberEvent` per status change through its
+group (a :class:`GroupPort`):
 
 - **one connect at a time**: a use of an ``idle`` member (or of a ``failed`` one whose backoff window is over)
   starts the connect in a task of the group's own, and every use waits for its outcome: concurrent first uses
@@ -30,8 +31,9 @@ import trio
 
 from .._core.errors import CallTimeoutError, McpError, SessionExpired, TransportError
 from .._core.events import MemberEvent, error_summary, utc_timestamp
+from .._drivers.driver import advance
 from .._log import logger
-from .._machines.group import COMPILED, Trigger
+from .._machines.group import COMPILED, State, Trigger
 from .._transports.background import BackgroundTask, BackgroundTasks
 
 if TYPE_CHECKING:
@@ -256,7 +258,7 @@ class Member:
         self.error = self._group.scrub(self, error)
         self._failures += 1
         self._failed_at = trio.current_time()
-        self._change(trigger, self.error)
+        self._change(trigger)
 
     async def broke(self, client: Client, error: BaseException) -> bool:
         """A use of ``client`` raised ``error``: when it says the server is gone, the member is ``failed``.
@@ -309,11 +311,15 @@ class Member:
         if client is not None:
             await client.aclose()
 
-    def _change(self, trigger: Trigger, error: BaseException | None = None) -> None:
-        previous = self.status
-        status = str(COMPILED.advance(previous, trigger))
-        self.status = cast(Status, status)  # the machine's states are the statuses, as plain strings
-        self._group.publish(self, status, previous, str(trigger), error)
+    def _change(self, trigger: Trigger) -> None:
+        # The shared driver's step: the declared edge or InvalidTransition, then entered() publishes.
+        advance(COMPILED, self, State(self.status), trigger)
+
+    def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
+        """The member's status changed (the driver's ``Run``): publish it, with the last error on ``failed``."""
+        self.status = cast(Status, str(state))  # the machine's states are the statuses, as plain strings
+        assert previous is not None and trigger is not None  # a member's run never publishes its initial state
+        self._group.publish(self, self.status, previous, str(trigger), self.error if state == "failed" else None)
 
 
 def member_event(
