@@ -4,8 +4,8 @@ Each machine is one module of this package that defines, under its own name in c
 :class:`~mcpfsm._machines.definition.MachineDefinition` written with
 :func:`~mcpfsm._machines.definition.define` (``tool_call.TOOL_CALL``, ``authorization.AUTHORIZATION``,
 ``input.INPUT``, ``task.TASK``, ``gate.GATE``, ``group.GROUP``), and its ``COMPILED`` table. The definition
-carries everything that other places would otherwise list by hand: its walkthrough (the ``mcpfsm._tooling`` module that writes
-``specs/{name}.md``) and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from
+carries everything that other places would otherwise list by hand: its walkthrough (the ``mcpfsm._tooling``
+module that writes ``specs/{name}.md``) and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from
 that naming convention, for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
 property tests that check every machine: the tool-call machine first, then the others by module name.
 
