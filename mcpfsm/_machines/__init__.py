@@ -1,13 +1,13 @@
 """The state machines, as data: pure, no I/O (neither trio, httpx nor loguru: tests/client/test_layers.py).
 
 Each machine is one module of this package that defines, under its own name in capitals, one
-:class:`~mcpfsm._machines.definition.MachineDefinition` written with
-:func:`~mcpfsm._machines.definition.define` (``tool_call.TOOL_CALL``, ``authorization.AUTHORIZATION``,
-``input.INPUT``, ``task.TASK``, ``gate.GATE``, ``group.GROUP``), and its ``COMPILED`` table. The definition
-carries everything that other places would otherwise list by hand: its walkthrough (the ``mcpfsm._tooling``
-module that writes ``specs/{name}.md``) and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from
-that naming convention, for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
-property tests that check every machine: the tool-call machine first, then the others by module name.
+:class:`~mcpfsm._machines.definition.MachineDefinition` written with :func:`~mcpfsm._machines.definition.define`
+(``tool_call.TOOL_CALL``, ``authorization.AUTHORIZATION``, ``input.INPUT``, ``task.TASK``, ``gate.GATE``,
+``group.GROUP``), and its ``COMPILED`` table. The definition carries everything that other places would otherwise
+list by hand: its walkthrough (the ``mcpfsm._tooling`` module that writes ``specs/{name}.md``) and its span name
+(the telemetry layer's span of one run). :data:`MACHINES` is found from that naming convention, for the tooling
+that draws and explains every machine (``mcpfsm diagram``) and for the property tests that check every machine: the
+tool-call machine first, then the others by module name.
 
 :data:`MACHINES` is built on first use (PEP 562): importing one machine (the tool-call driver imports
 ``mcpfsm._machines.tool_call``, which imports this package first) then compiles that machine only, and
