@@ -112,10 +112,12 @@ async def test_a_child_killed_mid_call_fails_the_member_at_once_and_the_next_use
     assert [event.seq for event in seen if isinstance(event, mcpfsm.MemberEvent)] == list(range(7))
 
 
-async def test_an_http_server_restarted_on_the_same_port_heals_on_the_next_use_after_the_window() -> None:
+@pytest.mark.parametrize("mode", ["modern", "legacy"])
+async def test_an_http_server_restarted_on_the_same_port_heals_on_the_next_use_after_the_window(mode: str) -> None:
+    # Legacy (2025-11-25): the restarted server knows no session; the reconnect starts a new one.
     seen: list[mcpfsm.CallEvent] = []
     with reserved_port() as port:
-        with run_peer("modern", port=port, timeout=60) as first:
+        with run_peer(mode, port=port, timeout=60) as first:
             config = {"mcpServers": {"sql": {"url": first.url, "timeout": 10}}}
             group = mcpfsm.ClientGroup(config, on_event=seen.append, reconnect_backoff=3.0)
             await group.__aenter__()
@@ -134,7 +136,7 @@ async def test_an_http_server_restarted_on_the_same_port_heals_on_the_next_use_a
             with pytest.raises(mcpfsm.TransportError) as inside:
                 await group.call_tool("sql_execute-sql", SQL_ARGS)
             assert str(inside.value) == str(gone.value)
-            with run_peer("modern", port=port, timeout=60) as second:
+            with run_peer(mode, port=port, timeout=60) as second:
                 await trio.sleep(group.backoff("sql"))
                 result = await group.call_tool("sql_execute-sql", SQL_ARGS)
                 assert result.text == "executed 'select 1' on 'analytics'"
@@ -142,6 +144,7 @@ async def test_an_http_server_restarted_on_the_same_port_heals_on_the_next_use_a
                 calls = [entry for entry in second.log() if entry["jsonrpc_method"] == "tools/call"]
                 assert len(calls) == 1
                 assert group.status == {"sql": "connected"}
+                assert group["sql"].protocol_version == ("2026-07-28" if mode == "modern" else "2025-11-25")
         finally:
             await group.aclose()
     assert statuses(seen, "sql") == [
