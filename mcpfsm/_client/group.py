@@ -17,20 +17,17 @@ which server they come from (``CallEvent.server``).
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from fnmatch import fnmatchcase
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import trio
 
 from .._core.catalog import Exclusion
-from .._core.config import TOOL_NAME, Config, ServerConfig, load_config
+from .._core.config import Config, ServerConfig, load_config
 from .._core.errors import ConfigError, McpError, ProtocolError, RpcError, TransportError
 from .._core.events import CallEvent
 from .._core.known_listings import DEFAULT_KNOWN_TTL, KnownListing
@@ -40,10 +37,11 @@ from .._drivers.audit import AuditBus
 from .._log import logger
 from .._machines.group import Trigger
 from .._transports.background import BackgroundTasks
+from .aggregation import GroupTool, aggregated, claim, selected, valid_separator
 from .client import Client
 from .known import KnownListings, known_definitions
 from .members import DEFAULT_BACKOFF, Member, Status, member_event
-from .tools import NO_DEFINITIONS, CallTool, Tool, ToolList
+from .tools import NO_DEFINITIONS, Tool, ToolList
 
 if TYPE_CHECKING:
     from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
@@ -53,49 +51,6 @@ __all__ = ["ClientGroup", "GroupTool", "Status", "member_client"]
 T = TypeVar("T")
 
 _CONNECT_TIMEOUT: Final = 30.0
-_INVALID: Final = re.compile(r"[^A-Za-z0-9_.\-]")
-
-
-class GroupTool(Tool):
-    """A tool of a :class:`ClientGroup`'s aggregated listing: a member's tool under its aggregated name.
-
-    :attr:`name` is the aggregated name (``github_search``); :attr:`server` the member, :attr:`member_tool`
-    the member's own handle (whose ``name`` is the server's). ``call()`` goes to the member's client with
-    that member's headers and -32020 recovery, connecting the member first when it is idle.
-    """
-
-    __slots__ = ("_member", "_public", "_server")
-
-    def __init__(self, member: Tool, public: str, server: str, call: CallTool) -> None:
-        """Wrap ``member``; users get these from :meth:`ClientGroup.tools`."""
-        super().__init__(member.definition, member._catalog, call, known_at=member.known_at)
-        self._member = member
-        self._public = public
-        self._server = server
-
-    @property
-    def name(self) -> str:
-        """The aggregated name, unique in the group's listing."""
-        return self._public
-
-    @property
-    def server(self) -> str:
-        """The name of the member that listed the tool."""
-        return self._server
-
-    @property
-    def member_tool(self) -> Tool:
-        """The member's own handle (its ``name`` is the server's name for the tool)."""
-        return self._member
-
-    @property
-    def mirrored(self) -> dict[tuple[str, ...], str]:
-        """Argument path -> ``Mcp-Param-*`` header name, as the member mirrors them (SEP-2243)."""
-        return self._member.mirrored
-
-    def __repr__(self) -> str:
-        """Show the aggregated name, the member and the server's name."""
-        return f"GroupTool({self._public!r}, server={self._server!r}, tool={self._member.name!r})"
 
 
 class _GroupBus(AuditBus):
@@ -180,7 +135,7 @@ class ClientGroup:
         **client_options: Any,
     ) -> None:
         """Read the configuration; nothing connects until the group is entered."""
-        if not isinstance(separator, str) or _INVALID.search(separator):
+        if not isinstance(separator, str) or not valid_separator(separator):
             raise ConfigError("separator must be made of A-Z a-z 0-9 _ - . (SEP-986)", path=None)
         if not isinstance(lazy, bool):
             raise TypeError(f"lazy must be True or False, got {type(lazy).__name__}")
@@ -425,16 +380,7 @@ class ClientGroup:
         Raises:
             KeyError: no server has that name.
         """
-        prefix = self._members[server].config.prefix
-        if prefix is None:
-            prefix = server
-        public = f"{prefix}{self._separator}{name}" if prefix else name
-        if TOOL_NAME.fullmatch(public):
-            return public
-        cleaned = _INVALID.sub("_", public) or "_"
-        if len(cleaned) > 128:
-            cleaned = cleaned[:119] + "_" + hashlib.sha256(public.encode()).hexdigest()[:8]
-        return cleaned
+        return aggregated(self._members[server].config, name, self._separator)
 
     async def _listed(self, member: Member, what: str, list_one: Callable[[Client], Awaitable[Any]]) -> Any:
         # One member's listing: a use (connecting it if idle). A member in its backoff window, one that cannot
@@ -519,10 +465,10 @@ class ClientGroup:
             listed, left_out = listings[server]
             config = self._members[server].config
             for tool in listed:
-                if not _selected(tool.name, config):
+                if not selected(tool.name, config):
                     continue
                 public = self.aggregated_name(server, tool.name)
-                _claim(owners, public, server, tool.name, "tool")
+                claim(owners, public, server, tool.name, "tool")
                 tools.append(GroupTool(tool, public, server, self._call_group_tool))
             excluded.extend(left_out)
         self._tools = {tool.name: tool for tool in tools}
@@ -614,7 +560,7 @@ class ClientGroup:
         for server, listing in listings.items():
             for prompt in listing:
                 public = self.aggregated_name(server, prompt.name)
-                _claim(owners, public, server, prompt.name, "prompt")
+                claim(owners, public, server, prompt.name, "prompt")
                 prompts.append(replace(prompt, name=public, server=server))
         self._prompts = owners
         return prompts
@@ -731,25 +677,3 @@ async def _remove(member: Member) -> None:
 def _seconds(value: object) -> bool:
     # A number of seconds: an int or a float, not a bool, not NaN.
     return isinstance(value, int | float) and not isinstance(value, bool) and value == value
-
-
-def _selected(name: str, config: ServerConfig) -> bool:
-    # Filters match the names the server lists: include first, then exclude (exact names or fnmatch patterns).
-    if config.include_tools is not None and not any(_matches(name, rule) for rule in config.include_tools):
-        return False
-    return not any(_matches(name, rule) for rule in config.exclude_tools)
-
-
-def _matches(name: str, rule: str) -> bool:
-    return name == rule or fnmatchcase(name, rule)
-
-
-def _claim(owners: dict[str, tuple[str, str]], public: str, server: str, own: str, what: str) -> None:
-    previous = owners.get(public)
-    if previous is not None:
-        raise ConfigError(
-            f"{what} name {public!r} collides: server {previous[0]!r} lists {what} {previous[1]!r} and server"
-            f" {server!r} lists {what} {own!r} under it; set a prefix or exclude_tools for one of them",
-            path=None,
-        )
-    owners[public] = (server, own)
