@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar, Unpack
 
 import trio
 
@@ -33,18 +33,21 @@ from .._core.events import CallEvent
 from .._core.known_listings import DEFAULT_KNOWN_TTL, KnownListing
 from .._core.oauth.redaction import Secrets
 from .._core.results import ToolResult
+from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
 from .._drivers.audit import AuditBus
 from .._log import logger
 from .._machines.group import Trigger
 from .._transports.background import BackgroundTasks
 from .aggregation import GroupTool, aggregated, claim, selected, valid_separator
+from .assembly import HttpServer, StdioServer, Wrap
 from .client import Client
 from .known import KnownListings, known_definitions
 from .members import DEFAULT_BACKOFF, Member, Status, member_event
+from .options import ClientKeywords, ClientOptions
 from .tools import NO_DEFINITIONS, Tool, ToolList
 
 if TYPE_CHECKING:
-    from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
+    from .._transports.tls import VerifyTypes
 
 __all__ = ["ClientGroup", "GroupTool", "Status", "member_client"]
 
@@ -100,8 +103,6 @@ class ClientGroup:
     Args:
         config: a :class:`~mcpfsm.Config`, the configuration as a dict, or the path of a JSON file
             (read with :func:`~mcpfsm.load_config`).
-        on_event: called with every event of every member (``event.server`` names it) and every
-            :class:`~mcpfsm.MemberEvent`.
         separator: between a server's name (or ``prefix``) and a tool's or prompt's name (default ``_``).
         connect_timeout: seconds a member may take to connect before it is ``"failed"``.
         environ: the variables the configuration's ``${env:NAME}`` read (default ``os.environ``).
@@ -111,28 +112,33 @@ class ClientGroup:
         reconnect_backoff: seconds after a member failed before a use reconnects it (default 1); the window
             doubles after each failure that follows another, up to 60 s, and a success resets it. 0 reconnects at
             every use.
-        **client_options: passed to every member's :meth:`Client.http` or :meth:`Client.stdio` (input
-            handlers, ``cache``, ``validate_output``, ...); ``store=`` gives every member one store
-            (docs/stores.md), each member bounding it on its own, and keeps the members' known listings.
+        options: the options of every member (:class:`~mcpfsm.ClientOptions`), as one value.
+        **keywords: the same options as keywords (they replace those of ``options``): input handlers,
+            ``cache``, ``validate_output``, ...; ``on_event`` is called with every event of every member
+            (``event.server`` names it) and every :class:`~mcpfsm.MemberEvent`; ``store=`` gives every member one
+            store (docs/stores.md), each member bounding it on its own, and keeps the members' known listings; a
+            ``protocol`` other than ``"auto"`` pins every member, which otherwise speaks the ``protocol`` its
+            server's configuration names. ``server`` is each member's name.
 
     Raises:
         ConfigError: the configuration is malformed, or ``separator`` is not made of ``A-Z a-z 0-9 _ - .``.
-        TypeError, ValueError: ``lazy`` is not a bool, ``known_ttl`` not a positive number of seconds, or
-            ``reconnect_backoff`` not a number of seconds of at least 0.
+        ValueError, TypeError: an option as :class:`~mcpfsm.ClientOptions` says; ``lazy`` is not a bool,
+            ``known_ttl`` not a positive number of seconds, or ``reconnect_backoff`` not a number of seconds of at
+            least 0.
     """
 
     def __init__(
         self,
         config: Config | Mapping[str, Any] | str | os.PathLike[str],
         *,
-        on_event: Callable[[CallEvent], object] | None = None,
         separator: str = "_",
         connect_timeout: float = _CONNECT_TIMEOUT,
         environ: Mapping[str, str] | None = None,
         lazy: bool = False,
         known_ttl: float = DEFAULT_KNOWN_TTL,
         reconnect_backoff: float = DEFAULT_BACKOFF,
-        **client_options: Any,
+        options: ClientOptions | None = None,
+        **keywords: Unpack[ClientKeywords],
     ) -> None:
         """Read the configuration; nothing connects until the group is entered."""
         if not isinstance(separator, str) or not valid_separator(separator):
@@ -143,14 +149,15 @@ class ClientGroup:
             raise ValueError(f"known_ttl must be a positive number of seconds, got {known_ttl!r}")
         if not _seconds(reconnect_backoff) or not reconnect_backoff >= 0:
             raise ValueError(f"reconnect_backoff must be a number of seconds of at least 0, got {reconnect_backoff!r}")
+        chosen = ClientOptions.of(options, keywords)
         self._environ = environ
         self._config = load_config(config, environ=environ)
         self._separator = separator
         self._lazy = lazy
-        self._options = client_options
-        self._bus = _GroupBus(on_event)
+        self._bus = _GroupBus(chosen.on_event)
+        self._options = replace(chosen, on_event=self._bus.publish)
         self._port = _Port(self, connect_timeout, float(reconnect_backoff))
-        self._known = KnownListings(client_options.get("store"), known_ttl=float(known_ttl))
+        self._known = KnownListings(chosen.store, known_ttl=float(known_ttl))
         self._members = {name: self._member(server) for name, server in self._config.servers.items()}
         self._tools: dict[str, GroupTool] = {}
         self._prompts: dict[str, tuple[str, str]] = {}
@@ -272,7 +279,7 @@ class ClientGroup:
         return error
 
     def _client(self, server: ServerConfig) -> Client:
-        return member_client(server, on_event=self._bus.publish, **self._options)
+        return member_client(server, self._options)
 
     def _publish(self, member: Member, status: str, previous: str, trigger: str, error: BaseException | None) -> None:
         seq, self._seq = self._seq, self._seq + 1
@@ -572,8 +579,6 @@ class ClientGroup:
             McpError: no member lists a prompt of that name, or its member is not connected.
             RpcError, TransportError, ProtocolError: as ``Client.get_prompt``.
         """
-        from .._core.surface import Prompt
-
         if isinstance(name, Prompt):
             if name.server is not None:
                 own = str(name.raw.get("name", name.name))
@@ -614,8 +619,6 @@ class ClientGroup:
             ConfigError: several members list the URI (their names given): pass ``server=``.
             RpcError, TransportError, ProtocolError: as ``Client.read_resource``.
         """
-        from .._core.surface import Resource
-
         if isinstance(uri, Resource):
             server = server or uri.server
             uri = uri.uri
@@ -649,25 +652,42 @@ class ClientGroup:
             raise
 
 
-def member_client(server: ServerConfig, **options: Any) -> Client:
+def member_client(
+    server: ServerConfig,
+    options: ClientOptions | None = None,
+    *,
+    verify: VerifyTypes = True,
+    wrap: Wrap | None = None,
+) -> Client:
     """The :class:`Client` for one server of a configuration, not yet connected; its events carry ``server.name``.
 
-    ``options`` go to :meth:`Client.http` or :meth:`Client.stdio` (``on_event``, input handlers, ...).
+    ``options`` are the client's (its ``server`` is the server's name; its ``protocol``, unless it pins one, the
+    configuration's). ``verify`` is the TLS trust of an HTTP server; ``wrap`` puts a layer between the client's
+    session and its transport (the ``mcpfsm`` command's). The values the configuration's variables were replaced
+    by are held secret like credentials: never in an error, an event or a log line.
 
     Raises:
-        ValueError, TypeError, TransportError: as those factories.
+        ValueError, TypeError, TransportError: as :meth:`Client.http` and :meth:`Client.stdio`.
     """
-    options = {"protocol": server.protocol, "server": server.name, **options}
+    options = options if options is not None else ClientOptions()
+    protocol = options.protocol if options.protocol != "auto" else server.protocol
+    options = replace(options, server=server.name, protocol=protocol)
     if server.transport == "stdio":
-        client = Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
+        connection: HttpServer | StdioServer = StdioServer(
+            command=server.command, env=server.env, cwd=server.cwd, secrets=server.secrets, wrap=wrap
+        )
     else:
         assert server.url is not None
-        client = Client.http(
-            server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options
+        connection = HttpServer(
+            url=server.url,
+            headers=dict(server.headers),
+            timeout=server.timeout,
+            verify=verify,
+            auth=server.auth,
+            secrets=server.secrets,
+            wrap=wrap,
         )
-    if server.secrets:
-        client._hold_secrets(server.secrets)
-    return client
+    return Client(connection, options=options)
 
 
 async def _remove(member: Member) -> None:

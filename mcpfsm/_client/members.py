@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol, cast
 import trio
 
 from .._core.errors import CallTimeoutError, McpError, SessionExpired, TransportError
-from .._core.events import MemberEvent, error_summary, utc_timestamp
+from .._core.events import error_summary, utc_timestamp
+from .._core.events.group import MemberEvent
 from .._drivers.driver import advance
 from .._log import logger
 from .._machines.group import COMPILED, State, Trigger

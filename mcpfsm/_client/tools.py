@@ -11,7 +11,7 @@ from .._core.tool_search import DefinitionStyle, SearchIndex, context_bytes, def
 
 if TYPE_CHECKING:
     from .._core.tool_annotations import ToolAnnotations
-    from .tasks import Task
+    from .task import Task
 
 __all__ = ["NO_DEFINITIONS", "Definitions", "Tool", "ToolList"]
 

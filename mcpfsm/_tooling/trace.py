@@ -36,7 +36,10 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.events import CallEvent, GateEvent, InputEvent, MemberEvent
+from .._core.events import CallEvent
+from .._core.events.gate import GateEvent
+from .._core.events.group import MemberEvent
+from .._core.events.input import InputEvent
 
 __all__ = [
     "parse_events",

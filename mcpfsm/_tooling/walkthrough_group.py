@@ -24,7 +24,8 @@ from typing import Any, Final
 import trio
 
 from .._client.group import ClientGroup
-from .._core.events import CallEvent, MemberEvent
+from .._core.events import CallEvent
+from .._core.events.group import MemberEvent
 from .._machines.group import GROUP
 from .render import diagram_section, slug, states_table
 
