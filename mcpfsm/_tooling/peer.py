@@ -6,8 +6,11 @@ never a runtime dependency of the client.
 Run from the repository root::
 
     python -m mcpfsm._tooling.peer [--mode dual|modern|legacy] [--port 0] [--json-response]
-                           [--page-size N] [--event-store] [--retry-ms MS]
-    python -m mcpfsm._tooling.peer --stdio [--page-size N]
+                           [--page-size N] [--event-store] [--retry-ms MS] [--ttl-ms MS]
+    python -m mcpfsm._tooling.peer --stdio [--page-size N] [--ttl-ms MS]
+
+`--ttl-ms MS` makes its 2026-07-28 `tools/list` results say `ttlMs: MS` (SEP-2549; the SDK says 0 by itself), as
+the control surface's `cache_hints` does: a client group may then answer from its known listing that long.
 
 Over HTTP it serves the MCP endpoint at `/mcp` on 127.0.0.1, prints exactly one line
 `READY http://127.0.0.1:PORT/mcp` to stdout once listening, and exits with status 0 on SIGTERM or
@@ -648,6 +651,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--page-size", type=int, default=None, help="paginate tools/list with N tools per page")
     parser.add_argument("--event-store", action="store_true", help="legacy SSE: event ids and resumability")
     parser.add_argument("--retry-ms", type=int, default=None, help="legacy SSE: `retry:` on priming events")
+    parser.add_argument("--ttl-ms", type=int, default=None, help="2026-07-28 tools/list results say ttlMs: MS")
     args = parser.parse_args(argv)
     if args.page_size is not None and args.page_size < 1:
         parser.error("--page-size must be at least 1")
@@ -663,10 +667,19 @@ def main(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
     state = PeerState(mode=args.mode, json_response=args.json_response, initial_page_size=args.page_size)
     if args.stdio:
-        anyio.run(build_server(state).run_stdio_async)
+        server = build_server(state)
+        _hint_tools(state, args.ttl_ms)
+        anyio.run(server.run_stdio_async)
         return
     app, _ = build_http_app(state, event_store=args.event_store, retry_ms=args.retry_ms)
+    _hint_tools(state, args.ttl_ms)
     anyio.run(_serve_http, app, args.port)
+
+
+def _hint_tools(state: PeerState, ttl_ms: int | None) -> None:
+    # --ttl-ms: what the control surface's cache_hints action sets, from the start.
+    if ttl_ms is not None and state.surface is not None:
+        state.surface.hints = {"tools/list": {"ttlMs": ttl_ms, "cacheScope": "private"}}
 
 
 if __name__ == "__main__":

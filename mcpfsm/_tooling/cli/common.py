@@ -269,9 +269,9 @@ def error_line(message: str) -> None:
         sys.stderr.flush()
 
 
-def configure_logging(verbose: bool) -> None:
+def configure_logging(verbose: bool, *, level: str = "WARNING") -> None:
     # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log's disable, made at the
-    # library's first record, lets the enable below stand).
+    # library's first record, lets the enable below stand). `level`: what a command shows without -v.
     from loguru import logger
 
     logger.remove()
@@ -279,7 +279,7 @@ def configure_logging(verbose: bool) -> None:
     def line(record: Any) -> str:
         return "mcpfsm: " + str(record["level"].name).lower() + ": {message}\n"
 
-    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format=line, colorize=False, backtrace=False)
+    logger.add(sys.stderr, level="DEBUG" if verbose else level, format=line, colorize=False, backtrace=False)
     logger.enable("mcpfsm")
 
 
