@@ -5,8 +5,11 @@ negotiated version and the legacy session id, cancellation notices, and the answ
 sends unasked. A request goes down through one layer per concern, in the manner of httpx's
 ``send → _send_handling_auth → _send_handling_redirects → _send_single_request``:
 
-- :meth:`Session.request` — the caller's entry point; renews an expired legacy session and follows
-  a ``-32022`` version switch, each at most once, in one bounded loop;
+- :meth:`Session.request` — the caller's entry point; :meth:`Session.renew_and_request` resends a request at
+  most twice, by this policy: a ``-32022`` (UnsupportedProtocolVersion) switches the version once, and only
+  when it answers the first attempt; an expired legacy session (HTTP 404 on a request that carried its id) is
+  renewed once, and nothing is resent after a renewal. So a request goes out at most three times (switch,
+  then renew); any other error, and either one beyond its turn, is raised;
 - the response cache (:func:`~mcpfsm._client.caching.through`, SEP-2549): a fresh entry answers a
   cacheable modern request without sending it;
 - :meth:`Session.exchange` — one request with one id: ``_meta``, headers, the transport, the reply's
@@ -15,6 +18,13 @@ sends unasked. A request goes down through one layer per concern, in the manner 
   (``mcpfsm._client.authorization``: the token on the request, a flow on 401 or 403, the message resent
   unchanged) when the client has credentials, else straight to the transport. Every message goes this
   way (requests, notifications, our answers), and so below era negotiation: a 401 is never an era signal.
+  The message goes as an :class:`~mcpfsm._transports.base.OutgoingMessage` (its id and method beside the
+  text) to a transport with ``send_message``, as its text to any other.
+
+:meth:`Session.exchange` and :meth:`Session.send` are plain functions that return the awaitable of the layer
+below when they have nothing to add (no telemetry; no credentials): each layer exists once, and a request's
+coroutine chain, which trio resumes at every wait for the answer, has no frame of theirs in it
+(bench/repeatable.py).
 
 Telemetry (``mcpfsm._client.telemetry``), when an application configured OpenTelemetry, wraps each
 :meth:`Session.exchange` (one span per JSON-RPC id, the trace context in ``_meta``). Notifications
@@ -37,7 +47,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -118,6 +128,7 @@ class Session:
         log_level: str | None = None,
     ) -> None:
         """Wrap ``transport``; nothing is sent until :meth:`request`."""
+        self._deliver: Callable[[OutgoingMessage, Mapping[str, str]], Awaitable[Reply | None]]
         self.transport = transport
         self.client_info = dict(client_info)
         self.on_notification = on_notification
@@ -164,6 +175,18 @@ class Session:
         self._answers = BackgroundTasks()
 
     # --- era and session state ------------------------------------------------------------------
+
+    @property
+    def transport(self) -> Transport:
+        """The connection every message goes through."""
+        return self._transport
+
+    @transport.setter
+    def transport(self, transport: Transport) -> None:
+        self._transport = transport
+        # The message with its metadata to a transport that takes it (MessageTransport), else its text.
+        send_message = getattr(transport, "send_message", None)
+        self._deliver = send_message if send_message is not None else _text_only(transport)
 
     @property
     def mirrors(self) -> bool:
@@ -292,30 +315,33 @@ class Session:
                 plan = None
             if method == "tools/call" and (self.on_notification is not None or self.progress_tokens):
                 params = self._with_progress_token(params)
-            renewed = switched = False
-            while True:
-                try:
-                    result = await self.exchange(method, params, plan)
-                except SessionExpired as exc:
-                    if renewed:
-                        # Without a session every later request would fail: the next one opens a new session.
-                        self._lost_session = exc.session_id
-                        raise
-                    renewed = True
-                    await self._renew_session(exc.session_id)
-                except RpcError as exc:
-                    if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switched or renewed:
+            # The resend policy of the module docstring, as two bounded loops: the outer one switches the version
+            # (on the first attempt only), the inner one renews the session (once, and then resends nothing more).
+            for switch in range(2):
+                for renewal in range(2):
+                    try:
+                        result = await self.exchange(method, params, plan)
+                    except SessionExpired as exc:
+                        if renewal:
+                            # Without a session every later request would fail: the next one opens a new session.
+                            self._lost_session = exc.session_id
+                            raise
+                        await self._renew_session(exc.session_id)
+                    except RpcError as exc:
+                        if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switch or renewal:
+                            await self._explain(method, exc)
+                            raise
+                        await negotiation.switch_version(self, exc)
+                        plan = None
+                        break
+                    except (TransportError, ProtocolError) as exc:
                         await self._explain(method, exc)
                         raise
-                    switched = True
-                    await negotiation.switch_version(self, exc)
-                except (TransportError, ProtocolError) as exc:
-                    await self._explain(method, exc)
-                    raise
-                else:
-                    self.unconfirmed = False
-                    return result
-                plan = None
+                    else:
+                        self.unconfirmed = False
+                        return result
+                    plan = None
+            raise AssertionError("unreachable")  # pragma: no cover - each attempt returns, resends or raises
         finally:
             if waiting is not None:
                 WAITING_TOOL.reset(waiting)
@@ -340,17 +366,18 @@ class Session:
         self._next_id += 1
         return self._next_id
 
-    async def exchange(
+    def exchange(
         self,
         method: str,
         params: Mapping[str, Any] | None,
         plan: HeaderPlan | None = None,
         *,
         request_id: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
         """One request, one JSON-RPC id (``request_id`` from :meth:`reserve_id`, or a new one): the innermost layer.
 
-        With telemetry on, the request goes through its layer (a span, the trace context in ``_meta``).
+        With telemetry on, the request goes through its layer (a span, the trace context in ``_meta``). Returns
+        the awaitable of the request (the id is taken now).
 
         Raises:
             RpcError: the server answered an error (``.status`` is the HTTP status it came with).
@@ -360,9 +387,9 @@ class Session:
         if request_id is None:
             request_id = self.reserve_id()
         if self.telemetry is None:
-            return await self._exchange(method, params, plan, request_id)
+            return self._exchange(method, params, plan, request_id)
         sent = request_id
-        return await self.telemetry.request(self, method, params, sent, lambda p: self._exchange(method, p, plan, sent))
+        return self.telemetry.request(self, method, params, sent, lambda p: self._exchange(method, p, plan, sent))
 
     async def _exchange(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
@@ -411,7 +438,7 @@ class Session:
                     # every later request unsendable; the session in effect (if any) stays.
                     raise ProtocolError(
                         f"the server's answer to {method} carries an Mcp-Session-Id that is not visible ASCII"
-                        " (0x21-0x7E, MCP 2025-11-25 \"Session Management\"); the answer is refused and the id not kept"
+                        ' (0x21-0x7E, MCP 2025-11-25 "Session Management"); the answer is refused and the id not kept'
                     )
                 self.session_id = reply.session_id
             payload = decode_message(reply.body) if reply.decoded is None else reply.decoded
@@ -475,15 +502,22 @@ class Session:
                 self._meta[LOG_LEVEL_KEY] = self.log_level
         return self._meta
 
-    async def send(self, message: str, headers: Mapping[str, str], *, tool: str = "") -> Reply | None:
+    def send(self, message: OutgoingMessage, headers: Mapping[str, str], *, tool: str = "") -> Awaitable[Reply | None]:
         """One message's trip: through the authorization layer when there is one, else to the transport.
 
-        ``tool`` names the tool of a ``tools/call`` for the authorization events.
+        ``tool`` names the tool of a ``tools/call`` for the authorization events. Returns the trip's awaitable.
         """
+        if self.authorization is None and self.secrets is None:
+            # Nothing to add: the transport's own coroutine (bench/repeatable.py: no frame of this layer's).
+            return self._deliver(message, headers)
+        return self._guarded_send(message, headers, tool)
+
+    async def _guarded_send(self, message: OutgoingMessage, headers: Mapping[str, str], tool: str) -> Reply | None:
+        # With credentials: through the authorization layer, and every error scrubbed of the client's secrets.
         try:
             if self.authorization is None:
-                return await self.transport.send(message, headers)
-            return await self.authorization.send(self.transport.send, message, headers, tool=tool)
+                return await self._deliver(message, headers)
+            return await self.authorization.send(self._deliver, message, headers, tool=tool)
         except McpError as exc:
             if self.secrets is not None:
                 self.secrets().scrub(exc)
@@ -560,3 +594,11 @@ class Session:
                 await outcome
         except Exception as exc:
             logger.warning("on_notification callback raised {!r}; the request goes on", exc)
+
+
+def _text_only(transport: Transport) -> Callable[[OutgoingMessage, Mapping[str, str]], Awaitable[Reply | None]]:
+    # A transport without send_message (a custom one) gets the text of each message, as its contract says.
+    def deliver(message: OutgoingMessage, headers: Mapping[str, str]) -> Awaitable[Reply | None]:
+        return transport.send(message.text, headers)
+
+    return deliver

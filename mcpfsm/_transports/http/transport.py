@@ -142,7 +142,8 @@ class HttpTransport:
     async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
         """POST one JSON-RPC message and return its JSON-RPC answer with the HTTP status.
 
-        Returns ``None`` when the server accepts a notification or a response of ours (202).
+        Returns ``None`` when the server accepts a notification or a response of ours (202). The text is
+        read for its id and method (:meth:`OutgoingMessage.of`); a session hands :meth:`send_message` both.
 
         Raises:
             TransportError: network failure, timeout, an HTTP error without a JSON-RPC body, a
@@ -150,19 +151,26 @@ class HttpTransport:
                 stream that ended before its response.
             ProtocolError: the reply is not JSON-RPC, or has an unexpected content type or coding.
         """
+        return await self.send_message(OutgoingMessage.of(message), headers)
+
+    async def send_message(self, message: OutgoingMessage, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
+        """POST ``message``'s text as :meth:`send` does, matching the answer by the id beside it.
+
+        Raises:
+            As :meth:`send`.
+        """
         if self._closed:
             raise TransportError("the HTTP transport is closed")
-        outgoing = OutgoingMessage.of(message)
-        request_id = outgoing.request_id
-        resendable = request_id is not None and is_read_only(outgoing.method)
+        request_id = message.request_id
+        resendable = request_id is not None and is_read_only(message.method)
         crossed: list[str] = []
         try:
             response = await self._endpoint.request(
                 "POST",
                 headers,
-                outgoing.encode(),
+                message.text.encode(),
                 resendable=resendable,
-                long_lived=outgoing.long_lived,
+                long_lived=message.long_lived,
                 crossed=crossed,
             )
         except Exception as exc:
