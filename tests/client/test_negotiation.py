@@ -703,8 +703,11 @@ async def test_legacy_annotations_are_inert_tools_kept_and_nothing_mirrored(reco
     assert sql.mirrored == {}
     assert [s.mcp for s in script.sent[2:6]] == [legacy_version_only()] * 4
     assert script.sent[4].body["params"] == {"name": "execute-sql", "arguments": {"database": 42}}
-    assert ("DEBUG", "x-mcp-header annotations of MCP tool 'bad' are inert here: "
-            "x-mcp-header 'Bad Header' at /region is not a valid header-name token") in records
+    assert (
+        "DEBUG",
+        "x-mcp-header annotations of MCP tool 'bad' are inert here: "
+        "x-mcp-header 'Bad Header' at /region is not a valid header-name token",
+    ) in records
     assert [r for r in records if r[0] == "WARNING"] == []
 
 

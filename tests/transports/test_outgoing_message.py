@@ -92,7 +92,9 @@ async def test_a_transport_put_in_later_is_handed_messages_its_way() -> None:
 
 
 def test_a_message_shows_its_metadata_never_its_text() -> None:
-    message = OutgoingMessage('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"secret":"s3"}}', 2, "tools/call")
+    message = OutgoingMessage(
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"secret":"s3"}}', 2, "tools/call"
+    )
     assert repr(message) == "OutgoingMessage(request_id=2, method='tools/call', long_lived=False)"
 
 
