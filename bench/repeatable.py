@@ -28,7 +28,9 @@ peer is in the client's process and answers in lock step, so every call takes th
   (``--with-peer`` counts it on purpose);
 - the counted window is exactly ``--calls`` calls after ``--warmup`` calls: the client calls
   ``os.getloadavg()`` before and after it and callgrind dumps at each (``--dump-before=getloadavg``), so
-  start-up, imports, the connection and the first calls are not in it; ``PYTHONHASHSEED=0``.
+  start-up, imports, the connection and the first calls are not in it; ``PYTHONHASHSEED=0``; the wall clock
+  (``time.time_ns``) stands still in the child, since the events' timestamps format the date once per second
+  and a run under callgrind lasts as many seconds as the load makes it.
 
 Should a request ever not be readable when trio polls (a loopback delivery the kernel deferred), a plain trio
 task of the peer answers it; the child counts those and the output says so, since that call took another
@@ -283,6 +285,10 @@ async def mcpfsm_client(url: str) -> tuple[Callable[[], Awaitable[object]], Call
 
 
 def child(name: str, warmup: int, calls: int) -> None:
+    # The wall clock stands still here (a C callable, as cheap as the real one): mcpfsm formats an event's date
+    # and time once per second, and under callgrind the seconds a run lasts move with the machine's load.
+    time.time_ns = itertools.repeat(time.time_ns()).__next__
+
     import trio
 
     import mcpfsm  # in both rows, as in bench/call.py: the same heap for the garbage collector
