@@ -67,12 +67,15 @@ from .._core.constants import (
 from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
 from .._core.input import result_type
 from .._core.jsonrpc import (
+    EncodedMeta,
     Notification,
     Request,
     Response,
     decode_message,
     encode_notification,
     encode_request,
+    encode_request_with_meta,
+    encoded_meta,
     modern_meta,
     parse_message,
     success_result,
@@ -168,8 +171,8 @@ class Session:
         self.progress_tokens = False
         """Ask for progress on every ``tools/call`` even without ``on_notification`` (``progress_timeout`` reads it)."""
         self._next_id = 0
-        self._meta: dict[str, Any] | None = None
-        self._task_meta: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._meta: EncodedMeta | None = None
+        self._task_meta: tuple[EncodedMeta, EncodedMeta] | None = None
         self._handshake = trio.Lock()
         self._lost_session: str | None = None
         self._answers = BackgroundTasks()
@@ -402,13 +405,11 @@ class Session:
             if plan is None:
                 plan = plan_request(method, params, protocol_version=version)
             if modern:
-                params = dict(params or {})
-                meta = params.get("_meta")
                 common = self._modern_meta() if not self.tasks or method not in DECLARES_TASKS else self._tasks_meta()
-                params["_meta"] = {**meta, **common} if isinstance(meta, dict) else common
-            message = OutgoingMessage(
-                encode_request(request_id, method, params), request_id, method, long_lived=is_long_lived(method)
-            )
+                text = encode_request_with_meta(request_id, method, params, common)
+            else:
+                text = encode_request(request_id, method, params)
+            message = OutgoingMessage(text, request_id, method, is_long_lived(method))
             headers = plan.as_dict()
             session = self.session_id
             if session is not None:
@@ -482,24 +483,26 @@ class Session:
         params["_meta"] = meta
         return params
 
-    def _tasks_meta(self) -> dict[str, Any]:
-        # The common _meta with the tasks extension declared (SEP-2663), built once like it.
+    def _tasks_meta(self) -> EncodedMeta:
+        # The common _meta with the tasks extension declared (SEP-2663), built and encoded once like it.
         base = self._modern_meta()
         cached = self._task_meta
         if cached is None or cached[0] is not base:
-            meta = dict(base)
+            meta = dict(base.meta)
             capabilities = dict(meta[CLIENT_CAPABILITIES_KEY])
             capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
             meta[CLIENT_CAPABILITIES_KEY] = capabilities
-            cached = self._task_meta = (base, meta)
+            cached = self._task_meta = (base, encoded_meta(meta))
         return cached[1]
 
-    def _modern_meta(self) -> dict[str, Any]:
+    def _modern_meta(self) -> EncodedMeta:
+        # The _meta of every modern request, with its JSON text: both made once (None: made again on next use).
         if self._meta is None:
-            self._meta = modern_meta(MODERN_VERSION, self.client_info, self.inputs.capabilities())
+            meta = modern_meta(MODERN_VERSION, self.client_info, self.inputs.capabilities())
             if self.log_level is not None:
                 # MCP 2026-07-28 "Logging": log messages are sent only for requests that ask for them.
-                self._meta[LOG_LEVEL_KEY] = self.log_level
+                meta[LOG_LEVEL_KEY] = self.log_level
+            self._meta = encoded_meta(meta)
         return self._meta
 
     def send(self, message: OutgoingMessage, headers: Mapping[str, str], *, tool: str = "") -> Awaitable[Reply | None]:
