@@ -12,11 +12,13 @@ moves with the machine's load: whether an answer is already there when the clien
 pieces, changes how many receives and scheduler passes a call takes (each about 40,000 instructions). Here the
 peer is in the client's process and answers in lock step, so every call takes the same path whatever the load:
 
-- the peer is a trio *instrument* (``before_io_wait``): each time trio's scheduler is about to wait for I/O,
-  the peer reads any complete request already written to its side of the connection and writes the whole
-  answer at once (head and body in one ``send``). On loopback a ``send`` is in the other socket before it
-  returns, so a request the client has just written is answered before trio polls, and the client's next
-  receive finds the whole answer. No second thread or process, no timing: one send, one ready receive;
+- the peer is a trio *instrument* (``before_io_wait``): when trio's scheduler is about to block waiting for
+  I/O (no task can run), the peer reads the complete request already written to its side of the connection and
+  writes the whole answer at once (head and body in one ``send``); the scheduler's poll then finds it. So the
+  answer comes while the client waits for it, as a server's in another process does (it needs longer to answer
+  than the client needs to start waiting), never while the client still runs, and never in pieces: a client
+  that reads before it waits finds nothing and waits (``raw``, like trio's ``SocketStream``: two receives), one
+  that waits first reads once (mcpfsm's pool). No second thread or process, no timing: the same path every time;
 - what the client runs is the real thing: ``mcpfsm.Client.http`` over its own keep-alive pool and a real
   TCP connection to 127.0.0.1, the session, the tool-call machine, the header plan and every check of the
   answer, with an ``on_event`` that records every event (as ``bench/call.py``); ``raw`` is
@@ -32,9 +34,9 @@ peer is in the client's process and answers in lock step, so every call takes th
   (``time.time_ns``) stands still in the child, since the events' timestamps format the date once per second
   and a run under callgrind lasts as many seconds as the load makes it.
 
-Should a request ever not be readable when trio polls (a loopback delivery the kernel deferred), a plain trio
-task of the peer answers it; the child counts those and the output says so, since that call took another
-path. ``--check`` compares mcpfsm's count per call with the figure committed in ``bench/repeatable.json``
+Should a request not be readable yet when the scheduler is about to block (a loopback delivery the kernel
+deferred), the peer waits for it there; the child counts those and the output says so (the client's path is the
+same). ``--check`` compares mcpfsm's count per call with the figure committed in ``bench/repeatable.json``
 (two-sided, 2 %): a change of the hot path fails the build until the figure is updated on purpose
 (``--update``), in a commit that says why. The file names the interpreter it was measured with; on another
 one the ratio to raw is compared instead.
@@ -135,12 +137,21 @@ class Peer:
         self.connections: dict[int, tuple[socket.socket, bytearray]] = {}
         self.poller = select.poll()
         self.late = 0
-        """Requests answered by the fallback task: not readable when trio polled (the call took another path)."""
+        """Requests that were not readable yet when the scheduler was about to block (the peer waited for them)."""
         # trio calls before_io_wait(timeout): reduce(step, (None,), timeout) calls step(timeout, None) once.
         self.before_io_wait = functools.partial(functools.reduce, self._answer_ready, (None,))
 
     def _answer_ready(self, timeout: float, _: None) -> None:
-        for fd, _event in self.poller.poll(0):
+        # Only when the scheduler would block: the client has done all it can before the answer comes.
+        if timeout <= 0:
+            return
+        ready = self.poller.poll(0)
+        if not ready and self.connections:
+            # A request the kernel has not delivered yet (never seen on loopback): wait for it here, up to the
+            # scheduler's own timeout, rather than leave a client waiting on an answer nobody writes.
+            ready = self.poller.poll(min(timeout, 1.0) * 1000)
+            self.late += len(ready)
+        for fd, _event in ready:
             self.serve(fd)
 
     def adopt(self, connection: socket.socket) -> None:
@@ -186,24 +197,13 @@ class Peer:
         return (HEAD % len(payload)).encode() + b"content-type: application/json\r\n\r\n" + payload
 
     async def run(self) -> None:
-        """Accept connections, and answer what the instrument did not (it never should)."""
+        """Accept connections (the instrument answers their requests)."""
         import trio
 
-        async with trio.open_nursery() as nursery:
-            while True:
-                await trio.lowlevel.wait_readable(self.listener)
-                connection, _ = self.listener.accept()
-                self.adopt(connection)
-                nursery.start_soon(self._fallback, connection)
-
-    async def _fallback(self, connection: socket.socket) -> None:
-        import trio
-
-        fd = connection.fileno()
-        while fd in self.connections:
-            await trio.lowlevel.wait_readable(connection)
-            if fd in self.connections:
-                self.late += max(0, self.serve(fd))
+        while True:
+            await trio.lowlevel.wait_readable(self.listener)
+            connection, _ = self.listener.accept()
+            self.adopt(connection)
 
 
 # --- the clients (as bench/call.py's) -----------------------------------------------------------------
