@@ -311,7 +311,9 @@ class Session:
             TransportError, ProtocolError: the request failed.
         """
         # Set for the whole request (renewals and resends included), in this frame: every tool call comes this way.
-        waiting = None if tool is None else WAITING_TOOL.set(tool)
+        # Only a legacy server sends requests on a call's stream (MCP 2025-11-25; in 2026-07-28 nothing but a ping,
+        # answered unaudited): a modern request sets it only if a version switch takes it to the legacy era.
+        waiting = None if tool is None or is_modern(self.version) else WAITING_TOOL.set(tool)
         try:
             if self._lost_session is not None:
                 await self._renew_session(self._lost_session)
@@ -335,6 +337,8 @@ class Session:
                             await self._explain(method, exc)
                             raise
                         await negotiation.switch_version(self, exc)
+                        if waiting is None and tool is not None and not is_modern(self.version):
+                            waiting = WAITING_TOOL.set(tool)
                         plan = None
                         break
                     except (TransportError, ProtocolError) as exc:
@@ -410,10 +414,9 @@ class Session:
             else:
                 text = encode_request(request_id, method, params)
             message = OutgoingMessage(text, request_id, method, is_long_lived(method))
-            headers = plan.as_dict()
             session = self.session_id
-            if session is not None:
-                headers[SESSION_HEADER] = session
+            # The plan's read-only view as it is (no copy), unless a legacy session adds its id.
+            headers = plan.mapping if session is None else {**plan.mapping, SESSION_HEADER: session}
             tool = params.get("name") if method == "tools/call" and params is not None else None
             try:
                 reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")

@@ -18,7 +18,6 @@ import itertools
 import secrets
 from collections.abc import Callable, Mapping
 from time import time_ns
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
@@ -26,7 +25,7 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import MISSING_REQUIRED_CAPABILITY, is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError, RpcError
-from .._core.events import error_summary, input_failure_summary, tool_call_event, utc_timestamp
+from .._core.events import error_summary, input_failure_summary, tool_call_event
 from .._core.input import INPUT_REQUIRED, TASK
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
@@ -194,8 +193,8 @@ class ToolCall:
         except MirroringError as exc:
             self.error = exc
             return Trigger.unmirrorable
-        # One read-only copy of the plan, shared by the events of the call that carry it.
-        self.headers = MappingProxyType(self.plan.as_dict())
+        # The plan's read-only view, shared by the events that carry it.
+        self.headers = self.plan.mapping
         return _PLANNED
 
     async def _sending(self) -> Trigger:
@@ -292,7 +291,7 @@ class ToolCall:
             self.error = self.mismatch
             return Trigger.unchanged
         self.plan = fresh
-        self.headers = MappingProxyType(fresh.as_dict())
+        self.headers = fresh.mapping
         return Trigger.changed
 
     # --- the driver ---------------------------------------------------------------------------
@@ -355,13 +354,14 @@ class ToolCall:
                 previous,
                 trigger,
                 self.attempt,
-                utc_timestamp(time_ns()),
+                time_ns(),
                 self.clock() - self.started,
                 self.headers,
                 error,
                 0 if self.rounds is None else self.rounds.round,
                 requests,
                 responses,
+                audit.server,
             )
         )
 

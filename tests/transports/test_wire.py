@@ -468,6 +468,30 @@ async def test_sequential_requests_share_one_keep_alive_connection() -> None:
         await pool.aclose()
 
 
+async def test_a_read_only_header_mapping_is_encoded_again_when_what_it_holds_changed() -> None:
+    # The pool keeps the head it made of a read-only mapping (a header plan's) while the same mapping holds the same
+    # items; one whose items changed behind it, or another mapping, gets its own head.
+    from types import MappingProxyType
+
+    async with serving(Server(default=echo())) as server:
+        pool = pool_for(server)
+        held = {"Mcp-Method": "tools/call", "Mcp-Name": "a"}
+        view = MappingProxyType(held)
+        fixed = tuple(JSON_HEADERS)
+        for name in ("a", "a", "b"):
+            held["Mcp-Name"] = name
+            reply = await pool.request("POST", "/mcp", view, b"{}", fixed=fixed)
+            await reply.read()
+            await reply.aclose()
+        other = MappingProxyType({"Mcp-Method": "tools/list"})
+        reply = await pool.request("POST", "/mcp", other, b"{}", fixed=fixed)
+        await reply.aclose()
+        sent = [(seen.headers.get("mcp-method"), seen.headers.get("mcp-name")) for seen in server.seen]
+        assert sent == [("tools/call", "a"), ("tools/call", "a"), ("tools/call", "b"), ("tools/list", None)]
+        assert all(seen.headers["content-type"] == "application/json" for seen in server.seen)
+        await pool.aclose()
+
+
 async def test_an_idle_connection_the_server_closed_is_detected_and_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
     async with serving(Server()) as server:
         server.queue(then_close(ok(b"first")), ok(b"second"))
