@@ -495,6 +495,28 @@ class ResponseReader:
             raise H1Error("the server closed the connection in the middle of the response body")
         return b""
 
+    def whole_body(self) -> bytes | None:
+        """The whole of a ``Content-Length`` body once all of it has been received, else ``None``.
+
+        What :meth:`read_body` returns piece by piece, in one step when it can be: the body is then read. With
+        ``None``, nothing is taken.
+        """
+        remaining = self._remaining
+        if self._head is None or self._chunked or self._state != "data" or remaining is None:
+            return None
+        buffer = self._buffer
+        if len(buffer) < remaining:
+            return None
+        if len(buffer) == remaining:
+            piece = bytes(buffer)
+            buffer.clear()
+        else:
+            piece = bytes(buffer[:remaining])
+            del buffer[:remaining]
+        self._remaining = 0
+        self._state = "done"
+        return piece
+
     def _read_chunked(self) -> bytes | None:
         buffer = self._buffer
         while True:

@@ -39,11 +39,12 @@ class HeaderPlan:
     they would put the same (name, value) pairs on the wire (SEP-2243).
     """
 
-    __slots__ = ("_dict", "_headers", "_key", "_view")
+    __slots__ = ("_dict", "_headers", "_key", "mapping")
     _dict: dict[str, str]
     _headers: tuple[tuple[str, str], ...]
     _key: frozenset[tuple[str, str]]
-    _view: Mapping[str, str]
+    mapping: Mapping[str, str]
+    """The plan as a read-only ``{name: value}`` mapping, the same object every time (no copy)."""
 
     def __init__(self, headers: Iterable[tuple[str, str]] = ()) -> None:
         """Build a plan from (name, value) pairs.
@@ -61,7 +62,7 @@ class HeaderPlan:
         object.__setattr__(self, "_dict", dict(pairs))
         # Hot path (bench/repeatable.py): a plan is cached and sent again and again; one read-only view of it serves
         # every request and event that carries it, instead of a copy each.
-        object.__setattr__(self, "_view", MappingProxyType(self._dict))
+        object.__setattr__(self, "mapping", MappingProxyType(self._dict))
         object.__setattr__(self, "_key", key)
 
     @property
@@ -72,11 +73,6 @@ class HeaderPlan:
     def as_dict(self) -> dict[str, str]:
         """The plan as a plain ``{name: value}`` dict (for events and transports), the caller's own."""
         return self._dict.copy()
-
-    @property
-    def mapping(self) -> Mapping[str, str]:
-        """The plan as a read-only ``{name: value}`` mapping, the same object every time (no copy)."""
-        return self._view
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         """Iterate the (name, value) pairs in sending order."""
@@ -130,15 +126,17 @@ def plan_request(
     """
     if protocol_version is None:
         return HeaderPlan()
-    if not is_modern(protocol_version):
-        return HeaderPlan((("MCP-Protocol-Version", protocol_version),))
     key = _key(method, params, protocol_version, mirrored)
     if key is not None:
         known = _PLANS.get(key)
         # The mirrored params are keyed by identity (a tool definition's tuple): the same object, not a lookalike.
         if known is not None and known[0] is mirrored:
             return known[1]
-    plan = _plan(method, params, protocol_version, mirrored)
+    if not is_modern(protocol_version):
+        # Legacy era after initialize (kept too: the key names the version).
+        plan = HeaderPlan((("MCP-Protocol-Version", protocol_version),))
+    else:
+        plan = _plan(method, params, protocol_version, mirrored)
     if key is not None:
         if len(_PLANS) >= _MAX_PLANS:
             _PLANS.clear()

@@ -54,6 +54,7 @@ Step = Callable[[R], T]
 """The effect of a state that never waits (it computes and does no I/O): a plain call, without a coroutine."""
 
 _NO_STEPS: Mapping[str, Any] = {}
+_checkpoint_if_cancelled = trio.lowlevel.checkpoint_if_cancelled
 
 
 def start(compiled: CompiledMachine[S, Any], run: Run) -> S:
@@ -105,7 +106,7 @@ async def drive(
         try:
             # Every non-terminal state can be cancelled, also those whose effect never waits (and a
             # transport that answers without blocking); trio's rule: async = checkpoint.
-            await trio.lowlevel.checkpoint_if_cancelled()
+            await _checkpoint_if_cancelled()
             trigger = step(run) if step is not None else await effects[state](run)
         except Exception:
             # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections.abc import Callable, Mapping
-from time import time_ns
+from time import perf_counter, time_ns
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
@@ -45,6 +45,18 @@ _CALL_COUNTER = itertools.count(1)
 
 def _no_clock() -> float:
     raise RuntimeError("the call's clock is read before the call runs")
+
+
+def _call_clock() -> Callable[[], float]:
+    # What the run's clock reads, for the elapsed times of a call's events (differences of its readings). trio's
+    # own clock is perf_counter plus a fixed offset: read directly, the differences are the same, at the cost of a C
+    # call instead of a Python method (bench/repeatable.py: five readings per call). Any other clock (trio.testing's
+    # MockClock, a caller's) is read as it is.
+    clock = trio.lowlevel.current_clock()
+    kind = type(clock)
+    if kind.__name__ == "SystemClock" and kind.__module__.startswith("trio."):
+        return perf_counter
+    return clock.current_time
 
 
 class CallPort(Protocol):
@@ -308,7 +320,7 @@ class ToolCall:
             Exception: whatever an input handler raised, unchanged.
             trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
         """
-        self.clock = trio.lowlevel.current_clock().current_time
+        self.clock = _call_clock()
         self.started = self.clock()
         if await drive(COMPILED, _EFFECTS, self, _STEPS) == _SUCCEEDED:
             assert self.result is not None
@@ -323,7 +335,7 @@ class ToolCall:
         :class:`ToolResult`. Raises as :meth:`run`.
         """
         self.starting = True
-        self.clock = trio.lowlevel.current_clock().current_time
+        self.clock = _call_clock()
         self.started = self.clock()
         if await drive(COMPILED, _EFFECTS, self, _STEPS) == _SUCCEEDED:
             return self.task if self.task is not None else self.result

@@ -191,6 +191,46 @@ def test_a_content_length_response() -> None:
     assert (body, reusable) == (b"{}", True)
 
 
+@given(
+    body=st.binary(max_size=64),
+    extra=st.binary(max_size=8),
+    cut=st.integers(min_value=0, max_value=80),
+    chunked=st.booleans(),
+)
+def test_the_whole_body_at_once_is_what_read_body_gives_piece_by_piece(
+    body: bytes, extra: bytes, cut: int, chunked: bool
+) -> None:
+    # whole_body: a Content-Length body all received comes in one step, and then the reader is where read_body
+    # leaves it; anything else (not all here, chunked) is None, taking nothing, and read_body goes on as ever.
+    if chunked:
+        chunk = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
+        framed = b"Transfer-Encoding: chunked\r\n\r\n" + chunk + b"0\r\n\r\n"
+    else:
+        framed = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    data = b"HTTP/1.1 200 OK\r\n" + framed + extra
+    head_length = data.index(b"\r\n\r\n") + 4
+    reader = ResponseReader("POST")
+    reader.receive(data[: head_length + cut])
+    assert reader.read_head() is not None
+    whole = reader.whole_body()
+    # An empty body has ended with the head: read_body says so (None), whole_body takes nothing either.
+    arrived = not chunked and cut >= len(body) and body != b""
+    assert whole == (body if arrived else None)
+    if whole is None:
+        if data[head_length + cut :]:
+            reader.receive(data[head_length + cut :])  # (b"" would say the connection ended)
+        pieces = []
+        while (piece := reader.read_body()) is not None:
+            assert piece, "all the bytes are here"
+            pieces.append(piece)
+        rest = extra
+        assert b"".join(pieces) == body
+    else:
+        rest = data[head_length + len(body) : head_length + cut]
+    assert reader.done
+    assert (reader.unread, reader.reusable) == (len(rest), not rest)
+
+
 def test_a_chunked_response_with_extensions_and_trailers() -> None:
     data = (
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"

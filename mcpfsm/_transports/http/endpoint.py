@@ -82,7 +82,7 @@ class Endpoint:
         permanent = True
         for hops in range(MAX_REDIRECTS + 1):
             fixed, headers = self._headers.for_hop(url, where, start, method, extra)
-            hop = Hop(url, where, path, method, fixed, headers, body, resendable=resendable, long_lived=long_lived)
+            hop = Hop(url, where, path, method, fixed, headers, body, resendable, long_lived)
             try:
                 response = await self._route.request(hop)
             except ConnectError as exc:

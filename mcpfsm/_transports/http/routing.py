@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import ssl
 from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol
 
 from ..._core.proxies import ProxyRules
 from ..pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts
@@ -34,7 +34,7 @@ _MAX_CONNECTIONS: Final = 100
 _KEEPALIVE_EXPIRY: Final = 30.0
 
 
-class Hop:
+class Hop(NamedTuple):
     """One request on its way to one origin (a redirect makes another): what every :class:`Route` is handed.
 
     Attributes:
@@ -47,30 +47,17 @@ class Hop:
         long_lived: the read timeout bounds the wait for the head only (a subscription, the standalone ``GET``).
     """
 
-    __slots__ = ("body", "fixed", "headers", "long_lived", "method", "origin", "resendable", "target", "url")
-
-    def __init__(
-        self,
-        url: httpx.URL,
-        origin: Origin,
-        target: str,
-        method: str,
-        fixed: tuple[tuple[str, str], ...],
-        headers: Mapping[str, str] | list[tuple[str, str]],
-        body: bytes,
-        *,
-        resendable: bool,
-        long_lived: bool,
-    ) -> None:
-        self.url = url
-        self.origin = origin
-        self.target = target
-        self.method = method
-        self.fixed = fixed
-        self.headers = headers
-        self.body = body
-        self.resendable = resendable
-        self.long_lived = long_lived
+    # A NamedTuple, as the wire records are (docs/benchmarks.md): one per request, built in one step
+    # (bench/repeatable.py).
+    url: httpx.URL
+    origin: Origin
+    target: str
+    method: str
+    fixed: tuple[tuple[str, str], ...]
+    headers: Mapping[str, str] | list[tuple[str, str]]
+    body: bytes
+    resendable: bool
+    long_lived: bool
 
 
 class Route(Protocol):

@@ -170,15 +170,30 @@ class ConnectionPool:
             data = encode_request(method, target, self._authority, pairs, body, prefix=prefix)
         connection, reused = await self._checkout(fresh=False)
         try:
+            # The checkout has just read the clock (busy_since): the exchange starts then (bench/repeatable.py).
             reader, deferred = await exchange(
-                connection, data, method, self.timeouts, reused=reused, resendable=resendable, prefetch=prefetch
+                connection,
+                data,
+                method,
+                self.timeouts,
+                connection.busy_since,
+                reused=reused,
+                resendable=resendable,
+                prefetch=prefetch,
             )
         except Stale:
             self.release(connection, reusable=False)
             connection, _ = await self._checkout(fresh=True)
             try:
                 reader, deferred = await exchange(
-                    connection, data, method, self.timeouts, reused=False, resendable=False, prefetch=prefetch
+                    connection,
+                    data,
+                    method,
+                    self.timeouts,
+                    connection.busy_since,
+                    reused=False,
+                    resendable=False,
+                    prefetch=prefetch,
                 )
             except BaseException:
                 self.release(connection, reusable=False)
