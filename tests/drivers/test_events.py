@@ -476,3 +476,20 @@ def test_every_dataclass_has_its_generated_init() -> None:
     # Adding a field is one edit: no dataclass writes its __init__ out. The per-call values are built on their
     # fast paths instead (tool_call_event, ToolResult.from_complete), each measured by bench/layer.py.
     assert _written_out() == []
+
+
+def test_a_calls_elapsed_times_read_the_runs_clock() -> None:
+    # trio's own clock is perf_counter plus an offset, so a call reads perf_counter directly (the same differences);
+    # any other clock (a MockClock in tests, a caller's) is read as it is.
+    import time
+
+    import trio.testing
+
+    from mcpfsm._drivers.tool_call import _call_clock
+
+    async def read() -> object:
+        return _call_clock()
+
+    assert trio.run(read) is time.perf_counter
+    mock = trio.testing.MockClock()
+    assert trio.run(read, clock=mock) == mock.current_time
