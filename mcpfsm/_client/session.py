@@ -46,7 +46,6 @@ Messages from the Server"), "Elicitation", "Sampling", "Roots" and "Ping".
 from __future__ import annotations
 
 import inspect
-import re
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
@@ -100,7 +99,6 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 _CANCEL_NOTICE_TIMEOUT: Final = 2.0
-_SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
 _NO_CANCEL_NOTICE: Final = frozenset({"initialize", "tasks/get", "tasks/update", "tasks/cancel"})
 
 NotificationCallback = Callable[[str, dict[str, Any]], object]
@@ -187,7 +185,7 @@ class Session:
     @transport.setter
     def transport(self, transport: Transport) -> None:
         self._transport = transport
-        # The message with its metadata to a transport that takes it (MessageTransport), else its text.
+        # The message with its metadata to a transport that takes it (send_message), else its text.
         send_message = getattr(transport, "send_message", None)
         self._deliver = send_message if send_message is not None else _text_only(transport)
 
@@ -437,7 +435,7 @@ class Session:
             if reply.session_id is not None and assigns and not is_modern(self.version):
                 # Only a successful answer assigns a session: some servers name a discarded session on
                 # their 400 to a probe. The modern era has no sessions: it neither checks nor keeps one.
-                if not _SESSION_ID.fullmatch(reply.session_id):
+                if not _visible_ascii(reply.session_id):
                     # MCP 2025-11-25 "Session Management": visible ASCII only. Keeping another would make
                     # every later request unsendable; the session in effect (if any) stays.
                     raise ProtocolError(
@@ -491,7 +489,7 @@ class Session:
         base = self._modern_meta()
         cached = self._task_meta
         if cached is None or cached[0] is not base:
-            meta = dict(base.meta)
+            meta = dict(base[0])
             capabilities = dict(meta[CLIENT_CAPABILITIES_KEY])
             capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
             meta[CLIENT_CAPABILITIES_KEY] = capabilities
@@ -608,3 +606,8 @@ def _text_only(transport: Transport) -> Callable[[OutgoingMessage, Mapping[str, 
         return transport.send(message.text, headers)
 
     return deliver
+
+
+def _visible_ascii(text: str) -> bool:
+    # One or more of 0x21-0x7E (what [\x21-\x7e]+ matches), without a pattern to compile at `import mcpfsm`.
+    return bool(text) and text.isascii() and text.isprintable() and " " not in text

@@ -19,7 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Final, NamedTuple
 
-from .codec import HEADER_NAME_TOKEN
+from .codec import is_token
 
 __all__ = [
     "MAX_HEAD_BYTES",
@@ -150,7 +150,7 @@ def request_prefix(method: str, target: str, host: str, headers: Sequence[tuple[
     Raises:
         H1Error: as :func:`encode_request`.
     """
-    if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
+    if not is_token(method) or not _TARGET.fullmatch(target):
         raise H1Error(f"malformed request line {method!r} {target!r}")
     lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
     for name, value in headers:
@@ -166,7 +166,7 @@ def _checked_line(pair: tuple[str, str], *, remember: bool = True) -> str | None
     # The header line of `pair` once checked (remembered, bounded, unless `remember` is False), or None for a
     # Host header.
     name, value = pair
-    if not HEADER_NAME_TOKEN.fullmatch(name):
+    if not is_token(name):
         raise H1Error(f"header name {name!r} is not an HTTP token")
     if not _FIELD_VALUE.fullmatch(value):
         raise H1Error(_unsendable(name))
@@ -206,7 +206,7 @@ def field_problem(name: object, value: object) -> str | None:
     The reason names the header and never quotes its value: values are often credentials (a token read
     from a file with its trailing newline, an API key with a stray character).
     """
-    if not isinstance(name, str) or not HEADER_NAME_TOKEN.fullmatch(name):
+    if not isinstance(name, str) or not is_token(name):
         return f"header name {name!r} is not an HTTP token"
     if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
         return _unsendable(name)
@@ -400,7 +400,7 @@ class ResponseReader:
             # The value is never quoted: it may be a cookie, a session id or a challenge.
             if not colon:
                 raise H1Error("malformed HTTP/1.1 header line: no colon")
-            if not HEADER_NAME_TOKEN.fullmatch(name):
+            if not is_token(name):
                 raise H1Error(f"malformed HTTP/1.1 header line: the field name {name[:40]!r} is not a token")
             name = name.lower()
             value = value.strip(_OWS)

@@ -8,13 +8,14 @@ implementations live in ``http/`` and ``stdio.py``; a custom transport implement
 members (MCP 2026-07-28, "Transports": a client may use any transport that carries JSON-RPC).
 
 The session knows more of each message than its text: its request id, its method and whether its answer is a
-long-lived stream. A transport that also has ``send_message(message, headers)`` (:class:`MessageTransport`:
-mcpfsm's HTTP and stdio transports) is handed an :class:`OutgoingMessage`, the text with that metadata beside
-it, and need not read them out of the text again; any other transport gets the text alone, through the
-``send(message: str, headers)`` of the contract.
+long-lived stream. A transport that also has ``async send_message(message: OutgoingMessage, headers) -> Reply |
+None`` (mcpfsm's HTTP and stdio transports: the same trip as ``send``, raising the same errors) is handed an
+:class:`OutgoingMessage`, the text with that metadata beside it, and need not read them out of the text again;
+any other transport gets the text alone, through the ``send(message: str, headers)`` of the contract.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Reply's fields are read as the objects they are, not compiled from
+# their text as a NamedTuple of string annotations has typing do at `import mcpfsm` (bench/startup.py).
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
@@ -27,7 +28,6 @@ __all__ = [
     "NO_HEADERS",
     "SESSION_HEADER",
     "InboundHandler",
-    "MessageTransport",
     "OutgoingMessage",
     "Reply",
     "RequestCredentials",
@@ -52,8 +52,9 @@ class OutgoingMessage:
     """A JSON-RPC message on its way out: its text, and beside it what its sender knows of it.
 
     The session makes one for every message it sends (``OutgoingMessage(text, 7, "tools/call")``) and hands it
-    to a :class:`MessageTransport`, which matches the answer by :attr:`request_id` and learns the method without
-    reading the JSON text again. A value: nothing changes it once it is made.
+    to a transport with ``send_message``, which matches the answer by :attr:`request_id` and learns the method without
+    reading the JSON text again (a transport's ``send_message``, see the module docstring). A value: nothing
+    changes it once it is made.
 
     Attributes:
         text: the JSON-RPC message.
@@ -75,7 +76,7 @@ class OutgoingMessage:
         self.long_lived = long_lived
 
     @classmethod
-    def of(cls, text: str) -> OutgoingMessage:
+    def of(cls, text: str) -> "OutgoingMessage":
         """The message ``text`` with its request id, method and long-lived flag read out of the JSON text.
 
         For a message a caller handed to a transport's ``send`` directly (not through a session).
@@ -168,7 +169,7 @@ class Transport(Protocol):
         For a request, return the peer's response to it (an error response included); for a
         notification or a response of ours, return ``None``. Transports without headers (stdio)
         accept ``headers`` and ignore it. A session calls this with the message's text unless the
-        transport is a :class:`MessageTransport`.
+        transport has ``send_message`` (module docstring).
 
         Raises:
             TransportError: the message could not be delivered or no answer arrived.
@@ -197,22 +198,6 @@ class Transport(Protocol):
 
     async def aclose(self) -> None:
         """Release the connection; idempotent."""
-        ...
-
-
-class MessageTransport(Transport, Protocol):
-    """A :class:`Transport` that is also handed each message with its metadata (mcpfsm's HTTP and stdio transports).
-
-    A session sends every message through :meth:`send_message` when its transport has it, and through
-    :meth:`Transport.send` (the text alone) otherwise.
-    """
-
-    async def send_message(self, message: OutgoingMessage, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
-        """Send ``message`` as :meth:`Transport.send` sends its text, knowing its id and method without reading it.
-
-        Raises:
-            As :meth:`Transport.send`.
-        """
         ...
 
 
