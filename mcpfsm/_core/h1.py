@@ -16,7 +16,8 @@ not reusable (:attr:`ResponseReader.reusable`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final, NamedTuple
 
 from .codec import is_token
@@ -68,6 +69,10 @@ _MAX_STATUS_LINES: Final = 64
 # no cookie and carry no session id or challenge.
 _HEADS: dict[bytes, tuple[tuple[int, int, str], dict[str, str]]] = {}
 _MAX_HEADS: Final = 64
+# Of those, the ones that answered a request of a method with a Content-Length body, by (bytes, method): the head
+# with its fields read-only (shared by every response with those bytes) and the body's length. Hot path
+# (bench/repeatable.py): the usual answer's framing is then worked out once, not for each response.
+_FRAMED: dict[tuple[bytes, str], tuple[ResponseHead, int]] = {}
 _MAX_CACHED_HEAD: Final = 1024
 _PRIVATE_FIELDS: Final = frozenset({"mcp-session-id", "www-authenticate", "dpop-nonce", "authentication-info"})
 _NO_BODY_STATUS: Final = frozenset({204, 304})
@@ -93,7 +98,7 @@ class ResponseHead(NamedTuple):
 
     status: int
     reason: str
-    headers: dict[str, str]
+    headers: Mapping[str, str]
     keep_alive: bool
     set_cookie: tuple[str, ...] = ()
 
@@ -354,7 +359,18 @@ class ResponseReader:
         known = _HEADS.get(raw)
         if known is not None:
             # The same bytes as a head parsed before (a server answers alike within the second of its Date).
-            return self._head_of(known[0], known[1].copy(), [])
+            framed = _FRAMED.get((raw, self._method))
+            if framed is not None:
+                self._remaining, self._state = framed[1], "data"
+                return framed[0]
+            head = self._head_of(known[0], known[1].copy(), [])
+            remaining = self._remaining
+            if head is not None and not self._chunked and self._state == "data" and remaining:
+                if len(_FRAMED) >= _MAX_HEADS:
+                    _FRAMED.clear()
+                shared = head._replace(headers=MappingProxyType(head.headers))
+                _FRAMED[(raw, self._method)] = (shared, remaining)
+            return head
         text = raw.decode("latin-1")
         status_line, _, fields = text.partition("\r\n")
         if fields:
@@ -377,6 +393,7 @@ class ResponseReader:
             # in the client it came to (this cache is the process's).
             if len(_HEADS) >= _MAX_HEADS:
                 _HEADS.clear()
+                _FRAMED.clear()
             _HEADS[raw] = (status, headers.copy())
         return self._head_of(status, headers, cookies)
 

@@ -231,6 +231,25 @@ def test_the_whole_body_at_once_is_what_read_body_gives_piece_by_piece(
     assert (reader.unread, reader.reusable) == (len(rest), not rest)
 
 
+def test_a_head_seen_before_is_framed_for_each_method_and_its_fields_stay_read_only() -> None:
+    # The same head bytes answer again and again (within the second of their Date): from the third time on, the
+    # framing a POST's answer got is reused, with fields nobody can change for the next response; a HEAD
+    # request's answer with the same bytes still has no body.
+    data = b"HTTP/1.1 200 OK\r\ndate: Fri, 04 Dec 2026 12:00:00 GMT\r\ncontent-length: 3\r\nx-seen: %d\r\n\r\n"
+    head = data % 41
+    for _ in range(4):
+        reader = ResponseReader("POST")
+        reader.receive(head + b"abc" + b"HTTP/1.1")
+        answer = reader.read_head()
+        assert answer is not None and answer.headers["content-length"] == "3" and answer.keep_alive
+        assert (reader.whole_body(), reader.done, reader.unread) == (b"abc", True, 8)
+    with pytest.raises(TypeError):
+        answer.headers["x-seen"] = "0"  # type: ignore[index]
+    reader = ResponseReader("HEAD")
+    reader.receive(head)
+    assert reader.read_head() is not None and (reader.read_body(), reader.done) == (None, True)
+
+
 def test_a_chunked_response_with_extensions_and_trailers() -> None:
     data = (
         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
