@@ -8,12 +8,17 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import settings
 from loguru import logger
 
 # `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
 from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer, start_http_peer
 from tests.redisserver import RedisServer, start_redis
+
+# No timed assertions: hypothesis' per-example deadline (200 ms) is one, and fails on a busy 2-core machine.
+settings.register_profile("mcpfsm", deadline=None)
+settings.load_profile("mcpfsm")
 
 
 @pytest.fixture
