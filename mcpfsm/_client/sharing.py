@@ -54,7 +54,7 @@ __all__ = [
     "STORE_TIMEOUT",
     "SharedListings",
     "authorization_identity",
-    "for_session",
+    "for_client",
     "typed_fingerprint",
     "typed_secrets",
 ]
@@ -74,17 +74,18 @@ _SALT: Final = b"mcpfsm shared listings"
 T = TypeVar("T")
 
 
-class SessionPort(Protocol):
-    """What this module reads of a session (``mcpfsm._client.session.Session``): a narrow port, no import."""
+class Holder(Protocol):
+    """What this module reads of a client's credentials (a ``Session`` has both): a narrow port, no import."""
 
-    @property
-    def transport(self) -> Transport: ...
-    @property
-    def cache(self) -> ResponseCache | None: ...
     @property
     def authorization(self) -> AuthorizationLayer | StaticToken | None: ...
     @property
     def secrets(self) -> Callable[[], Secrets] | None: ...
+
+
+class _Held(NamedTuple):
+    authorization: AuthorizationLayer | StaticToken | None
+    secrets: Callable[[], Secrets] | None
 
 
 class _Found(NamedTuple):
@@ -111,7 +112,7 @@ def _jwt_subject(token: str) -> str | None:
     return subject if isinstance(subject, str) and subject else None
 
 
-def authorization_identity(session: SessionPort, typed: Callable[[tuple[str, ...]], str] | None = None) -> str | None:
+def authorization_identity(session: Holder, typed: Callable[[tuple[str, ...]], str] | None = None) -> str | None:
     """The authorization identity of ``session`` as a digest that holds no secret, or ``None``: it has none.
 
     With ``auth=`` credentials: issuer, client id, and the token's subject or a SHA-256 of the access token.
@@ -136,7 +137,7 @@ def authorization_identity(session: SessionPort, typed: Callable[[tuple[str, ...
     return (typed or typed_fingerprint)(values) if values else None
 
 
-def typed_secrets(session: SessionPort) -> tuple[str, ...]:
+def typed_secrets(session: Holder) -> tuple[str, ...]:
     """The secrets of an ``auth="…"`` token or a caller's ``Authorization`` header; none for flows."""
     layer = session.authorization
     if layer is not None:
@@ -349,36 +350,39 @@ class SharedListings:
                         self._failed(exc)
 
 
-def for_session(session: SessionPort, store: Store | None) -> SharedListings | None:
-    """The shared layer of a client on ``session`` given ``store=``, or ``None``: nothing to share.
+def for_client(
+    store: Store | None,
+    *,
+    transport: Transport,
+    cache: ResponseCache | None,
+    authorization: AuthorizationLayer | StaticToken | None,
+    secrets: Callable[[], Secrets] | None,
+) -> SharedListings | None:
+    """The shared layer of a client given ``store=``, or ``None``: nothing to share.
 
     ``None`` without a caller's store (the default ``MemoryStore`` is the client's own), without a response
-    cache, and off HTTP (a stdio server is a process of this client's own).
+    cache, and off HTTP (a stdio server is a process of this client's own). ``transport`` is the client's
+    (unwrapped), ``authorization`` and ``secrets`` what its session will hold.
     """
-    from .._transports.http import HttpTransport
+    from .._transports.http import HttpTransport  # loaded already when the client is an HTTP one
 
-    if store is None or session.cache is None or not isinstance(session.transport, HttpTransport):
+    if store is None or cache is None or not isinstance(transport, HttpTransport):
         return None
+    holder = _Held(authorization, secrets)
     memo: dict[tuple[str, ...], str] = {}
 
     async def identity() -> str | None:
         # The slow digest of typed secrets runs once per value the client holds, in a worker thread.
-        values = typed_secrets(session)
+        values = typed_secrets(holder)
         if values and values not in memo:
             digest = await trio.to_thread.run_sync(typed_fingerprint, values)
             memo.clear()
             memo[values] = digest
-        return authorization_identity(session, memo.__getitem__)
+        return authorization_identity(holder, memo.__getitem__)
 
     def held() -> frozenset[str]:
-        layer = session.authorization
-        secrets = layer.secrets if layer is not None else session.secrets
+        layer = holder.authorization
+        secrets = layer.secrets if layer is not None else holder.secrets
         return secrets().values if secrets is not None else frozenset()
 
-    return SharedListings(
-        store,
-        server=session.transport.url,
-        identity=identity,
-        held=held,
-        stats=session.cache.stats,
-    )
+    return SharedListings(store, server=transport.url, identity=identity, held=held, stats=cache.stats)

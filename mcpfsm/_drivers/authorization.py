@@ -38,7 +38,8 @@ from .._core.credentials import (
     OAuth,
 )
 from .._core.errors import AuthorizationError, McpError
-from .._core.events import AuthEvent, error_summary, utc_timestamp
+from .._core.events import error_summary, utc_timestamp
+from .._core.events.authorization import AuthEvent
 from .._core.oauth.answers import LEGACY_METADATA_HEADERS, METADATA_REQUEST_HEADERS, Answer
 from .._core.oauth.authorization_request import (
     AuthorizationRequest,
