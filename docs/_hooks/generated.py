@@ -7,7 +7,7 @@ root ``CHANGELOG.md`` becomes ``changelog.md``.
 
 The reports the manual embeds (``reports/calls.html``, ``reports/input.html``, ``reports/authorization.html``)
 are written here, at build time, by the trail viewer from the walkthroughs' recorded runs
-(``mcpfsm._tooling.recorded``): nothing generated is committed, so a report cannot drift from the recordings,
+(``tooling.recorded``): nothing generated is committed, so a report cannot drift from the recordings,
 whose drift test already keeps them honest. A page places its report with a line ``<!-- report: NAME -->``,
 which becomes an ``<iframe>`` with the path relative to that page. Writing a report needs Graphviz's ``dot``
 (the reports inline the machines' diagrams), as ``mcpfsm diagram`` does.
@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpfsm._tooling.recorded import MANUAL_REPORTS, manual_reports
+from tooling.recorded import MANUAL_REPORTS, manual_reports
 
 if TYPE_CHECKING:  # MkDocs is the docs extra: the tests import this hook with the test extra alone
     from mkdocs.structure.files import Files

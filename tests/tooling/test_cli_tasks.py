@@ -24,7 +24,7 @@ from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
+    with start_http_peer("modern", module="tooling.peer_tasks") as running:
         yield running
 
 
