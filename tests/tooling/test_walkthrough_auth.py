@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from mcpfsm._machines.authorization import AUTHORIZATION, EDGES, STATES
-from mcpfsm._tooling.diagram import REGENERATE_COMMAND
 from mcpfsm._tooling.render import mermaid
 from tooling import walkthrough_auth
+from tooling.diagram import REGENERATE_COMMAND
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = ROOT / "specs" / "authorization.md"
