@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from mcpfsm._tooling.cli import Exit
-from tests.clirun import Run, mcpfsm, one_error_line
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.clirun import Run, background, command, finished, line_within, mcpfsm, one_error_line
+from tests.peer.fixtures import HttpPeer
 
 STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
 
@@ -112,28 +112,14 @@ def test_prompt_arguments_must_be_strings(peer: HttpPeer) -> None:
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
 def test_listen_prints_json_lines_until_interrupted(peer: HttpPeer, protocol: str) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mcpfsm", "listen", peer.url, "--protocol", protocol, "--tools"],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None and process.stdout is not None
-        assert process.stderr.readline() == 'mcpfsm: listening: {"toolsListChanged": true}\n'
+    argv = command("listen", peer.url, "--protocol", protocol, "--tools")
+    with background(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert line_within(process.stderr) == 'mcpfsm: listening: {"toolsListChanged": true}\n'
         peer.control({"action": "prompts_changed"})  # not asked for
         peer.control({"action": "tools_changed"})
-        line = json.loads(process.stdout.readline())
+        line = json.loads(line_within(process.stdout))
         process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=30)
-        rest = process.stdout.read(), process.stderr.read()
-    finally:
-        process.kill()
-        process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        code, *rest = finished(process)
 
     assert line["method"] == "notifications/tools/list_changed"
     if protocol == "2026-07-28":
@@ -141,7 +127,7 @@ def test_listen_prints_json_lines_until_interrupted(peer: HttpPeer, protocol: st
         assert line["params"] == {"_meta": {"io.modelcontextprotocol/subscriptionId": listen}}
     else:
         assert line["params"] == {}
-    assert (code, rest) == (0, ("", ""))
+    assert (code, rest) == (0, ["", ""])
 
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
