@@ -587,3 +587,13 @@ def test_trace_malformed_events_name_the_line(tmp_path: Path) -> None:
         f"mcpfsm: error: {events}: line 1: not a CallEvent record (no 'seq', 'tool', 'state', 'attempt', 'at', "
         "'elapsed')"
     )
+
+
+def test_an_exception_group_of_several_failures_is_reported_by_its_meaningful_leaf() -> None:
+    from mcpfsm._tooling.cli.common import leaf
+
+    interrupt = KeyboardInterrupt()
+    nested = BaseExceptionGroup("", [ValueError("noise"), BaseExceptionGroup("", [interrupt])])
+    assert leaf(nested) is interrupt
+    noise = ExceptionGroup("", [ValueError("a"), OSError("b")])
+    assert leaf(noise) is noise

@@ -208,9 +208,9 @@ def leaf(exc: BaseException) -> BaseException:
         exc = exc.exceptions[0]
     if isinstance(exc, BaseExceptionGroup):
         leaves = [leaf(inner) for inner in exc.exceptions]
-        for leaf in leaves:
-            if isinstance(leaf, KeyboardInterrupt | CliError | McpError):
-                return leaf
+        for found in leaves:
+            if isinstance(found, KeyboardInterrupt | CliError | McpError):
+                return found
     return exc
 
 
