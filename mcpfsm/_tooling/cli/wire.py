@@ -54,6 +54,16 @@ class Wire:
         """Whether the wrapped transport carries HTTP headers."""
         return self._inner.carries_headers
 
+    @property
+    def url(self) -> str | None:
+        """The URL of the server the wrapped transport reaches (``None``: stdio).
+
+        A client names its server by its transport's ``url`` in the keys of its store (the task records of
+        docs/tasks.md), so a wrapper that hid it would file every server's records under one name.
+        """
+        url = getattr(self._inner, "url", None)
+        return url if isinstance(url, str) else None
+
     async def open(self, inbound: InboundHandler) -> None:
         """Open the wrapped transport."""
         await self._inner.open(inbound)
