@@ -119,9 +119,11 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
     assert command(tmp_path, "logout", server.mcp_url).stdout == f"{server.mcp_url}: no tokens stored in {tokens}\n"
 
     refused = command(tmp_path, "tools", server.mcp_url, "--auth", "none")
+    # The server's 401 carries a JSON-RPC error (-32001): still the 401 docs/authorization.md describes.
     assert (refused.returncode, refused.stderr) == (
-        Exit.rpc_error,
-        "mcpfsm: error: the server answered JSON-RPC error -32001: Unauthorized\n",
+        Exit.unauthorized,
+        f"mcpfsm: error: {server.mcp_url}: the server requires authorization (HTTP 401) and the request carried none"
+        f" it accepts: run `mcpfsm login {server.mcp_url}` and use --auth oauth (the default), or pass --token TOKEN\n",
     )
 
 
