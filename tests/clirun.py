@@ -127,9 +127,27 @@ def line_within(stream: IO[str] | None, timeout: float = GUARD) -> str:
 
 
 def finished(process: subprocess.Popen[Any], timeout: float = GUARD) -> tuple[int, Any, Any]:
-    """Wait (bounded) for ``process`` to end; its exit code and what is left on its stdout and stderr (or ``None``)."""
-    out, err = process.communicate(timeout=timeout)
-    return process.returncode, out, err
+    """Wait (bounded) for ``process`` to end; its exit code and the rest of its stdout and stderr (or ``None``).
+
+    The rest is read through the pipes' own file objects (``communicate`` reads the descriptors beneath them, and
+    would lose what an earlier :func:`line_within` left in their buffers).
+    """
+    rests: dict[str, Any] = {}
+
+    def drain(name: str, stream: IO[Any] | None) -> None:
+        rests[name] = None if stream is None else stream.read()
+
+    readers = [
+        threading.Thread(target=drain, args=(name, stream), name=f"clirun-{name}", daemon=True)
+        for name, stream in (("out", process.stdout), ("err", process.stderr))
+    ]
+    for reader in readers:
+        reader.start()
+    code = process.wait(timeout=timeout)
+    for reader in readers:
+        reader.join(timeout)
+        assert not reader.is_alive(), f"the command's output was still open {timeout:g} s after it ended"
+    return code, rests["out"], rests["err"]
 
 
 class Screen:

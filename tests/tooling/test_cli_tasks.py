@@ -219,20 +219,22 @@ def test_the_command_files_its_tasks_under_the_server_it_calls(server: HttpPeer,
     # Two tasks servers, one store: what `mcpfsm tasks` does on one never touches the other's records, and a
     # Python client of the first finds the command's task there (pending_tasks()).
     store = tmp_path / "store"
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as other:
-        with started_call(server, store) as (process, task_id):
-            run = run_mcpfsm("tasks", other.url, "--store", str(store), "--json")
-            assert (run.code, json.loads(run.stdout), run.stderr) == (0, {"tasks": []}, "")
-            assert "tasks/get" not in [each["method"] for each in other.log()]
+    with (
+        start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as other,
+        started_call(server, store) as (process, task_id),
+    ):
+        run = run_mcpfsm("tasks", other.url, "--store", str(store), "--json")
+        assert (run.code, json.loads(run.stdout), run.stderr) == (0, {"tasks": []}, "")
+        assert "tasks/get" not in [each["method"] for each in other.log()]
 
-            async def pending() -> list[tuple[str | None, str | None]]:
-                async with mcpfsm.Client.http(server.url, tasks=True, store=mcpfsm.FileStore(store)) as client:
-                    return [(task.id, task.tool) for task in await client.pending_tasks()]
+        async def pending() -> list[tuple[str | None, str | None]]:
+            async with mcpfsm.Client.http(server.url, tasks=True, store=mcpfsm.FileStore(store)) as client:
+                return [(task.id, task.tool) for task in await client.pending_tasks()]
 
-            assert trio.run(pending) == [(task_id, "forever")]
-            run = run_mcpfsm("tasks", server.url, "--store", str(store), "--json")
-            assert [(each["taskId"], each["status"]) for each in json.loads(run.stdout)["tasks"]] == [
-                (task_id, "working")
-            ]
-            assert run_mcpfsm("task", server.url, task_id, "--store", str(store), "--cancel").code == 0
-            assert finished(process)[0] == Exit.rpc_error
+        assert trio.run(pending) == [(task_id, "forever")]
+        run = run_mcpfsm("tasks", server.url, "--store", str(store), "--json")
+        assert [(each["taskId"], each["status"]) for each in json.loads(run.stdout)["tasks"]] == [
+            (task_id, "working")
+        ]
+        assert run_mcpfsm("task", server.url, task_id, "--store", str(store), "--cancel").code == 0
+        assert finished(process)[0] == Exit.rpc_error

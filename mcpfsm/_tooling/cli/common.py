@@ -39,6 +39,7 @@ from .configured import add_config_option, find_config, is_url, named_server, re
 
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
 from .credentials import add_auth_options, auth_from, positive
+from .terminal import log_sink, out, write
 from .wire import method_not_found, wire_of
 
 __all__ = [
@@ -245,8 +246,7 @@ def error_line(message: str) -> None:
     if len(text) > MAX_ERROR:
         text = text[: MAX_ERROR - 3] + "..."
     with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"mcpfsm: error: {text}\n")
-        sys.stderr.flush()
+        write(sys.stderr, f"mcpfsm: error: {text}")
 
 
 def configure_logging(verbose: bool) -> None:
@@ -259,7 +259,7 @@ def configure_logging(verbose: bool) -> None:
     def line(record: Any) -> str:
         return "mcpfsm: " + str(record["level"].name).lower() + ": {message}\n"
 
-    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format=line, colorize=False, backtrace=False)
+    logger.add(log_sink, level="DEBUG" if verbose else "WARNING", format=line, colorize=False, backtrace=False)
     logger.enable("mcpfsm")
 
 
@@ -509,8 +509,8 @@ def connection_errors(target: str, client: Client | None = None) -> Iterator[Non
 
 
 def print_line(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    """One line on stdout, its control characters escaped (:func:`~mcpfsm._tooling.cli.terminal.shown`)."""
+    out(text)
 
 
 def columns(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

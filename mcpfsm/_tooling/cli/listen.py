@@ -14,6 +14,7 @@ from typing import Final
 import trio
 
 from .common import Exit, add_server_options, connection_errors, make_client, print_line, target
+from .terminal import write
 
 __all__ = ["DESCRIPTION", "configure", "run"]
 
@@ -56,8 +57,7 @@ def run(args: argparse.Namespace) -> Exit:
                     resources=args.resources or every,
                     resource_uris=args.uri,
                 ) as subscription:
-                    sys.stderr.write(f"mcpfsm: listening: {json.dumps(subscription.acknowledged)}\n")
-                    sys.stderr.flush()
+                    write(sys.stderr, f"mcpfsm: listening: {json.dumps(subscription.acknowledged)}")
                     async for notification in subscription:
                         print_line(json.dumps({"method": notification.method, "params": notification.params}))
 

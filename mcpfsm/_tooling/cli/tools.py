@@ -24,7 +24,7 @@ from .common import (
     print_line,
     target,
 )
-from .elicit import shown
+from .terminal import shown
 
 __all__ = ["configure", "parameter_rows", "render_instructions", "render_tools", "run"]
 
