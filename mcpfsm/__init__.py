@@ -32,10 +32,12 @@ from ._core.errors import (
     ProtocolError,
     RpcError,
     SessionExpired,
+    StoreError,
     TaskError,
     TransportError,
+    UnsafeStoreError,
 )
-from ._core.events import AuthEvent, CallEvent, InputEvent, TaskEvent
+from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, TaskEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
@@ -159,6 +161,7 @@ __all__ = [
     "Exclusion",
     "FileStore",
     "FileTokenStore",
+    "GateEvent",
     "GroupTool",
     "HeaderDecodeError",
     "HeaderMismatchError",
@@ -198,6 +201,7 @@ __all__ = [
     "State",
     "StdioTransport",
     "Store",
+    "StoreError",
     "Subscription",
     "TASK",
     "TERMINAL",
@@ -214,6 +218,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "Trigger",
+    "UnsafeStoreError",
     "__version__",
     "decode_header_value",
     "encode_header_value",

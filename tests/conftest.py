@@ -16,8 +16,8 @@ from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer, start_http_peer
 from tests.redisserver import RedisServer, start_redis
 
-# A property test's examples are judged by what they assert, never by how long one took: on a busy two-core machine
-# (the suite's target) a 200 ms example deadline or a slow-generation health check fails tests at random.
+# No timed assertions: hypothesis' per-example deadline (200 ms) is one, and fails on a busy 2-core machine; so is
+# the health check that fails a test whose examples were slow to generate.
 settings.register_profile("mcpfsm", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("mcpfsm")
 

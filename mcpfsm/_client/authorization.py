@@ -42,8 +42,6 @@ from .._core.credentials import (
     EnterpriseManaged,
     JwtBearer,
     OAuth,
-    binding_key,
-    tokens_key,
 )
 from .._core.errors import AuthorizationError, TransportError
 from .._core.oauth.answers import Answer
@@ -282,7 +280,7 @@ class AuthorizationLayer:
                 # Tokens loaded from a store, before any flow bound an authorization server: nothing to refresh
                 # them with yet, but another process may have stored newer ones (docs/stores.md). Read again
                 # after a pause; an expired token draws a 401, whose flow refreshes under the store's lock.
-                stored = await self._stored()
+                stored = await self.binding.stored()
                 if stored is not None and _later(stored, tokens, now):
                     self.binding.adopt(stored)
                     self._refresh_failures = 0
@@ -314,23 +312,9 @@ class AuthorizationLayer:
         return pause
 
     async def _load(self) -> None:
-        tokens = await self._stored()
+        tokens = await self.binding.stored()
         if tokens is not None and self.binding.tokens is None:
             self.binding.load(tokens)
-
-    async def _stored(self) -> TokenSet | None:
-        # Tokens a store kept for this endpoint (from `mcpfsm login`, or another process): the issuer and
-        # resource the endpoint was last authorized with, then that pair's tokens: never a token of another
-        # authorization server or resource (RFC 8707; SEP-2352, authorization server binding).
-        store = self.binding.store
-        record = await store.get(binding_key(self.binding.mcp_url))
-        if record is None:
-            return None
-        issuer, resource = record.get("issuer"), record.get("resource")
-        if not isinstance(issuer, str) or not (resource is None or isinstance(resource, str)):
-            return None
-        stored = await store.get(tokens_key(issuer, resource))
-        return TokenSet.from_dict(stored) if stored is not None else None
 
     async def _run(
         self, entry: Entry, challenge: BearerChallenge | None, *, again: bool, tool: str, attempt: int

@@ -23,7 +23,7 @@ The rest of the request surface (resources, prompts, completion; MCP 2026-07-28 
 from __future__ import annotations
 
 import ssl
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from types import TracebackType
@@ -443,6 +443,29 @@ class Client:
         transport = self._session.transport
         if isinstance(transport, HttpTransport):
             transport.scrub = lambda error: layer.secrets().scrub(error)
+
+    def _hold_secrets(self, values: Iterable[str]) -> None:
+        # Values the application holds secret besides credentials (a configuration's expanded variables, in
+        # a URL's query or a header): taken out of every error, event and log line, like the credentials.
+        from .._core.oauth.redaction import Secrets
+
+        held = Secrets().with_values(*values)
+        before = self._session.secrets
+        self._session.secrets = (lambda: before().with_values(*held.values)) if before is not None else lambda: held
+        redact = self._audit.redact
+        self._audit.redact = (lambda text: held.text(redact(text))) if redact is not None else held.text
+        transport: Any = self._session.transport
+        if hasattr(type(transport), "scrub"):  # the HTTP transport scrubs the errors it only logs
+            scrub = transport.scrub
+
+            def both(error: BaseException) -> None:
+                if scrub is not None:
+                    scrub(error)
+                held.scrub(error)
+
+            transport.scrub = both
+        if hasattr(transport, "redact"):  # the stdio transport logs the server's stderr
+            transport.redact = held.text
 
     @classmethod
     def stdio(

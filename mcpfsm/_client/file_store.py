@@ -6,6 +6,13 @@ even say which servers a user logs in to); the key itself is kept inside the fil
 ``mcpfsm store check`` can list what the store holds. Every file is replaced atomically (a temporary file
 in the same directory, then ``os.replace``), so a reader never sees half a value.
 
+Nobody else writes it: the directory must be the user's own and writable by no one else, and every file read
+must be a regular file of the user's, writable by no one else, of at most :data:`MAX_FILE_BYTES`; anything else
+is an :class:`~mcpfsm.UnsafeStoreError` (a client falls back to its memory, as for a store that is down). A
+file is opened without following a symbolic link and without blocking (a FIFO planted as a value answers at
+once, and is refused), and every file operation runs in a worker thread the caller may abandon, so a stalled
+file system holds a client no longer than the store timeout.
+
 Locks are the operating system's own (``flock`` on Unix, ``LockFileEx`` on Windows) through the ``filelock``
 library: the kernel drops a lock when its holder's process exits, however it exits, so a holder that dies
 never excludes anyone afterwards (well within the ``ttl`` that :meth:`FileStore.lock` takes). A process
@@ -20,19 +27,38 @@ cancelled.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import trio
 
+from .._core.errors import StoreError, UnsafeStoreError
 from .._log import logger
 
-__all__ = ["FileStore", "file_lock", "write_json_atomically"]
+__all__ = [
+    "MAX_FILE_BYTES",
+    "FileStore",
+    "check_directory",
+    "file_lock",
+    "load_json",
+    "read_bounded",
+    "write_json_atomically",
+]
+
+MAX_FILE_BYTES: Final = 16 * 1024 * 1024
+"""The largest file a file store reads or writes (16 MiB): a larger one was not written by mcpfsm."""
+_OPEN_FLAGS: Final = (
+    os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+)
+"""Never follow a symbolic link, never wait on a FIFO or a device (checked right after the open)."""
+T = TypeVar("T")
 
 _SUFFIX: Final = ".json"
 _LOCK_SUFFIX: Final = ".lock"
@@ -48,6 +74,94 @@ def _waiters() -> trio.CapacityLimiter:
         limiter = trio.CapacityLimiter(_MOST_WAITERS)
         _WAITERS.set(limiter)
         return limiter
+
+
+def _uid() -> int | None:
+    # Ownership is a POSIX notion; Windows protects the directory with its ACLs instead.
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _check_owner(info: os.stat_result, path: Path, what: str) -> None:
+    uid = _uid()
+    if uid is not None and info.st_uid != uid:
+        raise UnsafeStoreError(
+            f"the store {what} {path} belongs to another user (uid {info.st_uid}, not {uid}): refused", path=str(path)
+        )
+    if uid is not None and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeStoreError(
+            f"the store {what} {path} is writable by others (mode {stat.S_IMODE(info.st_mode):04o}): refused;"
+            f" chmod go-w it",
+            path=str(path),
+        )
+
+
+def check_directory(path: Path, *, create: bool) -> bool:
+    """Check that ``path`` is a store directory nobody else writes; ``create`` makes it ``0700`` when missing.
+
+    Returns:
+        Whether the directory exists (always ``True`` with ``create``).
+
+    Raises:
+        UnsafeStoreError: it belongs to another user or others may write it.
+        OSError: it cannot be created, or it is not a directory.
+    """
+    if create:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if create:
+            raise
+        return False
+    if not stat.S_ISDIR(info.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(path))
+    _check_owner(info, path, "directory")
+    return True
+
+
+def read_bounded(file: Path) -> bytes | None:
+    """The bytes of the store file ``file``, or ``None`` when it does not exist.
+
+    The file is opened without following a symbolic link and without blocking, then checked before it is
+    read: a FIFO, a device or a link is refused at once, never waited on.
+
+    Raises:
+        UnsafeStoreError: not a regular file, another user's, writable by others, or larger than
+            :data:`MAX_FILE_BYTES`.
+        OSError: the file system refused the read.
+    """
+    try:
+        descriptor = os.open(file, _OPEN_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise UnsafeStoreError(f"the store file {file} is a symbolic link: refused", path=str(file)) from None
+        raise
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise UnsafeStoreError(f"the store file {file} is not a regular file: refused", path=str(file))
+        _check_owner(info, file, "file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_FILE_BYTES:
+            chunk = os.read(descriptor, min(1 << 20, MAX_FILE_BYTES + 1 - size))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size += len(chunk)
+        raise UnsafeStoreError(f"the store file {file} is larger than {MAX_FILE_BYTES} bytes: refused", path=str(file))
+    finally:
+        os.close(descriptor)
+
+
+def load_json(data: bytes) -> Any:
+    """``data`` as JSON, or ``None`` when it is not (malformed, not UTF-8, or nested too deeply to parse)."""
+    try:
+        return json.loads(data)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _cancelled() -> bool:
@@ -70,6 +184,7 @@ async def file_lock(path: Path) -> AsyncIterator[None]:
     """
     from filelock import FileLock, Timeout
 
+    await trio.to_thread.run_sync(lambda: check_directory(path.parent, create=False), abandon_on_cancel=True)
     name = os.path.abspath(path)
     local = _LOCAL.get(name)
     if local is None:
@@ -100,15 +215,23 @@ async def file_lock(path: Path) -> AsyncIterator[None]:
 def write_json_atomically(path: Path, value: Any) -> None:
     """Write ``value`` as JSON to ``path``: a ``0600`` temporary file beside it, synced, then ``os.replace``.
 
-    The directory is created ``0700`` when missing. Raises ``OSError`` when the disk refuses.
+    The directory is created ``0700`` when missing.
+
+    Raises:
+        StoreError: the JSON text is larger than :data:`MAX_FILE_BYTES` (nothing is written).
+        UnsafeStoreError: the directory belongs to another user or others may write it.
+        OSError: the disk refuses.
     """
+    text = json.dumps(value, indent=1, sort_keys=True).encode("utf-8")
+    if len(text) > MAX_FILE_BYTES:
+        raise StoreError(f"a value of {len(text)} bytes is larger than the {MAX_FILE_BYTES} a file store keeps")
     directory = path.parent
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    check_directory(directory, create=True)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
     try:
         # mkstemp creates the file 0600 (readable by the owner only) before anything is written.
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, indent=1, sort_keys=True)
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temporary, path)
@@ -128,7 +251,8 @@ class FileStore:
     replaced atomically, ``compare_and_delete`` is atomic against every other writer, and ``lock(key, ttl)``
     excludes every other holder of ``key``. Locks are the operating system's file locks (``filelock``): a
     holder that dies releases its lock at once. A file that is not JSON is treated as absent (one WARNING).
-    Raises ``OSError`` when the disk refuses a write; a client that uses the store then falls back to
+    Raises :class:`~mcpfsm.UnsafeStoreError` for a directory or file someone else could have written (see the
+    module's text), ``OSError`` when the disk refuses; a client that uses the store then falls back to
     memory for a while (docs/stores.md, "When the store fails"). Nothing here ever logs or shows a value.
     """
 
@@ -147,29 +271,29 @@ class FileStore:
 
     async def get(self, key: str) -> dict[str, Any] | None:
         """The value stored under ``key``, or ``None``."""
-        return await trio.to_thread.run_sync(self._read, self.file_of(key), key)
+        return await _thread(self._get, self.file_of(key), key)
 
     async def set(self, key: str, value: Mapping[str, Any]) -> None:
         """Store ``value`` under ``key``, replacing what was there."""
         record = {"key": key, "value": dict(value)}
         file = self.file_of(key)
         async with self._writing(file):
-            await trio.to_thread.run_sync(write_json_atomically, file, record)
+            await _thread(write_json_atomically, file, record)
 
     async def delete(self, key: str) -> None:
         """Forget ``key``; nothing happens when it is absent."""
         file = self.file_of(key)
         async with self._writing(file):
-            await trio.to_thread.run_sync(_unlink, file)
+            await _thread(_unlink, file)
 
     async def compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
         """Delete ``key`` if and only if its value equals ``expected`` as a JSON value; return whether it did."""
         file = self.file_of(key)
         wanted = json.loads(json.dumps(dict(expected)))
         async with self._writing(file):
-            if await trio.to_thread.run_sync(self._read, file, key) != wanted:
+            if await _thread(self._read, file, key) != wanted:
                 return False
-            await trio.to_thread.run_sync(_unlink, file)
+            await _thread(_unlink, file)
             return True
 
     @contextlib.asynccontextmanager
@@ -187,11 +311,11 @@ class FileStore:
 
     async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
         """Every key with its value and seconds to live (always ``None``: files do not expire), by key."""
-        return await trio.to_thread.run_sync(self._entries)
+        return await _thread(self._entries)
 
     def _entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
         found: list[tuple[str, dict[str, Any], float | None]] = []
-        if self.path.is_dir():
+        if check_directory(self.path, create=False):
             for file in self.path.glob("*" + _SUFFIX):
                 record = _load(file)
                 if record is not None and isinstance(record.get("key"), str) and isinstance(record.get("value"), dict):
@@ -201,9 +325,14 @@ class FileStore:
     @contextlib.asynccontextmanager
     async def _writing(self, file: Path) -> AsyncIterator[None]:
         # A lock of its own, not the one `lock` takes: a holder of `lock(key)` may write its key.
-        await trio.to_thread.run_sync(_directory, self.path)
+        await _thread(_directory, self.path)
         async with file_lock(file.with_suffix(_LOCK_SUFFIX)):
             yield
+
+    def _get(self, file: Path, key: str) -> dict[str, Any] | None:
+        if not check_directory(self.path, create=False):
+            return None
+        return self._read(file, key)
 
     @staticmethod
     def _read(file: Path, key: str) -> dict[str, Any] | None:
@@ -214,15 +343,17 @@ class FileStore:
         return value
 
 
+async def _thread(function: Callable[..., T], *args: Any) -> T:
+    # A worker thread the caller may abandon: a stalled file system holds the caller no longer than its own
+    # bound (the client's store timeout), and the thread finishes, or not, on its own.
+    return await trio.to_thread.run_sync(function, *args, abandon_on_cancel=True)
+
+
 def _load(file: Path) -> dict[str, Any] | None:
-    try:
-        text = file.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    data = read_bounded(file)
+    if data is None:
         return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        record = None
+    record = load_json(data)
     if not isinstance(record, dict):
         logger.warning("the store file {} is not a JSON object; it is treated as absent", file)
         return None
@@ -235,4 +366,4 @@ def _unlink(file: Path) -> None:
 
 
 def _directory(path: Path) -> None:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    check_directory(path, create=True)

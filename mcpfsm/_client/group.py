@@ -28,6 +28,7 @@ from .._core.catalog import Exclusion
 from .._core.config import TOOL_NAME, Config, ServerConfig, load_config
 from .._core.errors import ConfigError, McpError, ProtocolError, RpcError, TransportError
 from .._core.events import CallEvent
+from .._core.oauth.redaction import Secrets
 from .._core.results import ToolResult
 from .._drivers.audit import AuditBus
 from .._log import logger
@@ -223,8 +224,17 @@ class ClientGroup:
             return
         if client is not None:
             await client.aclose()
+        self._hide(name, error)
         member.client, member.status, member.error = None, "failed", error
         logger.warning("server {!r} of the group failed to connect: {}", name, error)
+
+    def _hide(self, name: str, error: BaseException) -> None:
+        # The values the configuration's variables were replaced by (an API key in the URL's query, a token in
+        # args, a working directory) never reach `errors`, a log line or the caller: taken out in place, along
+        # the error's causes (an OSError's file name included).
+        secrets = self._members[name].config.secrets
+        if secrets:
+            Secrets(secrets).scrub(error)
 
     def _client(self, server: ServerConfig) -> Client:
         return member_client(server, on_event=self._bus.publish, **self._options)
@@ -316,8 +326,10 @@ class ClientGroup:
             try:
                 results[name] = await list_one(client)
             except (RpcError, ProtocolError) as exc:
+                self._hide(name, exc)
                 logger.warning("server {!r} could not list {}: {}", name, what, exc)
             except TransportError as exc:
+                self._hide(name, exc)
                 logger.warning("server {!r} failed while listing {}: {}", name, what, exc)
                 member = self._members[name]
                 if member.client is client:
@@ -479,9 +491,15 @@ def member_client(server: ServerConfig, **options: Any) -> Client:
     """
     options = {"protocol": server.protocol, "server": server.name, **options}
     if server.transport == "stdio":
-        return Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
-    assert server.url is not None
-    return Client.http(server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options)
+        client = Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
+    else:
+        assert server.url is not None
+        client = Client.http(
+            server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options
+        )
+    if server.secrets:
+        client._hold_secrets(server.secrets)
+    return client
 
 
 def _selected(name: str, config: ServerConfig) -> bool:

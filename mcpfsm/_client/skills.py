@@ -25,6 +25,7 @@ from .._core.skills import (
     SkillVerificationError,
     compare_frontmatter,
     declares_skills,
+    normalise,
     parse_entry,
     resolve,
     root_of,
@@ -132,7 +133,9 @@ class Skill:
     async def _fetch(self, uri: str) -> bytes:
         # SEP-2640 "The Acting Window": while acting on a skill, only the files its entry lists are read.
         if self.files is None:
-            if uri != self.uri and not uri.startswith(root_of(self.uri) + "/"):
+            # On the normal forms: `skill://s/../x` passes no prefix test (SEP-2640 "The Acting Window").
+            uri = normalise(uri)
+            if uri != self.uri and not uri.startswith(normalise(root_of(self.uri)) + "/"):
                 raise SkillVerificationError("unlisted", uri, f"it is not inside the skill {self.uri}")
             return _content(uri, await self._read(uri))
         listed = next((candidate for candidate in self.files if candidate.uri == uri), None)

@@ -29,6 +29,7 @@ from typing import Any, Final, TypeVar
 import trio
 
 from .._core.credentials import Store, TokenStore
+from .._core.errors import StoreError
 from .._log import logger
 from .stores import MemoryStore
 
@@ -169,8 +170,8 @@ class GuardedStore:
             self._count(operation, f"no answer within {self.timeout:g} s", down=True)
         except Exception as exc:
             # Whatever the backend raises (OSError, coredis' ConnectionError, ...): its type, never its text,
-            # which may quote a value or a URL with a password.
-            self._count(operation, type(exc).__name__, down=True)
+            # which may quote a value or a URL with a password; mcpfsm's own StoreError says what was refused.
+            self._count(operation, _reason(exc), down=True)
         raise _Failed
 
     def _count(self, operation: str, reason: str, *, down: bool) -> None:
@@ -188,6 +189,11 @@ class GuardedStore:
             )
         else:
             logger.warning("the store {!r} {}; this client goes on under a lock of its own", self.store, reason)
+
+
+def _reason(error: Exception) -> str:
+    # A StoreError's text is mcpfsm's own and shows no value (a refused path, a size); a foreign one's may.
+    return f"{type(error).__name__}: {error}" if isinstance(error, StoreError) else type(error).__name__
 
 
 class _Failed(Exception):

@@ -26,7 +26,7 @@ from typing import Any, Final
 import trio
 
 from .._log import logger
-from .file_store import file_lock, write_json_atomically
+from .file_store import check_directory, file_lock, load_json, read_bounded, write_json_atomically
 
 __all__ = ["FileTokenStore", "MemoryStore", "MemoryTokenStore", "default_token_path"]
 
@@ -102,7 +102,10 @@ class FileTokenStore:
     lock of its own beside the file (released the moment a holder's process exits), and
     ``compare_and_delete`` is atomic like every write. A file that is not a JSON object is treated as empty
     (with one WARNING) and replaced on the next write. A write that fails (a read-only disk, say) is logged
-    as a WARNING and the client goes on with the tokens in memory. :class:`~mcpfsm.FileStore` keeps one
+    as a WARNING and the client goes on with the tokens in memory. Like ``FileStore`` it refuses, with an
+    :class:`~mcpfsm.UnsafeStoreError`, a directory or a file someone else could have written: the directory
+    must be the user's and writable by no one else, the file a regular file of the user's of at most 16 MiB,
+    opened without following a link or blocking. :class:`~mcpfsm.FileStore` keeps one
     file per key instead, for stores that many processes write often.
     """
 
@@ -117,7 +120,7 @@ class FileTokenStore:
 
     async def get(self, key: str) -> dict[str, Any] | None:
         """The value stored under ``key``, or ``None``."""
-        values = await trio.to_thread.run_sync(self._read)
+        values = await trio.to_thread.run_sync(self._read, abandon_on_cancel=True)
         value = values.get(key)
         return dict(value) if isinstance(value, dict) else None
 
@@ -145,30 +148,29 @@ class FileTokenStore:
 
     async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:
         """Every key with its value and seconds to live (always ``None``: the file does not expire), by key."""
-        values = await trio.to_thread.run_sync(self._read)
+        values = await trio.to_thread.run_sync(self._read, abandon_on_cancel=True)
         return sorted((key, value, None) for key, value in values.items() if isinstance(value, dict))
 
     async def _update(self, key: str, value: dict[str, Any] | None, *, expected: Any = _ANY) -> bool:
         try:
-            await trio.to_thread.run_sync(lambda: self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True))
+            await trio.to_thread.run_sync(
+                lambda: check_directory(self.path.parent, create=True), abandon_on_cancel=True
+            )
         except OSError:
             # No directory, so no lock file either: the write below fails too, and says so.
-            return await trio.to_thread.run_sync(self._replace, key, value, expected)
+            return await trio.to_thread.run_sync(self._replace, key, value, expected, abandon_on_cancel=True)
         async with file_lock(self.path.with_name(self.path.name + ".lock")):
-            return await trio.to_thread.run_sync(self._replace, key, value, expected)
+            return await trio.to_thread.run_sync(self._replace, key, value, expected, abandon_on_cancel=True)
 
     def _read(self) -> dict[str, Any]:
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return {}
+            data = read_bounded(self.path) if check_directory(self.path.parent, create=False) else None
         except OSError as exc:
             logger.warning("cannot read the token store {}: {}", self.path, exc.strerror or exc)
             return {}
-        try:
-            values = json.loads(text)
-        except ValueError:
-            values = None
+        if data is None:
+            return {}
+        values = load_json(data)
         if not isinstance(values, dict):
             logger.warning("the token store {} is not a JSON object; it is treated as empty", self.path)
             return {}

@@ -27,8 +27,10 @@ __all__ = [
     "SENTINEL_PREFIX",
     "SENTINEL_SUFFIX",
     "decode_header_value",
+    "decode_sentinel",
     "encode_header_value",
     "is_literal",
+    "is_sentinel_shaped",
 ]
 
 SENTINEL_PREFIX = "=?base64?"
@@ -54,8 +56,49 @@ def is_literal(value: str) -> bool:
         and value[0] != " "
         and value[-1] != " "
         # A literal that looks like the sentinel would be decoded by the receiver: encode it.
-        and not (value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX))
+        and not is_sentinel_shaped(value)
     )
+
+
+def is_sentinel_shaped(value: str) -> bool:
+    """Tell whether ``value`` starts with ``=?base64?`` and ends with ``?=``, the two may overlap (SEP-2243)."""
+    return value.startswith(SENTINEL_PREFIX) and value.endswith(SENTINEL_SUFFIX)
+
+
+def decode_sentinel(header: str) -> str | None:
+    """The text a sentinel-shaped ``header`` carries, or ``None`` when it carries none.
+
+    ``None`` when the payload is not canonical padded Base64 (RFC 4648: the ``+/`` alphabet, ``=`` padding,
+    zero padding bits) or its bytes are not UTF-8; also for ``=?base64?=``, whose markers overlap and so
+    leave no payload, not even an empty one. Unlike :func:`decode_header_value` this accepts a payload the
+    encoder would have sent literally (``=?base64?SGVsbG8=?=`` is ``Hello``): SEP-2243 lets a client encode any
+    value and requires a receiver to decode it before comparing. Never raises.
+    """
+    raw = _sentinel_payload(header)
+    if raw is None:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _sentinel_payload(header: str) -> bytes | None:
+    # The bytes of a sentinel-shaped header's canonical padded Base64 payload, or None.
+    if len(header) < len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX) or not is_sentinel_shaped(header):
+        # `=?base64?=`: prefix and suffix overlap, so there is no payload, not even an empty one.
+        return None
+    payload = header[len(SENTINEL_PREFIX) : len(header) - len(SENTINEL_SUFFIX)]
+    if not re.match(_CANONICAL_B64, payload):
+        return None
+    try:
+        raw = base64.b64decode(payload, validate=True)
+    except binascii.Error:
+        return None
+    if base64.b64encode(raw).decode("ascii") != payload:
+        # Non-zero padding bits: a second spelling of the same bytes.
+        return None
+    return raw
 
 
 def encode_header_value(value: str) -> str:
@@ -81,21 +124,14 @@ def decode_header_value(header: str) -> str:
             are not UTF-8, or a value the encoder sends literally; or a literal value the
             encoder would have Base64-encoded (control or non-ASCII characters, edge spaces, empty).
     """
-    if header.startswith(SENTINEL_PREFIX) and header.endswith(SENTINEL_SUFFIX):
-        if len(header) < len(SENTINEL_PREFIX) + len(SENTINEL_SUFFIX):
-            # `=?base64?=`: prefix and suffix overlap, so there is no payload, not even an empty one.
-            raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
-        payload = header[len(SENTINEL_PREFIX) : len(header) - len(SENTINEL_SUFFIX)]
-        if not re.match(_CANONICAL_B64, payload):
+    if is_sentinel_shaped(header):
+        raw = _sentinel_payload(header)
+        if raw is None:
             raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
         try:
-            raw = base64.b64decode(payload, validate=True)
             text = raw.decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError) as exc:
+        except UnicodeDecodeError as exc:
             raise HeaderDecodeError(f"header value {_short(header)} does not decode to UTF-8 text") from exc
-        if base64.b64encode(raw).decode("ascii") != payload:
-            # Non-zero padding bits: a second spelling of the same bytes.
-            raise HeaderDecodeError(f"header value {_short(header)} is not canonical padded Base64")
         if is_literal(text):
             # The encoder would have sent this literally; two spellings of one value are refused.
             raise HeaderDecodeError(f"header value {_short(header)} encodes a value that is sent literally")

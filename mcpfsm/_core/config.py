@@ -17,7 +17,9 @@ field and the variable, never an empty string. An optional ``auth`` object maps 
 mcpfsm does not know are kept (:attr:`ServerConfig.extra`) and ignored.
 
 Pure: reads the file it is given and the environment mapping, nothing else. No error message quotes a value
-of the configuration (headers and auth blocks hold secrets): it names the JSON path.
+of the configuration (headers and auth blocks hold secrets): it names the JSON path. The values variables were
+replaced by are secrets too (an API key in a URL's query, a token in ``args``): :attr:`ServerConfig.secrets`
+keeps them, no ``repr`` shows them, and a client group takes them out of every error and log line of the member.
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 from .constants import SPOKEN_VERSIONS
 from .errors import ConfigError
+from .oauth.redaction import redact
 
 if TYPE_CHECKING:
     from .credentials import ClientCredentials, OAuth
@@ -91,6 +94,8 @@ class ServerConfig:
             for the name.
         enabled: ``False`` keeps the server out of a group (its status is ``"disabled"``).
         extra: the entry's keys mcpfsm does not know, as written (variables not replaced).
+        secrets: the values ``${env:NAME}`` and ``${NAME}`` were replaced by, anywhere in the entry: no ``repr``
+            shows them, and a client group takes them out of its members' errors and log lines.
     """
 
     name: str
@@ -109,6 +114,12 @@ class ServerConfig:
     prefix: str | None = None
     enabled: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    secrets: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+
+    def __repr__(self) -> str:
+        """The fields a ``repr`` shows, with every value a variable was replaced by taken out."""
+        shown = ", ".join(f"{each.name}={getattr(self, each.name)!r}" for each in fields(self) if each.repr)
+        return redact(f"ServerConfig({shown})", self.secrets)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -182,6 +193,9 @@ def _read(path: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}", path="$") from exc
+    except RecursionError:
+        # json's parser recurses once per array or object: a hostile file nests until the stack runs out.
+        raise ConfigError(f"{path}: not a configuration: nested too deeply to read", path="$") from None
 
 
 def _where(origin: str | None) -> str:
@@ -207,14 +221,16 @@ def _servers(document: Mapping[str, Any], origin: str | None) -> tuple[str, Mapp
 
 
 class _Entry:
-    # One entry being read: its JSON path, the variables, and the errors' common prefix.
-    __slots__ = ("environ", "origin", "path", "server")
+    # One entry being read: its JSON path, the variables, the values they were replaced by (secrets), and the
+    # errors' common prefix.
+    __slots__ = ("environ", "expanded", "origin", "path", "server")
 
     def __init__(self, server: str, path: str, environ: Mapping[str, str], origin: str | None) -> None:
         self.server = server
         self.path = path
         self.environ = environ
         self.origin = origin
+        self.expanded: set[str] = set()
 
     def error(self, field_path: str, problem: str) -> ConfigError:
         return ConfigError(f"{_where(self.origin)}server {self.server!r}: {field_path}: {problem}", path=field_path)
@@ -228,18 +244,19 @@ class _Entry:
         def replace(match: re.Match[str]) -> str:
             reference = match.group(1)
             name = reference[4:] if reference.startswith("env:") else reference
+            # The text between the braces is the file's, and may be a secret typed in: never quoted.
             if reference.startswith("input:"):
                 raise self.error(
-                    field_path,
-                    f"${{{reference}}}: input variables (VS Code prompts) are not supported; use ${{env:NAME}}",
+                    field_path, "${input:...}: input variables (VS Code prompts) are not supported; use ${env:NAME}"
                 )
             if not _NAME.fullmatch(name):
                 raise self.error(
-                    field_path, f"${{{reference}}} is not a variable reference (${{env:NAME}} or ${{NAME}})"
+                    field_path, "holds a ${...} that is not a variable reference (${env:NAME} or ${NAME})"
                 )
             found = self.environ.get(name)
             if found is None:
                 raise self.error(field_path, f"environment variable {name} is not set")
+            self.expanded.add(found)
             return found
 
         return _VARIABLE.sub(replace, value) if "${" in value else value
@@ -311,7 +328,7 @@ def _server(name: object, entry: object, path: str, environ: Mapping[str, str], 
                 raise reader.error(f"{path}.auth", "give either auth or an Authorization header, not both")
             options["auth"] = _auth(reader, entry["auth"], f"{path}.auth")
     _options(reader, entry, path, options)
-    return ServerConfig(**options)
+    return ServerConfig(**options, secrets=frozenset(value for value in reader.expanded if value))
 
 
 def _transport(reader: _Entry, entry: Mapping[str, Any]) -> Literal["stdio", "http"]:
@@ -420,7 +437,11 @@ def _auth(reader: _Entry, block: object, path: str) -> OAuth | ClientCredentials
                 return OAuth(**arguments)
             return ClientCredentials(**arguments)
         except (TypeError, ValueError) as exc:
-            raise reader.error(path, f"not usable as {kind} credentials: {exc}") from exc
+            # The credential's own message may quote what it was given (a redirect URI, a scope): every value
+            # of the block is taken out of it, and it is not chained (a traceback would print it whole).
+            given = [value for value in arguments.values() if isinstance(value, str)]
+            given += [item for value in arguments.values() if isinstance(value, tuple) for item in value]
+            raise reader.error(path, f"not usable as {kind} credentials: {redact(str(exc), given)}") from None
     raise reader.error(f"{path}.type", f"must be bearer, oauth or client_credentials, got {_kind(kind)}")
 
 

@@ -9,7 +9,9 @@
 - a plain ``str``: a static bearer token, sent as is (no flow).
 
 And :class:`TokenStore`, the protocol of where registrations and tokens are kept between flows (and, with a
-file store, between processes), with the keys it is addressed by.
+file store, between processes), with the keys it is addressed by. Every key names the credential it belongs to
+by :func:`credential_holder` (its kind and a digest of its public identity), so that credentials sharing a
+store never use each other's tokens.
 
 Every value validates itself when built (a ``ValueError`` names what is wrong) and hides its secrets from
 ``repr``. Pure: no I/O; imports neither trio, httpx nor loguru.
@@ -17,6 +19,10 @@ Every value validates itself when built (a ``ValueError`` names what is wrong) a
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
+import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -36,6 +42,10 @@ __all__ = [
     "Store",
     "TokenStore",
     "binding_key",
+    "credential_holder",
+    "legacy_binding_key",
+    "legacy_registration_key",
+    "legacy_tokens_key",
     "registration_key",
     "scope_tuple",
     "tokens_key",
@@ -60,10 +70,11 @@ _SIGNING_ALGORITHMS: Final = ("ES256", "ES384", "ES512", "RS256", "RS384", "RS51
 class TokenStore(Protocol):
     """Where a client keeps registrations and tokens (docs/authorization.md).
 
-    Keys are strings made by :func:`registration_key` (a registration belongs to one issuer),
-    :func:`tokens_key` (tokens belong to an issuer and a resource) and :func:`binding_key` (which issuer and
-    resource an MCP URL was last authorized with); values are JSON-ready dicts that hold secrets, so a store
-    that persists them must protect them (``FileTokenStore`` writes 0600 files).
+    Keys are strings made by :func:`registration_key` (a registration belongs to one issuer and one holder),
+    :func:`tokens_key` (tokens belong to an issuer, a resource and one holder) and :func:`binding_key` (which
+    issuer and resource a holder last authorized an MCP URL with); the holder is :func:`credential_holder`.
+    Values are JSON-ready dicts that hold secrets, so a store that persists them must protect them
+    (``FileTokenStore`` writes 0600 files).
     """
 
     async def get(self, key: str) -> dict[str, Any] | None:
@@ -101,19 +112,105 @@ class Store(TokenStore, Protocol):
         ...
 
 
-def registration_key(issuer: str) -> str:
-    """The store key of the client registration made with ``issuer`` (RFC 7591; SEP-2352: one per issuer)."""
+def registration_key(issuer: str, holder: str) -> str:
+    """The store key of the client registration ``holder`` made with ``issuer`` (RFC 7591; SEP-2352: per issuer).
+
+    ``holder`` is :func:`credential_holder` of the credential that registered.
+    """
+    return f"registration {issuer} {holder}"
+
+
+def tokens_key(issuer: str, resource: str | None, holder: str) -> str:
+    """The store key of the tokens ``issuer`` granted ``holder`` for ``resource`` (RFC 8707); ``-``: no resource."""
+    return f"tokens {issuer} {resource or '-'} {holder}"
+
+
+def binding_key(mcp_url: str, holder: str) -> str:
+    """The store key of the issuer and resource ``holder`` last authorized the MCP endpoint ``mcp_url`` with."""
+    return f"binding {mcp_url} {holder}"
+
+
+def legacy_registration_key(issuer: str) -> str:
+    """The key of a registration an earlier mcpfsm stored, before keys named their holder."""
     return f"registration {issuer}"
 
 
-def tokens_key(issuer: str, resource: str | None) -> str:
-    """The store key of the tokens ``issuer`` granted for ``resource`` (RFC 8707)."""
+def legacy_tokens_key(issuer: str, resource: str | None) -> str:
+    """The key of tokens an earlier mcpfsm stored, before keys named their holder."""
     return f"tokens {issuer} {resource or ''}".rstrip()
 
 
-def binding_key(mcp_url: str) -> str:
-    """The store key of the issuer and resource the MCP endpoint ``mcp_url`` was last authorized with."""
+def legacy_binding_key(mcp_url: str) -> str:
+    """The key of a binding an earlier mcpfsm stored, before keys named their holder."""
     return f"binding {mcp_url}"
+
+
+def credential_holder(credential: Credential) -> str:
+    """Whom ``credential``'s registrations and tokens belong to, as store keys name it: ``KIND:DIGEST``.
+
+    ``KIND`` is ``oauth``, ``client-credentials``, ``jwt-bearer`` or ``enterprise``; ``DIGEST`` is 32 hex
+    digits of a SHA-256 over the credential's public identity, never over a secret:
+
+    - :class:`OAuth`: the pre-registered ``client_id`` and ``client_issuer`` and the ``client_metadata_url``
+      (all ``None`` for a client that registers itself). Who logs in is only known after the login, so two
+      people who log in with the same settings on one store share its tokens: give each user a store.
+    - :class:`ClientCredentials`: the client id and, with ``private_key_pem``, the key's id (a SHA-256 of its
+      public key); the secret never counts.
+    - :class:`JwtBearer`: the client id and the issuer and subject (``iss``, ``sub``) of the assertion when it
+      is a JWT; a callable assertion stands for one workload, its client id.
+    - :class:`EnterpriseManaged`: the client ids, the IdP's token endpoint, and the issuer and subject of the
+      user's ID token. An ID token that names no subject gets a fresh random holder: nothing is shared.
+
+    A static bearer token (``auth="..."``) runs no flow and stores nothing, so it has no holder.
+    """
+    parts: tuple[str | None, ...]
+    if isinstance(credential, OAuth):
+        kind = "oauth"
+        parts = (credential.client_issuer, credential.client_id, credential.client_metadata_url)
+    elif isinstance(credential, ClientCredentials):
+        kind = "client-credentials"
+        key = None if credential.private_key_pem is None else _public_key_id(credential.private_key_pem)
+        parts = (credential.client_id, key)
+    elif isinstance(credential, JwtBearer):
+        kind = "jwt-bearer"
+        subject = _jwt_subject(credential.assertion) if isinstance(credential.assertion, str) else None
+        parts = (credential.client_id, *(subject or (None, None)))
+    else:
+        kind = "enterprise"
+        subject = _jwt_subject(credential.idp_id_token)
+        if subject is None:
+            return f"{kind}:{secrets.token_hex(16)}"
+        parts = (credential.idp_token_endpoint, credential.idp_client_id, credential.client_id, *subject)
+    digest = hashlib.sha256(json.dumps([kind, *parts]).encode("utf-8")).hexdigest()
+    return f"{kind}:{digest[:32]}"
+
+
+def _public_key_id(private_key_pem: str | bytes) -> str:
+    # The key's public half (SubjectPublicKeyInfo, DER), hashed: a public identifier of the key.
+    from cryptography.hazmat.primitives import serialization  # with PyJWT's crypto extra, as the signing
+
+    pem = private_key_pem.encode("ascii") if isinstance(private_key_pem, str) else private_key_pem
+    public = serialization.load_pem_private_key(pem, password=None).public_key()
+    der = public.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    return hashlib.sha256(der).hexdigest()
+
+
+def _jwt_subject(token: str) -> tuple[str, str] | None:
+    # The issuer and subject a JWT names (RFC 7519 §4.1.1, §4.1.2), read without checking its signature: only to
+    # tell holders apart. Its payload is all that is read; the token is never kept.
+    pieces = token.split(".")
+    if len(pieces) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(pieces[1] + "=" * (-len(pieces[1]) % 4)))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(claims, dict):
+        return None
+    issuer, subject = claims.get("iss"), claims.get("sub")
+    if not isinstance(subject, str) or not subject:
+        return None
+    return (issuer if isinstance(issuer, str) else "", subject)
 
 
 def scope_tuple(scope: str | Sequence[str] | None) -> tuple[str, ...] | None:

@@ -20,6 +20,9 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │                            .error_description); never quotes a token, code or secret
     ├── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
     │                            client group's aggregated names collide
+    ├── StoreError               a store cannot keep or give back a value
+    │   └── UnsafeStoreError     a file store's directory or file that someone else could have written,
+    │                            or that is not what the store writes (.path: which one)
     └── SkillVerificationError   a skill's file is not what its entry lists (.check: size, digest,
                                  frontmatter, unlisted, dynamic); defined in mcpfsm._core.skills
 
@@ -45,8 +48,10 @@ __all__ = [
     "ProtocolError",
     "RpcError",
     "SessionExpired",
+    "StoreError",
     "TaskError",
     "TransportError",
+    "UnsafeStoreError",
     "rpc_error",
 ]
 
@@ -247,6 +252,27 @@ class ConfigError(McpError):
     """
 
     def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class StoreError(McpError):
+    """A store cannot keep or give back a value (docs/stores.md); its message never shows a value."""
+
+
+class UnsafeStoreError(StoreError):
+    """A file store refuses a directory or a file that someone else could have written (docs/stores.md).
+
+    A ``FileStore`` directory (or a ``FileTokenStore`` file's directory) not owned by the user or writable by
+    group or others; a file in it that is not a regular file (a FIFO, a device, a symbolic link), not owned
+    by the user, writable by group or others, or larger than any value the store writes. A client that uses
+    the store falls back to its memory, as for a store that is down.
+
+    Attributes:
+        path: the directory or file refused.
+    """
+
+    def __init__(self, message: str, *, path: str) -> None:
         super().__init__(message)
         self.path = path
 

@@ -6,7 +6,9 @@ fields plus the issuer, the resource and the scopes, never a token, code, verifi
 Input the server asks for outside a tool call's machine (the input rounds of ``prompts/get`` and
 ``resources/read``, a legacy server request) is recorded as :class:`InputEvent` values (``machine ==
 "input"``: one run of the input machine, specs/input.md). A task (SEP-2663) publishes :class:`TaskEvent` values
-(``machine == "task"``, specs/task.md). All go to the same ``on_event`` callback and ``events()`` channels.
+(``machine == "task"``, specs/task.md). All go to the same ``on_event`` callback and ``events()`` channels. A request
+through ``mcpfsm.gate`` publishes :class:`GateEvent` values (``machine == "gate"``, specs/gate.md) to the gate's own
+``on_event``.
 
 Pure: building and serialising events does no I/O; the drivers publish them.
 """
@@ -24,6 +26,7 @@ from .input import FormContentError
 __all__ = [
     "AuthEvent",
     "CallEvent",
+    "GateEvent",
     "InputEvent",
     "TaskEvent",
     "error_summary",
@@ -371,6 +374,55 @@ class TaskEvent(CallEvent):
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a TaskEvent record: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateEvent(CallEvent):
+    """A request through ``mcpfsm.gate`` entered one state of the gate machine (specs/gate.md, docs/gate.md).
+
+    The first event of a run is ``received``; the last is ``forwarded``, ``reported``, ``rejected`` or ``cancelled``.
+    The fields of :class:`CallEvent` mean the same here, with ``call_id`` naming this run, ``tool`` the called tool
+    (``""`` for any other request), ``attempt`` always 1, ``headers`` always ``None`` and ``round`` always 0. No
+    header value is ever recorded: ``name`` is the body's, and a reason names a header and what differed.
+
+    Attributes:
+        method: the body's JSON-RPC method, once the body is parsed (``""`` before, and for a legacy or malformed
+            body).
+        name: the body's tool or prompt name, resource URI or task id (what ``Mcp-Name`` mirrors), or ``None``.
+        header: on ``rejected`` and ``reported``, the header at fault, or ``None`` (a refusal that blames none).
+        reason: on ``rejected`` and ``reported``, what was wrong, naming the header, never quoting a value.
+        status: on ``rejected``, the HTTP status of the gate's answer (400, 413, 431, or a policy's own).
+    """
+
+    MACHINE: ClassVar[str] = "gate"
+    machine: str = MACHINE
+    method: str = ""
+    name: str | None = None
+    header: str | None = None
+    reason: str | None = None
+    status: int | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GateEvent:
+        """Rebuild an event from :meth:`to_dict` output.
+
+        Raises:
+            ValueError: a field is missing or has the wrong type.
+        """
+        try:
+            status = data.get("status")
+            if status is not None and (isinstance(status, bool) or not isinstance(status, int)):
+                raise ValueError("status is not an integer")
+            return GateEvent(
+                **_common_fields(data),
+                method=str(data.get("method", "")),
+                name=None if data.get("name") is None else str(data["name"]),
+                header=None if data.get("header") is None else str(data["header"]),
+                reason=None if data.get("reason") is None else str(data["reason"]),
+                status=status,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a GateEvent record: {exc}") from exc
 
 
 def error_summary(error: BaseException) -> dict[str, Any]:

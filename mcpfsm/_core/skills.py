@@ -11,7 +11,8 @@ follows when it reads them (SEP-2640 "Integrity and Verification"), as pure func
   failure whether or not the digest is computed);
 - :func:`split_frontmatter` parses ``SKILL.md``'s frontmatter with PyYAML and :func:`compare_frontmatter`
   compares it field by field with the entry's (any difference refuses the skill);
-- :func:`resolve` turns a path relative to the skill's root (``references/FORMS.md``) into its URI.
+- :func:`resolve` turns a path relative to the skill's root (``references/FORMS.md``) into its URI, and a URI
+  into its normal form (:func:`normalise`: no dot segments), which the acting window is checked against.
 
 Every refusal is a :class:`SkillVerificationError` naming the check that failed, and the content that failed it
 is never handed out.
@@ -38,6 +39,7 @@ __all__ = [
     "SkillVerificationError",
     "compare_frontmatter",
     "declares_skills",
+    "normalise",
     "parse_entry",
     "resolve",
     "root_of",
@@ -55,6 +57,16 @@ _DIGEST: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
 # The Agent Skills format: SKILL.md opens with a `---` line, the YAML, and a closing `---` line (a BOM may lead).
 _FRONTMATTER: Final = re.compile(r"\A\ufeff?---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _STALE_HINT: Final = "; the entry may be stale: client.skill(uri) gets the current one"
+MAX_FRONTMATTER_DEPTH: Final = 64
+"""The deepest nesting of collections a frontmatter may have; a deeper one is refused before it is parsed (PyYAML's
+parser recurses once per level, so a hostile file could exhaust the stack)."""
+_OPENING: Final = (
+    yaml.BlockMappingStartToken,
+    yaml.BlockSequenceStartToken,
+    yaml.FlowMappingStartToken,
+    yaml.FlowSequenceStartToken,
+)
+_CLOSING: Final = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
 
 Check = Literal["size", "digest", "frontmatter", "unlisted", "dynamic"]
 """What a :class:`SkillVerificationError` says failed."""
@@ -191,13 +203,32 @@ def split_frontmatter(uri: str, text: str) -> tuple[dict[str, Any], str]:
     if match is None:
         raise SkillVerificationError("frontmatter", uri, "SKILL.md does not begin with a --- delimited YAML block")
     try:
+        _check_depth(uri, match[1])
         parsed = yaml.load(match[1], Loader=_FrontmatterLoader)  # a SafeLoader: no arbitrary objects
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise SkillVerificationError("frontmatter", uri, f"its YAML does not parse: {problem}") from exc
+    except RecursionError:
+        # Nesting the token count above did not see (aliases, say) still never escapes as a RecursionError.
+        raise SkillVerificationError("frontmatter", uri, "its YAML is nested too deeply") from None
     if not isinstance(parsed, dict):
         raise SkillVerificationError("frontmatter", uri, "its YAML is not a mapping")
     return parsed, text[match.end() :]
+
+
+def _check_depth(uri: str, yaml_text: str) -> None:
+    # PyYAML's scanner reads tokens in a loop (no recursion): the collections opened and not yet closed are the
+    # depth the parser would recurse to.
+    depth = 0
+    for token in yaml.scan(yaml_text, Loader=_FrontmatterLoader):
+        if isinstance(token, _OPENING):
+            depth += 1
+            if depth > MAX_FRONTMATTER_DEPTH:
+                raise SkillVerificationError(
+                    "frontmatter", uri, f"its YAML nests more than {MAX_FRONTMATTER_DEPTH} collections deep"
+                )
+        elif isinstance(token, _CLOSING):
+            depth -= 1
 
 
 def compare_frontmatter(uri: str, listed: Mapping[str, Any], parsed: Mapping[Any, Any]) -> None:
@@ -233,8 +264,30 @@ def root_of(skill_uri: str) -> str:
     return skill_uri.rsplit("/", 1)[0]
 
 
+def normalise(uri: str) -> str:
+    """``uri`` without dot segments after ``scheme://`` (RFC 3986 §5.2.4), ``%2E`` counted as a dot.
+
+    The authority counts as the first segment, as a server that joins names reads it: ``skill://s/../x`` is
+    ``skill://x``, outside the skill ``s``, never a file of ``s`` (the acting window is checked on this form, and
+    this form is what is read). The query and fragment are kept; a text without ``://`` is returned as is.
+    """
+    scheme, separator, rest = uri.partition("://")
+    if not separator:
+        return uri
+    cut = min((index for index in (rest.find("?"), rest.find("#")) if index >= 0), default=len(rest))
+    kept: list[str] = []
+    for segment in rest[:cut].split("/"):
+        plain = segment.lower().replace("%2e", ".")
+        if plain == "..":
+            if kept:
+                kept.pop()
+        elif plain != ".":
+            kept.append(segment)
+    return f"{scheme}://{'/'.join(kept)}{rest[cut:]}"
+
+
 def resolve(skill_uri: str, path_or_uri: str) -> str:
-    """The URI of ``path_or_uri``: a URI as given, or a path resolved against the skill's root.
+    """The URI of ``path_or_uri``: a URI in normal form (:func:`normalise`), or a path against the skill's root.
 
     ``references/FORMS.md`` in ``skill://pdf-processing/SKILL.md`` is ``skill://pdf-processing/references/FORMS.md``
     (SEP-2640 "Relative References").
@@ -243,7 +296,7 @@ def resolve(skill_uri: str, path_or_uri: str) -> str:
         ValueError: the path is empty, absolute, or leads out of the skill's root.
     """
     if "://" in path_or_uri:
-        return path_or_uri
+        return normalise(path_or_uri)
     path = posixpath.normpath(path_or_uri) if path_or_uri else ""
     if not path or path == "." or path.startswith("/") or path == ".." or path.startswith("../"):
         raise ValueError(f"{path_or_uri!r} is not a path inside the skill {skill_uri}")

@@ -14,6 +14,12 @@ metric (``mcpfsm._client.otel``) takes everything it writes from here, so the co
   ``baggage`` in ``params._meta`` (unprefixed, as SEP-414 asks).
 - mcpfsm's own spans: one INTERNAL span per run of a machine, ``tool-call {tool}`` and ``authorization``, with
   ``mcpfsm.call_id``, the last state entered as ``mcpfsm.state``, and one span event per audit event.
+- the gate's (``mcpfsm.gate``): one INTERNAL span ``gate`` per request, the child of the ``traceparent`` the
+  request carried, with ``mcp.method.name``, ``gen_ai.tool.name``, ``mcpfsm.call_id``, ``mcpfsm.state`` (its end:
+  ``forwarded``, ``reported``, ``rejected``) and, for a refusal, ``error.type`` (the JSON-RPC code),
+  ``http.response.status_code`` and ``mcpfsm.gate.header`` (a name, never a value); the counter
+  ``mcpfsm.gate.requests`` and the histogram ``mcpfsm.gate.duration`` (seconds, until the answer ended) by
+  method, end state and ``error.type``.
 """
 
 from __future__ import annotations
@@ -32,6 +38,11 @@ __all__ = [
     "DURATION_BUCKETS",
     "ENTRY",
     "ERROR_TYPE",
+    "GATE_DURATION",
+    "GATE_HEADER",
+    "GATE_METRIC_KEYS",
+    "GATE_REQUESTS",
+    "HTTP_STATUS",
     "ISSUER",
     "METHOD",
     "METRIC_KEYS",
@@ -51,6 +62,7 @@ __all__ = [
     "error_type",
     "event_attributes",
     "flow_attributes",
+    "gate_attributes",
     "request_attributes",
     "request_span_name",
 ]
@@ -109,6 +121,14 @@ METRIC_KEYS: Final = frozenset(
 )
 """The span attributes the histogram keeps: the conventions' low-cardinality ones (no request or session id,
 no resource URI)."""
+
+GATE_REQUESTS: Final = "mcpfsm.gate.requests"
+"""The counter of requests through the gate, by ``mcp.method.name``, ``mcpfsm.state`` and ``error.type``."""
+GATE_DURATION: Final = "mcpfsm.gate.duration"
+"""The histogram of a request's time through the gate, its answer included, in seconds (same attributes)."""
+GATE_HEADER: Final = "mcpfsm.gate.header"
+"""The header a refusal or a report blames (its name only)."""
+HTTP_STATUS: Final = "http.response.status_code"
 
 PROPAGATED_KEYS: Final = ("traceparent", "tracestate", "baggage")
 """The W3C Trace Context and Baggage keys that go into ``params._meta``."""
@@ -207,6 +227,34 @@ def flow_attributes(event: AuthEvent) -> dict[str, Any]:
     if event.scopes:
         attributes[SCOPES] = list(event.scopes)
     return attributes
+
+
+def gate_attributes(event: CallEvent) -> dict[str, Any]:
+    """What the last event of a request through the gate tells its span and its metrics: never a header's value.
+
+    ``event`` is a ``GateEvent``: its method and tool, the state it ended in and, for a refusal or a report, the
+    JSON-RPC code as ``error.type``, the HTTP status and the header at fault.
+    """
+    attributes: dict[str, Any] = {STATE: event.state}
+    method = getattr(event, "method", "")
+    if method:
+        attributes[METHOD] = method
+    if event.tool:
+        attributes[TOOL_NAME] = event.tool
+    if event.error is not None:
+        code = event.error.get("code")
+        attributes[ERROR_TYPE] = str(code) if isinstance(code, int) else str(event.error.get("type"))
+    status = getattr(event, "status", None)
+    if isinstance(status, int):
+        attributes[HTTP_STATUS] = status
+    header = getattr(event, "header", None)
+    if isinstance(header, str):
+        attributes[GATE_HEADER] = header
+    return attributes
+
+
+GATE_METRIC_KEYS: Final = frozenset({METHOD, STATE, ERROR_TYPE})
+"""The attributes the gate's metrics keep (low cardinality: no tool, no header)."""
 
 
 def captures_content(value: str | None) -> bool:

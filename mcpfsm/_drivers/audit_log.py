@@ -37,7 +37,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final
@@ -303,6 +303,26 @@ def _where(path: str, number: int, seq: int | None = None) -> str:
     return f"{path}: line {number}" + ("" if seq is None else f" (sequence {seq})")
 
 
+def _lines(files: Sequence[tuple[str, bytes]]) -> Iterator[tuple[str, int, bytes]]:
+    # Each line of each file (without its newline), one at a time: nothing beyond the files themselves is held.
+    for name, content in files:
+        start, number = 0, 1
+        while (end := content.find(b"\n", start)) != -1:
+            yield name, number, content[start:end]
+            start, number = end + 1, number + 1
+
+
+def _first_at(files: Sequence[tuple[str, bytes]], seq: int, after: int) -> tuple[str, int] | None:
+    # Where sequence `seq` first appears after line index `after` (0-based over every file), or None. One more
+    # pass over the log, run once: only when the chain is already broken there.
+    for index, (name, number, raw) in enumerate(_lines(files)):
+        if index > after:
+            line = _parse_line(raw)
+            if isinstance(line, _Line) and line.seq == seq:
+                return name, number
+    return None
+
+
 def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -> ChainReport:
     """Check the chain of one audit log's files, oldest first (``(name, content)`` pairs), and find its first break.
 
@@ -311,12 +331,15 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
     signed under ``key``; lines are *reordered* when a sequence missing at one line turns up later; lines are
     *removed* when the sequence jumps ahead for good. With ``key=None`` a log of HMAC lines is checked for its
     sequence and links only (``authenticated=False``).
+
+    One pass over the lines, holding one line at a time beside the files' contents (a second pass runs only to
+    name a break): memory grows with the log's size, never with its square.
     """
     count = 0
     first_seq: int | None = None
     previous: _Line | None = None
+    before: tuple[str, int] = ("", 0)
     authenticated = True
-    lines: list[tuple[str, int, bytes]] = []
     for name, content in files:
         if content and not content.endswith(b"\n"):
             number = content.count(b"\n") + 1
@@ -324,15 +347,6 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
                 intact=False, lines=count, first_seq=None, last_seq=None, authenticated=authenticated,
                 problem=f"{_where(name, number)}: incomplete (no newline at the end): the file was cut mid-line",
             )
-        lines += [(name, number, raw) for number, raw in enumerate(content.split(b"\n")[:-1], start=1)]
-    parsed_all: list[_Line | str] = [_parse_line(raw) for _, _, raw in lines]
-    seqs_after: list[set[int]] = [set() for _ in lines]
-    later: set[int] = set()
-    for index in range(len(lines) - 1, -1, -1):
-        seqs_after[index] = set(later)
-        item = parsed_all[index]
-        if isinstance(item, _Line):
-            later.add(item.seq)
 
     def broken(problem: str) -> ChainReport:
         return ChainReport(
@@ -340,9 +354,8 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
             authenticated=authenticated, problem=problem,
         )
 
-    seen: dict[int, tuple[str, int]] = {}
-    for index, (name, number, _raw) in enumerate(lines):
-        line = parsed_all[index]
+    for index, (name, number, raw) in enumerate(_lines(files)):
+        line = _parse_line(raw)
         if isinstance(line, str):
             return broken(f"{_where(name, number)}: not a chained line ({line}): edited or inserted")
         where = _where(name, number, line.seq)
@@ -353,18 +366,19 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
         elif not hmac.compare_digest(_tag(line.body, key), line.tag):
             how = "its SHA-256 does not match its content" if key is None else "its HMAC does not match"
             return broken(f"{where}: edited ({how}), or inserted{'' if key is None else ' without the key'}")
-        if previous is None:
+        if previous is None or first_seq is None:
             first_seq = line.seq
             if line.seq == 0 and line.prev != _GENESIS:
                 return broken(f"{where}: the first line of the chain does not start it (log_prev is not zeros)")
         else:
             expected = previous.seq + 1
             if line.seq != expected:
-                if line.seq in seen:
-                    at_name, at_number = seen[line.seq]
+                # Every sequence read so far is first_seq .. previous.seq, each once: the chain was whole until here.
+                if first_seq <= line.seq <= previous.seq:
+                    at_name, at_number = _first_at(files, line.seq, -1) or (name, number)
                     earlier = f"line {at_number}" + ("" if at_name == name else f" of {at_name}")
                     return broken(f"{where}: inserted: sequence {line.seq} appears twice, at {earlier} and here")
-                if expected in seqs_after[index]:
+                if _first_at(files, expected, index) is not None:
                     return broken(
                         f"{where}: reordered: sequence {line.seq} comes where {expected} belongs, which comes later"
                     )
@@ -376,13 +390,12 @@ def verify_chain(files: Sequence[tuple[str, bytes]], key: bytes | None = None) -
                     f"(lines moved, or the files given out of order)"
                 )
             if line.prev != previous.tag:
-                before = lines[index - 1]
                 return broken(
                     f"{_where(before[0], before[1], previous.seq)}: edited or replaced "
                     f"(the next line's log_prev does not match it)"
                 )
         previous = line
-        seen[line.seq] = (name, number)
+        before = (name, number)
         count += 1
     return ChainReport(
         intact=True, lines=count, first_seq=first_seq, last_seq=None if previous is None else previous.seq,

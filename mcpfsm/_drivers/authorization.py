@@ -36,8 +36,6 @@ from .._core.credentials import (
     EnterpriseManaged,
     JwtBearer,
     OAuth,
-    registration_key,
-    tokens_key,
 )
 from .._core.errors import AuthorizationError, McpError
 from .._core.events import AuthEvent, error_summary, utc_timestamp
@@ -397,7 +395,7 @@ class AuthorizationFlow:
         if self.identity is not None and self.identity.issuer != metadata.issuer:
             self.identity = None
         if held is None:
-            record = await binding.store.get(tokens_key(metadata.issuer, self.resource))
+            record = await binding.store.get(binding.tokens_key(metadata.issuer, self.resource))
             held = TokenSet.from_dict(record) if record is not None else None
         if held is not None and held.resource == self.resource and held.refresh_token is not None:
             self.previous = held
@@ -416,7 +414,7 @@ class AuthorizationFlow:
             known.add(credential.issuer)
         assert self.resource_metadata is not None
         for issuer in self.resource_metadata.authorization_servers:
-            if await self.binding.store.get(registration_key(issuer)) is not None:
+            if await self.binding.registration(issuer) is not None:
                 known.add(issuer)
         return known
 
@@ -427,7 +425,7 @@ class AuthorizationFlow:
         binding = self.binding
         previous = self.previous
         assert previous is not None and previous.refresh_token is not None
-        key = tokens_key(previous.issuer, previous.resource)
+        key = binding.tokens_key(previous.issuer, previous.resource)
         # A peer that already finished spares this client the lock: using its tokens sends nothing, so that
         # needs no exclusion; deciding to spend the refresh token does.
         early = await binding.store.get(key)
@@ -461,7 +459,7 @@ class AuthorizationFlow:
         assert previous is not None and previous.refresh_token is not None and self.metadata is not None
         refresh_token = previous.refresh_token
         try:
-            identity = self.identity or await known_identity(self.binding.credential, self.metadata, self.binding.store)
+            identity = self.identity or await known_identity(self.binding, self.metadata)
         except AuthorizationError as exc:
             return self._refuse(exc)
         if identity is None:
@@ -505,7 +503,7 @@ class AuthorizationFlow:
         assert self.metadata is not None
         metadata = self.metadata
         try:
-            identity = await known_identity(self.binding.credential, self.metadata, self.binding.store)
+            identity = await known_identity(self.binding, self.metadata)
             if identity is None:
                 assert isinstance(credential, OAuth)
                 identity = await self._register(credential, metadata, state)
@@ -536,7 +534,7 @@ class AuthorizationFlow:
         )
         # Stored at once: a finished registration outlives a flow cancelled later (specs/authorization.md,
         # "Cancelled while the user logs in").
-        await self.binding.store.set(registration_key(metadata.issuer), registration.to_dict())
+        await self.binding.store.set(self.binding.registration_key(metadata.issuer), registration.to_dict())
         return Identity(
             issuer=metadata.issuer,
             client_id=registration.client_id,

@@ -6,8 +6,14 @@
   replaced whole when a flow grants tokens;
 - :func:`known_identity`: the client's identity at an issuer that needs no registration;
 - :class:`Binding`: the client's held state (one per client): the tokens and their generation, the
-  :class:`Bound` value, the DPoP key and nonces. The session layer (``mcpfsm._client.authorization``) and
-  the flow (``mcpfsm._drivers.authorization``) change it only through its methods.
+  :class:`Bound` value, the DPoP key and nonces, and the store keys of its holder. The session layer
+  (``mcpfsm._client.authorization``) and the flow (``mcpfsm._drivers.authorization``) change it only through
+  its methods.
+
+Store keys name the credential's holder (``credential_holder``: its kind and a digest of its public identity),
+so two credentials sharing a store never use each other's tokens or registration. Entries an earlier mcpfsm
+stored without a holder are taken over by an interactive login (``OAuth``) only, and moved, never copied: the
+first holder that finds them stores them under its own keys and deletes the old ones (docs/stores.md).
 
 Secrets stay in the values that hold them (``repr=False``); no repr here prints one.
 """
@@ -26,6 +32,10 @@ from .._core.credentials import (
     OAuth,
     TokenStore,
     binding_key,
+    credential_holder,
+    legacy_binding_key,
+    legacy_registration_key,
+    legacy_tokens_key,
     registration_key,
     tokens_key,
 )
@@ -46,6 +56,7 @@ from .._core.oauth.resource import ProtectedResourceMetadata
 from .._core.oauth.token_request import client_assertion
 from .._core.oauth.tokens import TokenSet
 from .._machines.authorization import State
+from .token_sharing import delete_if_unchanged, refresh_lock
 
 __all__ = ["Binding", "Bound", "Entry", "Identity", "known_identity"]
 
@@ -134,11 +145,13 @@ class Binding:
         dpop_key: the client's DPoP key (RFC 9449), or ``None``.
         resource_nonce: the last ``DPoP-Nonce`` of the MCP server (RFC 9449 §9).
         on_change: called after every new token (a new authorization context empties the response cache).
+        holder: whom the tokens belong to in store keys (``credential_holder`` of ``credential``).
     """
 
     def __init__(self, credential: Credential, *, mcp_url: str, pinned_modern: bool, store: TokenStore) -> None:
         """Start with no tokens; ``dpop`` credentials get a fresh key."""
         self.credential = credential
+        self.holder = credential_holder(credential)
         self.mcp_url = mcp_url
         self.pinned_modern = pinned_modern
         self.store = store
@@ -227,7 +240,7 @@ class Binding:
         """Forget ``tokens`` in the store, and here when they are the ones held."""
         if self.tokens is not None and self.tokens.issuer == tokens.issuer:
             self.tokens = None
-        await self.store.delete(tokens_key(tokens.issuer, tokens.resource))
+        await self.store.delete(self.tokens_key(tokens.issuer, tokens.resource))
 
     def release(self, tokens: TokenSet) -> None:
         """Stop holding tokens of ``tokens``' issuer, as :meth:`forget` does, but leave the store to the caller."""
@@ -255,15 +268,80 @@ class Binding:
             self.bound = bound
         self.tokens = tokens
         self.generation += 1
-        await self.store.set(tokens_key(tokens.issuer, tokens.resource), tokens.to_dict())
-        await self.store.set(binding_key(self.mcp_url), {"issuer": tokens.issuer, "resource": tokens.resource})
+        await self.store.set(self.tokens_key(tokens.issuer, tokens.resource), tokens.to_dict())
+        pointer = {"issuer": tokens.issuer, "resource": tokens.resource}
+        await self.store.set(binding_key(self.mcp_url, self.holder), pointer)
         for callback in self.on_change:
             callback()
 
+    # --- the store, under this holder's keys ------------------------------------------------------------------
 
-async def known_identity(
-    credential: Credential, metadata: AuthorizationServerMetadata, store: TokenStore
-) -> Identity | None:
+    def tokens_key(self, issuer: str, resource: str | None) -> str:
+        """The store key of this holder's tokens from ``issuer`` for ``resource``."""
+        return tokens_key(issuer, resource, self.holder)
+
+    def registration_key(self, issuer: str) -> str:
+        """The store key of this holder's registration with ``issuer``."""
+        return registration_key(issuer, self.holder)
+
+    async def stored(self) -> TokenSet | None:
+        """The tokens the store keeps for this holder and endpoint (from ``mcpfsm login``, or another process).
+
+        The issuer and resource this holder last authorized the endpoint with, then that pair's tokens: never
+        a token of another authorization server or resource (RFC 8707; SEP-2352), nor of another holder. An
+        interactive login also takes over what an earlier mcpfsm stored for the endpoint without a holder.
+        """
+        record = await self.store.get(binding_key(self.mcp_url, self.holder))
+        if record is None:
+            return await self._take_legacy() if isinstance(self.credential, OAuth) else None
+        issuer, resource = record.get("issuer"), record.get("resource")
+        if not isinstance(issuer, str) or not (resource is None or isinstance(resource, str)):
+            return None
+        stored = await self.store.get(self.tokens_key(issuer, resource))
+        return TokenSet.from_dict(stored) if stored is not None else None
+
+    async def _take_legacy(self) -> TokenSet | None:
+        # Tokens an earlier mcpfsm kept under (issuer, resource) alone: moved under this holder's keys, under the
+        # store's lock on the old key, so that exactly one holder ever takes them (docs/stores.md).
+        old_binding = legacy_binding_key(self.mcp_url)
+        pointer = await self.store.get(old_binding)
+        if pointer is None:
+            return None
+        issuer, resource = pointer.get("issuer"), pointer.get("resource")
+        if not isinstance(issuer, str) or not (resource is None or isinstance(resource, str)):
+            return None
+        old_tokens = legacy_tokens_key(issuer, resource)
+        async with refresh_lock(self.store, old_tokens):
+            record = await self.store.get(old_tokens)
+            tokens = TokenSet.from_dict(record) if record is not None else None
+            if record is None or tokens is None or not await delete_if_unchanged(self.store, old_tokens, record):
+                return None
+            await self.store.set(self.tokens_key(issuer, resource), record)
+            await self.store.set(binding_key(self.mcp_url, self.holder), {"issuer": issuer, "resource": resource})
+            await delete_if_unchanged(self.store, old_binding, pointer)
+        # The registration the tokens were granted to comes with them: a refresh presents its client id.
+        await self.registration(issuer)
+        return tokens
+
+    async def registration(self, issuer: str) -> ClientRegistration | None:
+        """This holder's registration with ``issuer`` (RFC 7591), or ``None``.
+
+        A registration an earlier mcpfsm stored for the issuer without a holder is moved under this holder's
+        key by the first ``OAuth`` client that looks for one (only ``OAuth`` clients register).
+        """
+        record = await self.store.get(self.registration_key(issuer))
+        if record is None and isinstance(self.credential, OAuth):
+            old = legacy_registration_key(issuer)
+            record = await self.store.get(old)
+            if record is not None:
+                if not await delete_if_unchanged(self.store, old, record):
+                    return None
+                await self.store.set(self.registration_key(issuer), record)
+        registration = ClientRegistration.from_dict(record) if record is not None else None
+        return registration if registration is not None and registration.issuer == issuer else None
+
+
+async def known_identity(binding: Binding, metadata: AuthorizationServerMetadata) -> Identity | None:
     """The client's identity at ``metadata``'s issuer without registering anew; ``None`` when none is known.
 
     Credentials that name their client (client credentials, JWT bearer, enterprise-managed, a pre-registered
@@ -273,6 +351,7 @@ async def known_identity(
     Raises:
         AuthorizationError: the only credentials configured belong to another issuer (SEP-2352).
     """
+    credential = binding.credential
     issuer = metadata.issuer
     state = State.registering
     named = credential.issuer if isinstance(credential, ClientCredentials | JwtBearer | EnterpriseManaged) else None
@@ -326,9 +405,8 @@ async def known_identity(
     if how is ClientIdentification.client_metadata_document:
         assert credential.client_metadata_url is not None
         return Identity(issuer=issuer, client_id=credential.client_metadata_url, method="none")
-    record = await store.get(registration_key(issuer))
-    registration = ClientRegistration.from_dict(record) if record is not None else None
-    if registration is None or registration.issuer != issuer:
+    registration = await binding.registration(issuer)
+    if registration is None:
         return None
     return Identity(
         issuer=issuer,

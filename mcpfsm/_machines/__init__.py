@@ -3,10 +3,10 @@
 Each machine is one module of this package that defines, under its own name in capitals, one
 :class:`~mcpfsm._machines.definition.MachineDefinition` written with
 :func:`~mcpfsm._machines.definition.define` (``tool_call.TOOL_CALL``, ``authorization.AUTHORIZATION``,
-``input.INPUT``, ``task.TASK``), and its ``COMPILED`` table. The definition carries everything that other places would
-otherwise list by hand: its walkthrough (the ``mcpfsm._tooling`` module that writes ``specs/{name}.md``)
-and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from that naming
-convention, for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
+``input.INPUT``, ``task.TASK``, ``gate.GATE``), and its ``COMPILED`` table. The definition carries everything that
+other places would otherwise list by hand: its walkthrough (the ``mcpfsm._tooling`` module that writes
+``specs/{name}.md``) and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from
+that naming convention, for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
 property tests that check every machine: the tool-call machine first, then the others by module name.
 
 :data:`MACHINES` is built on first use (PEP 562): importing one machine (the tool-call driver imports
@@ -28,6 +28,10 @@ The files a new machine touches (the fourth, ``task``, touched exactly these):
    ``Telemetry.run`` when the definition names a span, and ``mcpfsm/__init__.py`` for what is public.
 5. ``mcpfsm/_tooling/walkthrough_{name}.py`` — new, when the machine has a walkthrough; then ``mcpfsm
    diagram`` writes ``specs/{name}.{mmd,dot,md}`` and ``diagrams/{name}.svg``.
+
+The fifth, ``gate``, touched these too, and besides (docs/architecture.md says why): ``drive``'s ``checkpoint=``
+(its run works under asyncio too), ``mcpfsm trace``'s drawing of its runs, the manual's report of its walkthrough,
+and the tests that list every machine.
 """
 
 from __future__ import annotations

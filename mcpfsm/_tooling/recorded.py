@@ -2,16 +2,17 @@
 
 ``specs/tool-call.md``, ``specs/authorization.md`` and ``specs/task.md`` (written by ``mcpfsm diagram`` from runs of
 the real client against the test servers and the test authorization server, and kept byte for byte by its drift
-check) show each example's events as a table. :func:`walkthrough_records` reads those tables back into event
-records, with what the tables show of each event: the header plan (the ``Mcp-Param-*`` headers beyond the standard
-ones), the error, the input requests and the answers sent, the issuer and scopes of an authorization flow, a
-task's id, status message and poll interval. Nothing nondeterministic
-is in the tables, so neither is it in the records: ``at`` is one fixed time and ``elapsed`` counts steps.
+check), and ``specs/gate.md`` (requests through the gate's own run), show each example's events as a table.
+:func:`walkthrough_records` reads those tables back into event records, with what the tables show of each event: the
+header plan (the ``Mcp-Param-*`` headers beyond the standard ones), the error, the input requests and the answers
+sent, the issuer and scopes of an authorization flow, a task's id, status message and poll interval, a gate run's
+method, name, header, reason and status. Nothing nondeterministic is in the tables, so neither is it in the records:
+``at`` is one fixed time and ``elapsed`` counts steps.
 
 :data:`MANUAL_REPORTS` names the reports the manual's pages embed (docs/calls.md, docs/input.md,
-docs/authorization.md, docs/tasks.md) and which examples each holds; :func:`manual_reports` writes them with the
-trail viewer (:func:`mcpfsm._tooling.report.report_html`). The docs build makes them (``docs/_hooks/generated.py``),
-so a report can never disagree with the walkthrough it shows.
+docs/authorization.md, docs/tasks.md, docs/gate.md) and which examples each holds; :func:`manual_reports` writes them
+with the trail viewer (:func:`mcpfsm._tooling.report.report_html`). The docs build makes them
+(``docs/_hooks/generated.py``), so a report can never disagree with the walkthrough it shows.
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ MANUAL_REPORTS: Final = (
         title="Recorded task runs: input while working, a failure, a cancellation, a pushed status, an unknown task",
         spec="specs/task.md",
         examples=(1, 2, 3, 4, 5),
+    ),
+    ManualReport(
+        path="reports/gate.html",
+        page="gate.md",
+        title="Recorded requests through the gate: true, contradicted, learned, legacy, reported, refused",
+        spec="specs/gate.md",
+        examples=(1, 2, 3, 4, 5, 6, 7),
     ),
 )
 """The reports the manual's pages embed, made from the walkthroughs' recorded runs."""
@@ -191,7 +199,7 @@ def walkthrough_records(root: Path, *, spec: str | None = None) -> list[dict[str
     """The walkthroughs' recorded runs under the repository ``root``, as audit records, example by example.
 
     Run ids: ``tool-call-N`` (``tool-call-N-2`` for an example's follow-up call), ``authorization-N-F``
-    (flow ``F`` of example ``N``) and ``task-N``. ``spec`` limits the records to one walkthrough
+    (flow ``F`` of example ``N``), ``task-N`` and ``gate-N``. ``spec`` limits the records to one walkthrough
     (``"specs/tool-call.md"``).
     Each record carries ``example`` and ``walkthrough``, the example's number and title, which the trail viewer
     shows as details.
@@ -246,6 +254,20 @@ def walkthrough_records(root: Path, *, spec: str | None = None) -> list[dict[str
                     fields["error"] = failures[example]
                 call_id = f"task-{example}"
                 records.append(_record(row, call_id, "task", **fields, example=example, walkthrough=title))
+    if spec in (None, "specs/gate.md"):
+        for example, title, rows in _tables((root / "specs/gate.md").read_text(encoding="utf-8")):
+            for row in rows:
+                method, name = _plain(row.get("method")) or "", _plain(row.get("name"))
+                status = row.get("status")
+                fields = {
+                    "tool": name if method == "tools/call" and name is not None else "",
+                    "method": method,
+                    "name": name,
+                    "header": _plain(row.get("header")),
+                    "reason": row.get("reason"),
+                    "status": None if status is None else int(status),
+                }
+                records.append(_record(row, f"gate-{example}", "gate", **fields, example=example, walkthrough=title))
     return records
 
 

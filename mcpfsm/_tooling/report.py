@@ -82,11 +82,16 @@ class Run:
         return steps
 
     def label(self) -> str:
-        """What the index calls the run: the tool, or the request and its target, or the issuer."""
+        """What the index calls the run: the tool, or the request and its target, or the issuer.
+
+        A run of the gate: its method and the name it carries (``tools/call execute-sql``).
+        """
         first = self.events[0]
         for event in self.events:
             if event.get("request"):
                 return f"{event['request']} {event.get('target', '')}".strip()
+            if event.get("method"):
+                return f"{event['method']} {event.get('name') or ''}".strip()
         if first.get("tool"):
             return str(first["tool"])
         for event in reversed(self.events):

@@ -18,6 +18,10 @@ input rounds of ``prompts/get`` or ``resources/read``, the request that drew the
 each resend and each answer; for a legacy server request, the server's request and the client's answer (a
 result, a JSON-RPC error, or ``--x`` when it could not be sent).
 
+For a request through the gate (``GateEvent``, specs/gate.md), three participants, ``Client``, ``Gate`` and
+``Upstream``: the request arriving, the ``tools/list`` a run that learns sends, the request passed on and its
+answer, or the gate's refusal with its status and reason; each state a note over ``Gate``.
+
 ``mcpfsm trace EVENTS.jsonl`` is the command-line front end.
 """
 
@@ -27,7 +31,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.events import CallEvent, InputEvent
+from .._core.events import CallEvent, GateEvent, InputEvent
 
 __all__ = ["parse_events", "parse_records", "select_call", "sequence_diagram", "servers_of", "summary_by_server"]
 
@@ -47,7 +51,7 @@ _ESCAPES: Final[Mapping[int, str]] = {
 _BREAK: Final = "<br/>"
 _REQUEST_STATES: Final = frozenset({"sending", "resending", "retrying", "retry_resending"})
 _REQUIRED: Final = ("call_id", "seq", "tool", "state", "attempt", "at", "elapsed")
-_DRAWN: Final = frozenset({"tool-call", InputEvent.MACHINE})
+_DRAWN: Final = frozenset({"tool-call", InputEvent.MACHINE, GateEvent.MACHINE})
 
 
 def _text(value: object) -> str:
@@ -167,6 +171,8 @@ def sequence_diagram(events: Iterable[CallEvent]) -> str:
     first = ordered[0]
     if isinstance(first, InputEvent):
         return _input_diagram([event for event in ordered if isinstance(event, InputEvent)], first)
+    if isinstance(first, GateEvent):
+        return _gate_diagram([event for event in ordered if isinstance(event, GateEvent)])
     lines = [
         "sequenceDiagram",
         f"    %% mcpfsm tool call {_text(first.call_id)} of {_text(first.tool)}, drawn by `mcpfsm trace`",
@@ -199,6 +205,61 @@ def _input_diagram(events: Sequence[InputEvent], first: InputEvent) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _gate_subject(events: Sequence[GateEvent]) -> str:
+    # What the request was, once the gate parsed it: "tools/call execute-sql"; "a request" before (legacy, refused).
+    for event in events:
+        if event.method:
+            return f"{event.method} {event.name}" if event.name else event.method
+    return "a request"
+
+
+def _gate_wire(event: GateEvent, subject: str) -> tuple[list[str], list[str]]:
+    """The arrows drawn before and after the note of one event of a gate run."""
+    if event.previous is None:
+        return [f"    Client->>Gate: {_lines(subject)}"], []
+    if event.state == "learning":
+        return [], ["    Gate->>Upstream: tools/list"]
+    if event.trigger == "learned":
+        return ["    Upstream-->>Gate: tools/list result"], []
+    if event.trigger == "unlearned":
+        return ["    Upstream--xGate: tools/list failed"], []
+    if event.state in ("forwarded", "reported"):
+        passed = {"legacy": f"{subject} (legacy: not verified)", "reported": f"{subject} (a mismatch, reported)"}
+        return [
+            f"    Gate->>Upstream: {_lines(passed.get(str(event.trigger), subject))}",
+            "    Upstream-->>Gate: answer",
+            "    Gate-->>Client: answer",
+        ], []
+    if event.state == "rejected":
+        said = [f"HTTP {event.status}" if event.status is not None else "refused"]
+        return [f"    Gate-->>Client: {_lines(*said, *([event.reason] if event.reason else []))}"], []
+    if event.state == "cancelled":
+        return ["    Client--xGate: gone"], []
+    return [], []
+
+
+def _gate_note(event: GateEvent) -> str:
+    title = event.state if event.trigger is None else f"{event.state} ({event.trigger})"
+    if event.state == "reported" and event.header is not None:
+        return f"    Note over Gate: {_lines(title, event.header)}"
+    return f"    Note over Gate: {_lines(title)}"
+
+
+def _gate_diagram(events: Sequence[GateEvent]) -> str:
+    subject = _gate_subject(events)
+    lines = [
+        "sequenceDiagram",
+        f"    %% mcpfsm gate run {_text(events[0].call_id)} of {_text(subject)}, drawn by `mcpfsm trace`",
+        "    participant Client",
+        "    participant Gate",
+        "    participant Upstream",
+    ]
+    for event in events:
+        before, after = _gate_wire(event, subject)
+        lines += [*before, _gate_note(event), *after]
+    return "\n".join(lines) + "\n"
+
+
 def _server_participant(first: CallEvent) -> str:
     # A member of a client group: the server participant shows the member's name (CallEvent.server).
     if first.server is None:
@@ -218,7 +279,7 @@ def summary_by_server(events: Sequence[CallEvent]) -> str:
     outside a group) come under ``(no server)``. Ends with a newline.
 
     Raises:
-        ValueError: there are no tool-call or input events.
+        ValueError: there are no tool-call, input or gate events.
     """
     runs: dict[str | None, dict[str, list[CallEvent]]] = {}
     for event in events:
@@ -235,7 +296,12 @@ def summary_by_server(events: Sequence[CallEvent]) -> str:
         )
         for call_id, run in calls.items():
             last = max(run, key=lambda event: event.seq)
-            subject = f"{last.request} {last.target}" if isinstance(last, InputEvent) else last.tool
+            if isinstance(last, InputEvent):
+                subject = f"{last.request} {last.target}"
+            elif isinstance(last, GateEvent):
+                subject = _gate_subject([each for each in run if isinstance(each, GateEvent)])
+            else:
+                subject = last.tool
             lines.append(f"  {call_id}  {last.machine}  {subject}  {last.state} ({len(run)} events)")
     return "\n".join(lines) + "\n"
 
@@ -285,7 +351,8 @@ def select_call(
 ) -> list[CallEvent]:
     """The events of run ``call_id``, or of the last run recorded when ``call_id`` is ``None``.
 
-    A run is a tool call or a run of the input machine (its ``call_id``); authorization flows are skipped.
+    A run is a tool call, a run of the input machine or a request through the gate (its ``call_id``); authorization
+    flows and tasks are skipped.
     With ``server``, only the runs of that member of a client group count (``CallEvent.server``).
 
     Raises:

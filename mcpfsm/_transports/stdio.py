@@ -94,6 +94,9 @@ class StdioTransport:
         self._command = list(command)
         self._env = None if env is None else {**os.environ, **env}
         self._cwd = cwd
+        self.redact: Callable[[str], str] | None = None
+        """Takes the client's secrets out of what the server writes to stderr before it is logged; set by the
+        client that holds secrets (a configuration's expanded variables may be in the child's arguments)."""
         self._process: trio.Process | None = None
         self._pid: int | None = None
         self._readers = BackgroundTasks()
@@ -285,7 +288,8 @@ class StdioTransport:
             while chunk := await process.stderr.receive_some(_RECEIVE_BYTES):
                 # Keep only the end: what a failing server says last is why it failed.
                 self._stderr_tail = (self._stderr_tail + chunk)[-_STDERR_TAIL_BYTES:]
-                logger.debug("MCP server stderr: {}", chunk.decode("utf-8", "replace").rstrip())
+                text = chunk.decode("utf-8", "replace").rstrip()
+                logger.debug("MCP server stderr: {}", text if self.redact is None else self.redact(text))
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return
         finally:

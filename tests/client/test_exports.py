@@ -110,3 +110,13 @@ def test_the_http_and_stdio_factories_take_the_documented_keywords() -> None:
         for name, parameter in inspect.signature(mcpfsm.Client.http).parameters.items()
         if name != "url"
     )
+
+
+def test_the_gate_package_exports_sorted_resolving_documented_names() -> None:
+    import mcpfsm.gate
+
+    names = mcpfsm.gate.__all__
+    assert names == sorted(set(names))
+    assert {"GateRefusal", "Verdict", "VerifiedCall", "verify"} <= set(names)
+    assert [name for name in names if not inspect.getdoc(getattr(mcpfsm.gate, name))] == []
+    assert "GateEvent" in mcpfsm.__all__ and inspect.getdoc(mcpfsm.GateEvent)

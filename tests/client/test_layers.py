@@ -5,7 +5,8 @@
   runs in a fresh interpreter with a stub ``mcpfsm`` package whose ``__path__`` is the real directory,
   so ``mcpfsm/__init__.py`` (which imports loguru) never runs.
 - **Direction.** A layer imports only the layers below it: core ← machines ← drivers, transports ←
-  client ← the package ← tooling. Nothing a library user imports reaches ``_tooling``.
+  client ← the package ← tooling; ``mcpfsm.gate`` (the edge half, imported on its own) sits beside the package.
+  Nothing a library user imports reaches ``_tooling``.
 - **No cycles.** The graph of runtime imports between mcpfsm modules (``TYPE_CHECKING`` blocks
   included, since a cycle there is a design smell too) is acyclic.
 """
@@ -35,9 +36,11 @@ ALLOWED = {
     "_drivers": {"_core", "_machines", "_log"},
     "_transports": {"_core", "_log"},
     "_client": {"_core", "_machines", "_drivers", "_transports", "_log"},
+    "_gate": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
     "__init__": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
+    "gate": {"_core", "_machines", "_drivers", "_transports", "_client", "_gate", "__init__", "_log"},
     "__main__": {"_tooling"},
-    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
+    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "gate", "_gate"},
 }
 
 

@@ -106,3 +106,85 @@ async def test_a_skills_get_answer_without_a_skill_is_a_protocol_error() -> None
         with pytest.raises(TypeError, match=r"^uri must be a str, got int$"):
             await c.skill(7)  # type: ignore[arg-type]
     assert methods(server) == ["server/discover", "skills/get"]
+
+
+def nested_flow(depth: int) -> str:
+    return "name: hostile\ndescription: Scripted answers\nx: " + "[" * depth + "]" * depth + "\n"
+
+
+def nested_mapping(depth: int) -> str:
+    return "name: hostile\ndescription: Scripted answers\n" + "".join("  " * level + "a:\n" for level in range(depth))
+
+
+def nested_inline(depth: int) -> str:
+    return "name: hostile\ndescription: Scripted answers\nx: " + "{a: " * depth + "1" + "}" * depth + "\n"
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        pytest.param(nested_flow(100_000), id="flow-sequences-100000"),
+        pytest.param(nested_inline(5_000), id="flow-mappings-5000"),
+        pytest.param(nested_mapping(2_000), id="block-mappings-2000"),
+        pytest.param(nested_flow(64), id="the-mapping-and-64-lists"),
+    ],
+)
+async def test_a_deeply_nested_frontmatter_is_refused_not_a_recursion_error(frontmatter: str) -> None:
+    text = f"---\n{frontmatter}---\nBody.\n"
+    with pytest.raises(mcpfsm.SkillVerificationError) as refused:
+        await load(Server(), entry(text.encode()), [{"uri": URI, "text": text}])
+    assert (refused.value.check, refused.value.uri) == ("frontmatter", URI)
+    assert str(refused.value).endswith("its YAML nests more than 64 collections deep")
+
+
+async def test_a_frontmatter_nested_64_deep_still_loads() -> None:
+    # The frontmatter's own mapping and 63 lists in it.
+    text = f"---\n{nested_flow(63)}---\nBody.\n"
+    listed = entry(
+        text.encode(),
+        frontmatter={"name": "hostile", "description": "Scripted answers", "x": json.loads("[" * 63 + "]" * 63)},
+    )
+    loaded = await load(Server(), listed, [{"uri": URI, "text": text}])
+    assert loaded.body == "Body.\n"
+
+
+async def read_dynamic(path_or_uri: str) -> tuple[Server, bytes | mcpfsm.McpError]:
+    """Load the dynamic skill ``skill://hostile``, then read ``path_or_uri``; the answer's or the refusal."""
+    server = Server()
+    listed = entry(resources="dynamic")
+    server.queue(
+        rpc(DISCOVERED),
+        rpc({"skills": [listed]}),
+        rpc({"contents": [{"uri": URI, "text": TEXT}]}),
+        rpc({"contents": [{"uri": "any", "text": "what the server read"}]}),
+    )
+    async with serving(server), mcpfsm.Client.http(f"http://127.0.0.1:{server.port}/mcp", protocol="2026-07-28") as c:
+        (skill,) = await c.skills()
+        loaded = await skill.load(allow_dynamic=True)
+        try:
+            return server, await loaded.read(path_or_uri)
+        except mcpfsm.McpError as exc:
+            return server, exc
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "skill://hostile/../other/SKILL.md",
+        "skill://hostile/%2e%2e/other/SKILL.md",
+        "skill://hostile/.%2E/other/SKILL.md",
+        "skill://hostile/a/../../other/SKILL.md",
+        "skill://hostile/./../other/SKILL.md",
+    ],
+)
+async def test_a_dynamic_skill_never_reads_outside_its_root_through_dot_segments(uri: str) -> None:
+    server, answer = await read_dynamic(uri)
+    assert isinstance(answer, mcpfsm.SkillVerificationError)
+    assert (answer.check, answer.uri) == ("unlisted", "skill://other/SKILL.md")
+    assert methods(server) == ["server/discover", "skills/list", "resources/read"]  # SKILL.md only
+
+
+async def test_a_dynamic_skills_file_is_read_by_its_normal_form() -> None:
+    server, answer = await read_dynamic("skill://hostile/a/./b/../c.md")
+    assert answer == b"what the server read"
+    assert json.loads(server.seen[-1].body)["params"]["uri"] == "skill://hostile/a/c.md"

@@ -170,10 +170,11 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
         ),
         (
             "from mcpfsm._machines import MACHINES\n"
-            "assert list(MACHINES) == ['tool-call', 'authorization', 'input', 'task']",
+            "assert list(MACHINES) == ['tool-call', 'authorization', 'gate', 'input', 'task']",
             [
                 "mcpfsm._machines.authorization",
                 "mcpfsm._machines.definition",
+                "mcpfsm._machines.gate",
                 "mcpfsm._machines.input",
                 "mcpfsm._machines.input_loop",
                 "mcpfsm._machines.task",

@@ -231,3 +231,59 @@ def test_audit_verify_on_the_command_line(tmp_path: Path) -> None:
     )
     done = run_cli("audit", "verify", str(tmp_path / "missing.jsonl"))
     assert done.code == 2 and "cannot read audit log" in done.stderr
+
+
+# The measuring parent: a small process of its own, since on Linux a process's ru_maxrss starts at its parent's
+# peak when it is executed (a child of pytest would report pytest's size); its child's comes from this small one.
+# The child runs `mcpfsm audit verify` under a cap on its address space, so that a verifier whose memory grows
+# with the square of the log fails at once instead of taking the machine.
+MEASURE: Final = """
+import json, resource, subprocess, sys
+
+def cap():
+    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+done = subprocess.run(
+    [sys.executable, "-m", "mcpfsm", "audit", "verify", *sys.argv[1:]], capture_output=True, text=True, preexec_fn=cap
+)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+print(json.dumps({"code": done.returncode, "out": done.stdout, "err": done.stderr, "peak_kib": peak}))
+"""
+
+
+def peak_of_verify(*paths: Path) -> tuple[int, str, float]:
+    """Exit code, output and peak resident memory in MB of ``mcpfsm audit verify PATHS`` in a fresh process."""
+    import subprocess
+    import sys
+
+    from tests.peer.fixtures import REPO_ROOT
+
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE, *map(str, paths)],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    measured = json.loads(done.stdout)
+    assert measured["code"] in (0, 9), measured["err"][-2000:]
+    return measured["code"], measured["out"].rstrip("\n"), measured["peak_kib"] / 1024  # KiB on Linux
+
+
+def test_verify_runs_in_memory_linear_in_the_log(tmp_path: Path) -> None:
+    # 20,000 lines of about 460 bytes, the 8.6 MB or so that took more than 4 GiB before: now the whole process,
+    # interpreter and imports included, stays under 100 MB. A tampered line found only at the end needs the
+    # second pass, which holds no more.
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path, chain=True) as log:
+        for seq in range(20_000):
+            log(an_event(seq, call=f"c-{seq // 4}"))
+    size = path.stat().st_size
+    assert 8_000_000 < size < 9_500_000
+    code, printed, peak = peak_of_verify(path)
+    assert (code, printed) == (0, "intact, 20000 lines, last sequence 19999")
+    assert peak < 100, f"{peak:.1f} MB for a {size / 1e6:.1f} MB log"
+    moved = lines(path)
+    moved[15_000], moved[19_000] = moved[19_000], moved[15_000]
+    path.write_bytes(b"".join(moved))
+    code, printed, peak = peak_of_verify(path)
+    assert code == 9 and printed.startswith(f"broken: {path}: line 15001 (sequence 19000): reordered")
+    assert peak < 100, f"{peak:.1f} MB for a {size / 1e6:.1f} MB log"

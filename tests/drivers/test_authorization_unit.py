@@ -313,12 +313,12 @@ async def test_an_unwritable_file_store_warns_and_the_client_goes_on(
     blocker = tmp_path / "file"
     blocker.write_text("")
     store = mcpfsm.FileTokenStore(blocker / "tokens.json")
-    await store.set(tokens_key(AS, MCP), {"v": 1})
+    await store.set(tokens_key(AS, MCP, "oauth:x"), {"v": 1})
     path = re.escape(str(blocker / "tokens.json"))
     assert [level for level, _ in records] == ["WARNING", "WARNING"]
     assert re.fullmatch(rf"cannot read the token store {path}: Not a directory", records[0][1])
     assert re.fullmatch(rf"cannot write the token store {path}: .+", records[1][1])
-    assert await store.get(tokens_key(AS, MCP)) is None
+    assert await store.get(tokens_key(AS, MCP, "oauth:x")) is None
 
 
 async def test_concurrent_writes_to_one_file_store_keep_every_key(tmp_path: Path) -> None:

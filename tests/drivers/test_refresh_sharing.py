@@ -18,7 +18,7 @@ from loguru import logger
 
 import mcpfsm
 from mcpfsm._core import oauth
-from mcpfsm._core.credentials import TokenStore, tokens_key
+from mcpfsm._core.credentials import TokenStore, credential_holder, tokens_key
 from mcpfsm._drivers.audit import AuditBus
 from mcpfsm._drivers.authorization import AuthorizationFlow
 from mcpfsm._drivers.authorization_binding import Binding, Bound, Entry, Identity
@@ -27,7 +27,7 @@ from mcpfsm._drivers.token_sharing import delete_if_unchanged, refresh_lock
 MCP: Final = "https://mcp.example/mcp"
 AS: Final = "https://as.example"
 TOKEN_URL: Final = f"{AS}/token"
-KEY: Final = tokens_key(AS, MCP)
+KEY: Final = tokens_key(AS, MCP, credential_holder(mcpfsm.OAuth()))
 NOW: Final = 1_800_000_000.0
 METADATA: Final = oauth.read_authorization_server_metadata(
     200,

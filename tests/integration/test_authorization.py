@@ -24,6 +24,7 @@ import trio
 from loguru import logger
 
 import mcpfsm
+from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
 from tests.ports import reserved_port
@@ -631,17 +632,15 @@ async def test_a_file_store_keeps_tokens_for_the_next_client(site: Site, tmp_pat
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     stored = json.loads(path.read_text())
-    assert sorted(stored) == [
-        f"binding {site.url}",
-        f"registration {site.base}",
-        f"tokens {site.base} {site.url}",
-    ]
-    assert stored[f"tokens {site.base} {site.url}"] == {
+    holder = credential_holder(oauth())
+    tokens = f"tokens {site.base} {site.url} {holder}"
+    assert sorted(stored) == [f"binding {site.url} {holder}", f"registration {site.base} {holder}", tokens]
+    assert stored[tokens] == {
         "access_token": TOKEN,
         "token_type": "Bearer",
         "refresh_token": None,
-        "expires_at": stored[f"tokens {site.base} {site.url}"]["expires_at"],
-        "issued_at": pytest.approx(stored[f"tokens {site.base} {site.url}"]["expires_at"] - 3600, abs=1e-3),
+        "expires_at": stored[tokens]["expires_at"],
+        "issued_at": pytest.approx(stored[tokens]["expires_at"] - 3600, abs=1e-3),
         "scopes": [],
         "issuer": site.base,
         "resource": site.url,

@@ -18,6 +18,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
+from mcpfsm._core.credentials import credential_holder, tokens_key
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.peer.fixtures import REPO_ROOT
 from tests.redisserver import RedisServer, start_redis
@@ -72,7 +73,7 @@ async def test_the_clients_store_keeps_tokens_for_the_next_client(
             assert await call(second) == "test-tool called"
         # The second client found the first one's tokens in the store and asked for none.
         assert token_requests(site) == 1
-        stored = await store.get(f"tokens {site.base_url} {site.mcp_url}")
+        stored = await store.get(tokens_key(site.base_url, site.mcp_url, credential_holder(agent())))
         assert stored is not None and stored["issuer"] == site.base_url
         assert (first.store_fallbacks, second.store_fallbacks) == (0, 0)
 
@@ -82,8 +83,9 @@ async def test_a_credentials_own_store_wins(site: RunningAuthServer, tmp_path: P
     clients = mcpfsm.FileStore(tmp_path / "store")
     async with mcpfsm.Client.http(site.mcp_url, auth=agent(store=own), store=clients) as client:
         assert await call(client) == "test-tool called"
-    assert await own.get(f"tokens {site.base_url} {site.mcp_url}") is not None
-    assert await clients.get(f"tokens {site.base_url} {site.mcp_url}") is None
+    key = tokens_key(site.base_url, site.mcp_url, credential_holder(agent()))
+    assert await own.get(key) is not None
+    assert await clients.get(key) is None
     assert await clients.entries() == []
 
 

@@ -22,7 +22,7 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._core.credentials import tokens_key
+from mcpfsm._core.credentials import credential_holder, tokens_key
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
 from tests.peer.fixtures import REPO_ROOT
@@ -55,7 +55,7 @@ async def log_in_and_expire(server: RunningAuthServer, spec: str) -> None:
         auth = mcpfsm.OAuth(redirect_uri="http://localhost:3000/callback", authorize=headless_authorize, store=store)
         async with mcpfsm.Client.http(server.mcp_url, auth=auth, protocol="2026-07-28") as client:
             await client.call_tool("test-tool", {})
-        key = tokens_key(server.base_url, server.mcp_url)
+        key = tokens_key(server.base_url, server.mcp_url, credential_holder(mcpfsm.OAuth()))
         record = await store.get(key)
         assert record is not None and record["refresh_token"] is not None
         now = time.time()
@@ -141,7 +141,7 @@ async def test_a_holder_of_the_tokens_lock_that_dies_stops_excluding_the_refresh
         await log_in_and_expire(server, spec)
     finally:
         del os.environ["MCPFSM_TEST_PREFIX"]
-    key = tokens_key(server.base_url, server.mcp_url)
+    key = tokens_key(server.base_url, server.mcp_url, credential_holder(mcpfsm.OAuth()))
     holder = subprocess.Popen(
         [sys.executable, "-m", "tests.store_worker", spec, "hold", key, "2"],
         cwd=REPO_ROOT,

@@ -628,4 +628,4 @@ def test_the_registry_lists_every_machine_module_by_its_name_in_capitals() -> No
     for name, definition in MACHINES.items():
         module = importlib.import_module(f"mcpfsm._machines.{name.replace('-', '_')}")
         assert getattr(module, name.replace("-", "_").upper()) is definition
-    assert list(MACHINES) == ["tool-call", "authorization", "input", "task"]
+    assert list(MACHINES) == ["tool-call", "authorization", "gate", "input", "task"]

@@ -19,6 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+import mcpfsm
+from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.clirun import background, finished, line_within
@@ -89,10 +91,11 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
     }
     assert stat.S_IMODE(tokens.stat().st_mode) == 0o600
     stored = json.loads(tokens.read_text())
+    holder = credential_holder(mcpfsm.OAuth())
     assert sorted(stored) == [
-        f"binding {server.mcp_url}",
-        f"registration {server.base_url}",
-        f"tokens {server.base_url} {server.mcp_url}",
+        f"binding {server.mcp_url} {holder}",
+        f"registration {server.base_url} {holder}",
+        f"tokens {server.base_url} {server.mcp_url} {holder}",
     ]
     paths = [entry["path"] for entry in server.log()]
     assert paths.count("/authorize") == 1
@@ -101,7 +104,7 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
     listed = command(tmp_path, "tools", server.mcp_url, "--json")
     assert (listed.returncode, json.loads(listed.stdout)["tools"][0]["name"], listed.stderr) == (0, "test-tool", "")
     assert [entry["path"] for entry in server.log()] == ["/mcp", "/mcp"]
-    token = stored[f"tokens {server.base_url} {server.mcp_url}"]["access_token"]
+    token = stored[f"tokens {server.base_url} {server.mcp_url} {holder}"]["access_token"]
     assert {entry["headers"]["authorization"] for entry in server.log()} == {f"Bearer {token}"}
 
     again = command(tmp_path, "login", server.mcp_url)
@@ -115,7 +118,7 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
         0,
         f"logged out of {server.mcp_url}: its tokens were removed from {tokens}\n",
     )
-    assert sorted(json.loads(tokens.read_text())) == [f"registration {server.base_url}"]
+    assert sorted(json.loads(tokens.read_text())) == [f"registration {server.base_url} {holder}"]
     assert command(tmp_path, "logout", server.mcp_url).stdout == f"{server.mcp_url}: no tokens stored in {tokens}\n"
 
     refused = command(tmp_path, "tools", server.mcp_url, "--auth", "none")

@@ -12,6 +12,7 @@ import pytest
 import trio
 
 import mcpfsm
+from mcpfsm._core.credentials import credential_holder, registration_key, tokens_key
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.ports import reserved_port
@@ -50,7 +51,7 @@ def test_one_login_in_redis_serves_a_worker_and_store_check_shows_it_without_sec
             auth = mcpfsm.OAuth(redirect_uri=redirect, authorize=never)
             async with mcpfsm.Client.http(server.mcp_url, auth=auth, store=store) as client:
                 text = (await client.call_tool("test-tool", {})).text
-            return text, await store.get(f"tokens {server.base_url} {server.mcp_url}")
+            return text, await store.get(tokens_key(server.base_url, server.mcp_url, credential_holder(auth)))
 
     server.clear_log()
     text, tokens = trio.run(worker)
@@ -83,7 +84,7 @@ def test_one_login_in_redis_serves_a_worker_and_store_check_shows_it_without_sec
 
 async def _registration(url: str, prefix: str, issuer: str) -> dict[str, object]:
     async with mcpfsm.RedisStore(url, prefix=prefix) as store:
-        value = await store.get(f"registration {issuer}")
+        value = await store.get(registration_key(issuer, credential_holder(mcpfsm.OAuth())))
     assert value is not None
     return value
 

@@ -71,6 +71,9 @@ TESTED: Final = {
     "skills",
     "long-task",
     "shared-listings",
+    "gate-verify",
+    "gate-threat",
+    "gate-middleware",
 }
 """The examples the tests below run, by marker name."""
 
@@ -113,6 +116,12 @@ def test_the_first_call_runs_against_the_real_server(tmp_path: Path) -> None:
     assert calls[0]["headers"]["mcp-param-database"] == "analytics"
     assert calls[0]["headers"]["mcp-param-read-only"] == "true"
     assert not any(name.startswith("mcp-param") for name in calls[1]["headers"])
+
+
+def test_the_gate_verify_example_refuses_the_lie_and_keeps_the_truth(tmp_path: Path) -> None:
+    done = run_example("gate-verify", tmp_path)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == shown_after("gate.md", "It prints the refusal")
 
 
 def test_the_input_handlers_answer_two_rounds(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_the_tables_read_back_with_headers_errors_and_input() -> None:
     runs = by_call(walkthrough_records(REPO_ROOT))
     table_rows = sum(
         1
-        for spec in ("specs/tool-call.md", "specs/authorization.md", "specs/task.md")
+        for spec in ("specs/tool-call.md", "specs/authorization.md", "specs/task.md", "specs/gate.md")
         for line in (REPO_ROOT / spec).read_text(encoding="utf-8").splitlines()
         if re.match(r"^\| \d+ \| ", line)
     )
@@ -74,6 +74,21 @@ def test_the_tables_read_back_with_headers_errors_and_input() -> None:
     assert approve[0]["tool"] == "approve" and approve[1]["poll_interval"] == 0.05
     assert runs["task-2"][-1]["error"] == {"type": "RpcError", "code": -32603, "message": "compiler crashed"}
     assert runs["task-4"][1]["poll_interval"] == 60.0 and runs["task-5"][0]["tool"] == ""
+    lie = runs["gate-2"]
+    assert [(event["state"], event["trigger"]) for event in lie] == [
+        ("received", None), ("parsed", "read"), ("schema_known", "known"), ("checked", "mismatched"),
+        ("rejected", "refused"),
+    ]
+    assert {key: lie[-1][key] for key in ("method", "name", "tool", "header", "reason", "status")} == {
+        "method": "tools/call",
+        "name": "execute-sql",
+        "tool": "execute-sql",
+        "header": "Mcp-Param-Database",
+        "reason": "Mcp-Param-Database does not match the argument /database (string)",
+        "status": 400,
+    }
+    assert (lie[0]["method"], lie[0]["name"], lie[0]["walkthrough"]) == ("", None, "A header the body contradicts")
+    assert [event["machine"] for event in runs["gate-7"]] == ["gate", "gate"] and runs["gate-7"][-1]["status"] == 431
 
 
 def test_a_cell_the_walkthroughs_do_not_write_is_refused(tmp_path: Path) -> None:
@@ -90,18 +105,21 @@ def test_each_page_gets_the_runs_of_its_examples() -> None:
     pages = manual_reports(REPO_ROOT)
     assert list(pages) == [
         "reports/calls.html", "reports/input.html", "reports/authorization.html", "reports/tasks.html",
+        "reports/gate.html",
     ]
     expected = {
         "reports/calls.html": [f"tool-call-{n}" for n in range(1, 8)] + ["tool-call-7-2"],
         "reports/input.html": ["tool-call-8", "tool-call-9"],
         "reports/tasks.html": [f"task-{n}" for n in range(1, 6)],
+        "reports/gate.html": [f"gate-{n}" for n in range(1, 8)],
     }
+    machines = {"reports/tasks.html": "task", "reports/gate.html": "gate"}
     for path, page in pages.items():
         data = page_data(page)
         ids = [run["id"] for run in data["runs"]]
         if path in expected:
             assert sorted(ids) == sorted(expected[path]), path
-            assert set(data["machines"]) == {"task" if path == "reports/tasks.html" else "tool-call"}
+            assert set(data["machines"]) == {machines.get(path, "tool-call")}
         else:
             assert len(ids) == 17 and all(run_id.startswith("authorization-") for run_id in ids)
             assert set(data["machines"]) == {"authorization"}

@@ -50,6 +50,8 @@ def test_the_extras() -> None:
     # RedisStore's client, also in the test extra so that the suite runs RedisStore against redis-server.
     assert extras["redis"] == ["coredis>=6.9"] and "coredis>=6.9" in extras["test"]
     assert "filelock>=4.3" in PYPROJECT["project"]["dependencies"]
+    # The gate's proxy (mcpfsm gate) is served by Hypercorn; the test extra runs it too.
+    assert extras["gate"] == ["hypercorn>=0.17"] and "hypercorn>=0.17" in extras["test"]
 
 
 def test_the_token_file_is_in_the_platforms_config_directory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -50,7 +50,7 @@ def test_the_page_is_self_contained_and_recorded_values_stay_text() -> None:
     data = page_data(page)
     assert data["runs"][0]["label"] == hostile and data["runs"][0]["server"] == "https://mcp.example.com/mcp"
     assert [run["id"] for run in data["runs"]] == list(dict.fromkeys(record["call_id"] for record in records))
-    assert set(data["machines"]) == {"tool-call", "authorization", "task"}
+    assert set(data["machines"]) == {"tool-call", "authorization", "task", "gate"}
 
 
 def test_a_chained_log_reads_as_a_trail_and_its_hashes_stay_out_of_the_page(tmp_path: Path) -> None:

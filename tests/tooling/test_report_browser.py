@@ -1,10 +1,11 @@
 """The trail viewer in a real browser: headless Chromium (Debian ``chromium``, ``chromium-driver``) through Selenium.
 
 One report holds the walkthroughs' recorded runs (``specs/tool-call.md``, ``specs/authorization.md``,
-``specs/task.md``), a live run of the input machine and live calls against two test servers whose events name
-their ``server``. For every run the page must light exactly the recorded path on its machine's diagram, step
-through it with the buttons and the arrow keys, filter the index, and fetch nothing. ``.ci/run`` installs Chromium
-and its driver when missing; the driver is always /usr/bin/chromedriver, so Selenium Manager never downloads one.
+``specs/task.md``, ``specs/gate.md``), a live run of the input machine and live calls against two test servers whose
+events name their ``server``; live requests through the gate's run make a report of their own. For every run the page
+must light exactly the recorded path on its machine's diagram, step through it with the buttons and the arrow keys,
+filter the index, and fetch nothing. ``.ci/run`` installs Chromium and its driver when missing; the driver is always
+/usr/bin/chromedriver, so Selenium Manager never downloads one.
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def test_every_run_lights_its_recorded_path_on_its_own_machine(
     records, page = trail
     recorded = runs(records)
     machines = {events[0]["machine"] for events in recorded.values()}
-    assert machines == {"tool-call", "authorization", "input", "task"}
+    assert machines == {"tool-call", "authorization", "input", "task", "gate"}
     assert {events[0].get("server") for events in recorded.values()} >= {"alpha", "beta"}
     load(driver, page)
     assert driver.find_element(By.ID, "shown").text == f"{len(recorded)} of {len(recorded)} calls"
@@ -328,4 +329,82 @@ def test_a_live_task_run_is_drawn_on_the_task_machine(driver: WebDriver, tmp_pat
     task_run = next(run for run in recorded.values() if run[0]["machine"] == "task")
     assert [event["state"] for event in task_run][-1] == "completed" and "input_required" in {
         event["state"] for event in task_run
+    }
+
+
+def test_live_gate_runs_show_their_path_and_the_refusal_without_a_value(driver: WebDriver, tmp_path: Path) -> None:
+    import json as json_module
+
+    import anyio
+
+    from mcpfsm import AuditLog
+    from mcpfsm._core.gate import GateSettings, Refusal, ToolSchema
+    from mcpfsm._drivers.gate import GateRun
+
+    schema = ToolSchema.of("execute-sql", {
+        "type": "object", "properties": {"database": {"type": "string", "x-mcp-header": "Database"}}})
+
+    class Upstream:
+        identity = None
+
+        def __init__(self, body: bytes) -> None:
+            self.body = body
+
+        async def read_body(self, limit: int) -> bytes | None:
+            return self.body
+
+        async def schema(self, tool: str) -> ToolSchema | None:
+            return None
+
+        async def learn(self, tool: str) -> ToolSchema | None:
+            return schema
+
+        async def forward(self, *, strip_params: bool) -> None:
+            await anyio.lowlevel.checkpoint()
+
+        async def refuse(self, refusal: Refusal) -> None:
+            await anyio.lowlevel.checkpoint()
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    body = json_module.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "execute-sql", "arguments": {"database": "prod"}, "_meta": meta}}).encode()
+    standard = [("MCP-Protocol-Version", "2026-07-28"), ("Mcp-Method", "tools/call"), ("Mcp-Name", "execute-sql")]
+    source, page = tmp_path / "gate.jsonl", tmp_path / "gate.html"
+
+    async def main() -> None:
+        with AuditLog(source, chain=True) as log:
+            for value in ("prod", "analytics-SECRET-VALUE"):
+                await GateRun(Upstream(body), [*standard, ("Mcp-Param-Database", value)], GateSettings(), log).run()
+
+    anyio.run(main, backend="asyncio")
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpfsm", "trace", str(source), "--html", str(page)],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "analytics-SECRET-VALUE" not in source.read_text(encoding="utf-8") + page.read_text(encoding="utf-8")
+    recorded = runs([json_module.loads(line) for line in source.read_text(encoding="utf-8").splitlines()])
+    assert [events[-1]["state"] for events in recorded.values()] == ["forwarded", "rejected"]
+    load(driver, page)
+    assert [cell.text for cell in driver.find_elements(By.CSS_SELECTOR, "#rows tr[data-run] td:nth-child(2)")] == [
+        "tools/call execute-sql", "tools/call execute-sql",
+    ]
+    body_element = driver.find_element(By.TAG_NAME, "body")
+    for number, (call_id, events) in enumerate(recorded.items()):
+        if number:
+            body_element.send_keys(Keys.ARROW_DOWN)
+        WebDriverWait(driver, WAIT).until(lambda d, call_id=call_id: lit(d)["call"] == call_id)
+        shown = lit(driver)
+        assert (shown["machine"], shown["edges"]) == ("gate", recorded_path(events))
+        assert shown["current"] == [events[-1]["state"]]
+        assert driver.find_elements(By.CSS_SELECTOR, "#events tr.stray") == []
+    last = len(recorded[call_id]) - 1
+    fields = {
+        name: driver.find_element(By.CSS_SELECTOR, f"#events tr[data-step='{last}'] [data-field='{name}']").text
+        for name in ("header", "reason", "status")
+    }
+    assert fields == {
+        "header": "header Mcp-Param-Database",
+        "reason": "reason Mcp-Param-Database does not match the argument /database (string)",
+        "status": "status 400",
     }

@@ -67,8 +67,7 @@ Mcp-Method: tools/call<br/>Mcp-Name: execute-sql<br/>Mcp-Param-Database: analyti
 
 def test_success_diagram() -> None:
     assert sequence_diagram(SUCCESS) == HEAD + (
-        "    Server-->>Client: result\n"
-        "    Note over Client: succeeded (answered)\n"
+        "    Server-->>Client: result\n    Note over Client: succeeded (answered)\n"
     )
 
 
@@ -199,10 +198,18 @@ def test_parse_events_round_trip() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("{}\n", r"line 1: not a CallEvent record \(no 'call_id', 'seq', 'tool', 'state', "
-                     r"'attempt', 'at', 'elapsed'\)", id="empty-object"),
-        pytest.param(SUCCESS[0].to_json() + "\n{oops\n", r"line 2: not JSON \(Expecting property name enclosed "
-                     r"in double quotes at column 2\)", id="not-json"),
+        pytest.param(
+            "{}\n",
+            r"line 1: not a CallEvent record \(no 'call_id', 'seq', 'tool', 'state', "
+            r"'attempt', 'at', 'elapsed'\)",
+            id="empty-object",
+        ),
+        pytest.param(
+            SUCCESS[0].to_json() + "\n{oops\n",
+            r"line 2: not JSON \(Expecting property name enclosed "
+            r"in double quotes at column 2\)",
+            id="not-json",
+        ),
         pytest.param("\n[1]\n", r"line 2: not a CallEvent record \(a JSON list\)", id="array"),
         pytest.param(
             json.dumps({**SUCCESS[0].to_dict(), "seq": "x"}),
@@ -257,7 +264,6 @@ def test_select_call_defaults_to_the_last_call() -> None:
 def test_select_call_refuses(events: list[CallEvent], call_id: str | None, message: str) -> None:
     with pytest.raises(ValueError, match=rf"^{message}$"):
         select_call(events, call_id)
-
 
 
 def test_an_input_round_diagram_names_what_was_asked_and_answered() -> None:
@@ -346,52 +352,91 @@ def test_the_input_rounds_of_a_read_are_drawn_with_the_request_and_its_answers()
     ("last", "arrow"),
     [
         pytest.param(
-            input_run(1, "succeeded", "awaiting_input", "answered", request="roots/list", target="7", tool="t",
-                      input_responses={"7": {"roots": []}}),
-            "    Client->>Server: result\n"
-            "    Note over Client: succeeded (answered)<br/>7 = {#quot;roots#quot;: []}\n",
+            input_run(
+                1,
+                "succeeded",
+                "awaiting_input",
+                "answered",
+                request="roots/list",
+                target="7",
+                tool="t",
+                input_responses={"7": {"roots": []}},
+            ),
+            "    Client->>Server: result\n    Note over Client: succeeded (answered)<br/>7 = {#quot;roots#quot;: []}\n",
             id="answered",
         ),
         pytest.param(
-            input_run(1, "failed", "awaiting_input", "refused", request="roots/list", target="7", tool="t",
-                      error={"type": "RpcError", "code": -32601, "message": "no on_roots handler"}),
+            input_run(
+                1,
+                "failed",
+                "awaiting_input",
+                "refused",
+                request="roots/list",
+                target="7",
+                tool="t",
+                error={"type": "RpcError", "code": -32601, "message": "no on_roots handler"},
+            ),
             "    Client->>Server: error -32601\n"
             "    Note over Client: failed (refused)<br/>error -32601: no on_roots handler\n",
             id="refused",
         ),
         pytest.param(
-            input_run(1, "failed", "awaiting_input", "input_failed", request="roots/list", target="7", tool="t",
-                      error={"type": "KeyError", "code": None, "message": "an input handler raised KeyError"}),
+            input_run(
+                1,
+                "failed",
+                "awaiting_input",
+                "input_failed",
+                request="roots/list",
+                target="7",
+                tool="t",
+                error={"type": "KeyError", "code": None, "message": "an input handler raised KeyError"},
+            ),
             "    Client->>Server: error -32603\n"
             "    Note over Client: failed (input_failed)<br/>KeyError: an input handler raised KeyError\n",
             id="handler-raised",
         ),
         pytest.param(
-            input_run(1, "failed", "awaiting_input", "errored", request="roots/list", target="7", tool="t",
-                      error={"type": "TransportError", "code": None, "message": "connection refused"}),
+            input_run(
+                1,
+                "failed",
+                "awaiting_input",
+                "errored",
+                request="roots/list",
+                target="7",
+                tool="t",
+                error={"type": "TransportError", "code": None, "message": "connection refused"},
+            ),
             "    Client--xServer: answer not sent\n"
             "    Note over Client: failed (errored)<br/>TransportError: connection refused\n",
             id="not-sent",
         ),
         pytest.param(
-            input_run(1, "cancelled", "awaiting_input", "cancelled", request="roots/list", target="7", tool="t",
-                      error={"type": "Cancelled", "code": None, "message": "the input run was cancelled"}),
+            input_run(
+                1,
+                "cancelled",
+                "awaiting_input",
+                "cancelled",
+                request="roots/list",
+                target="7",
+                tool="t",
+                error={"type": "Cancelled", "code": None, "message": "the input run was cancelled"},
+            ),
             "    Note over Client: cancelled (cancelled)<br/>Cancelled: the input run was cancelled\n",
             id="cancelled",
         ),
     ],
 )
 def test_a_legacy_server_request_is_drawn_from_the_server(last: InputEvent, arrow: str) -> None:
-    first = input_run(0, "awaiting_input", None, None, request="roots/list", target="7", tool="t",
-                      input_requests={"7": "roots/list"})
+    first = input_run(
+        0, "awaiting_input", None, None, request="roots/list", target="7", tool="t", input_requests={"7": "roots/list"}
+    )
     assert sequence_diagram([last, first]) == (
         "sequenceDiagram\n"
         "    %% mcpfsm input run r-i1 of roots/list 7 (tool t), drawn by `mcpfsm trace`\n"
         "    participant Client\n"
         "    participant Server\n"
         "    Server->>Client: roots/list (id 7)\n"
-        "    Note over Client: awaiting_input<br/>7: roots/list\n"
-        + arrow
+        "    Note over Client: awaiting_input<br/>7: roots/list\n" + arrow
     )
 
 
@@ -407,3 +452,145 @@ def test_select_call_picks_input_runs_too_and_defaults_to_the_last_run() -> None
     assert select_call(parsed, "c-1") == SUCCESS
     with pytest.raises(ValueError, match=r"^no events of call 'x' \(calls recorded: c-1, r-i1\)$"):
         select_call(parsed, "x")
+
+
+# --- requests through the gate (GateEvent) ------------------------------------------------------------------------
+
+
+def gate(seq: int, state: str, previous: str | None, trigger: str | None, **fields: Any) -> CallEvent:
+    from mcpfsm import GateEvent
+
+    parsed = seq > 0 and not fields.pop("unparsed", False)
+    return GateEvent(
+        call_id="g-1",
+        seq=seq,
+        tool="execute-sql" if parsed else "",
+        state=state,
+        previous=previous,
+        trigger=trigger,
+        attempt=1,
+        at=f"2026-07-28T00:00:0{seq}+00:00",
+        elapsed=seq / 1000,
+        method="tools/call" if parsed else "",
+        name="execute-sql" if parsed else None,
+        **fields,
+    )
+
+
+GATE_HEAD = """\
+sequenceDiagram
+    %% mcpfsm gate run g-1 of tools/call execute-sql, drawn by `mcpfsm trace`
+    participant Client
+    participant Gate
+    participant Upstream
+    Client->>Gate: tools/call execute-sql
+    Note over Gate: received
+    Note over Gate: parsed (read)
+"""
+REFUSED = "Mcp-Param-Database does not match the argument /database (string)"
+
+
+def test_a_gate_run_that_learns_and_forwards() -> None:
+    events = [
+        gate(0, "received", None, None),
+        gate(1, "parsed", "received", "read"),
+        gate(2, "learning", "parsed", "unknown"),
+        gate(3, "schema_known", "learning", "learned"),
+        gate(4, "checked", "schema_known", "matched"),
+        gate(5, "forwarded", "checked", "forwarded"),
+    ]
+    assert sequence_diagram(events) == GATE_HEAD + (
+        "    Note over Gate: learning (unknown)\n"
+        "    Gate->>Upstream: tools/list\n"
+        "    Upstream-->>Gate: tools/list result\n"
+        "    Note over Gate: schema_known (learned)\n"
+        "    Note over Gate: checked (matched)\n"
+        "    Gate->>Upstream: tools/call execute-sql\n"
+        "    Upstream-->>Gate: answer\n"
+        "    Gate-->>Client: answer\n"
+        "    Note over Gate: forwarded (forwarded)\n"
+    )
+
+
+def test_a_gate_run_that_refuses_draws_the_status_and_reason_and_nothing_upstream() -> None:
+    events = [
+        gate(0, "received", None, None),
+        gate(1, "parsed", "received", "read"),
+        gate(2, "schema_known", "parsed", "known"),
+        gate(3, "checked", "schema_known", "mismatched"),
+        gate(4, "rejected", "checked", "refused", header="Mcp-Param-Database", reason=REFUSED, status=400),
+    ]
+    diagram = sequence_diagram(events)
+    assert diagram == GATE_HEAD + (
+        "    Note over Gate: schema_known (known)\n"
+        "    Note over Gate: checked (mismatched)\n"
+        f"    Gate-->>Client: HTTP 400<br/>{REFUSED}\n"
+        "    Note over Gate: rejected (refused)\n"
+    )
+    assert "Upstream:" not in diagram and "->>Upstream" not in diagram
+
+
+@pytest.mark.parametrize(
+    ("last", "wire"),
+    [
+        (
+            gate(2, "learning", "parsed", "unknown"),
+            ["    Gate->>Upstream: tools/list"],
+        ),
+        (
+            gate(2, "schema_known", "learning", "unlearned"),
+            ["    Upstream--xGate: tools/list failed"],
+        ),
+        (
+            gate(2, "cancelled", "parsed", "cancelled"),
+            ["    Client--xGate: gone"],
+        ),
+        (
+            gate(2, "reported", "checked", "reported", header="Mcp-Name", reason="Mcp-Name is missing"),
+            [
+                "    Gate->>Upstream: tools/call execute-sql (a mismatch, reported)",
+                "    Upstream-->>Gate: answer",
+                "    Gate-->>Client: answer",
+            ],
+        ),
+    ],
+)
+def test_each_gate_step_on_the_wire(last: CallEvent, wire: list[str]) -> None:
+    lines = sequence_diagram([gate(0, "received", None, None), gate(1, "parsed", "received", "read"), last])
+    drawn = lines.splitlines()[8:]
+    assert [line for line in drawn if "Note over" not in line] == wire
+
+
+def test_a_legacy_request_is_drawn_without_its_method_and_a_refused_one_too() -> None:
+    legacy = [gate(0, "received", None, None), gate(1, "forwarded", "received", "legacy", unparsed=True)]
+    assert sequence_diagram(legacy).splitlines()[1:] == [
+        "    %% mcpfsm gate run g-1 of a request, drawn by `mcpfsm trace`",
+        "    participant Client",
+        "    participant Gate",
+        "    participant Upstream",
+        "    Client->>Gate: a request",
+        "    Note over Gate: received",
+        "    Gate->>Upstream: a request (legacy: not verified)",
+        "    Upstream-->>Gate: answer",
+        "    Gate-->>Client: answer",
+        "    Note over Gate: forwarded (legacy)",
+    ]
+    reason = "the request carries 65 Mcp-* headers; at most 64 are accepted"
+    oversized = [
+        gate(0, "received", None, None),
+        gate(1, "rejected", "received", "oversized", unparsed=True, reason=reason, status=431),
+    ]
+    escaped = reason.replace(";", "#59;")  # Mermaid reads ; as the end of a statement
+    assert f"    Gate-->>Client: HTTP 431<br/>{escaped}" in sequence_diagram(oversized).splitlines()
+
+
+def test_select_call_picks_gate_runs_and_the_summary_names_them() -> None:
+    from mcpfsm._tooling.trace import summary_by_server
+
+    runs = [*SUCCESS, gate(0, "received", None, None), gate(1, "parsed", "received", "read")]
+    assert select_call(runs) == runs[4:]
+    assert summary_by_server(runs).splitlines() == [
+        "(no server): 2 runs",
+        "  c-1  tool-call  execute-sql  succeeded (4 events)",
+        "  g-1  gate  tools/call execute-sql  parsed (2 events)",
+    ]

@@ -42,8 +42,9 @@ SECRET_FORM_FIELDS: Final = frozenset(
 """Form fields of a token request whose values are secrets (RFC 6749 §2.3.1, §4.1.3, §6; RFC 7636 §4.5;
 RFC 7521 §4.2; RFC 7523 §2.1; RFC 8693 §2.1)."""
 
-_TEXT_ATTRIBUTES: Final = ("message", "reason", "error", "error_description")
-"""The attributes of mcpfsm's errors that hold text a server chose (``RpcError.message``, the OAuth fields)."""
+_TEXT_ATTRIBUTES: Final = ("message", "reason", "error", "error_description", "url")
+"""The attributes of mcpfsm's errors that hold text a server chose (``RpcError.message``, the OAuth fields), or
+that their text is made of (a connection error's ``url``, whose query may hold a key)."""
 
 
 def basic_credentials(client_id: str, client_secret: str) -> str:
@@ -221,8 +222,8 @@ class Secrets:
 
         In place, so the one exception object that an event, a span, a log line and the caller all read is
         clean before any of them does: its ``args`` (the message ``str`` and ``repr`` show), the server's text
-        mcpfsm's errors carry (``message``, ``reason``, ``error``, ``error_description``) and a JSON-RPC
-        error's ``data``, along ``__cause__`` and ``__context__``.
+        mcpfsm's errors carry (``message``, ``reason``, ``error``, ``error_description``), a JSON-RPC
+        error's ``data`` and an ``OSError``'s file names, along ``__cause__`` and ``__context__``.
         """
         if not self.values:
             return
@@ -243,6 +244,12 @@ class Secrets:
             data = getattr(current, "data", None)
             if data is not None:
                 _set(current, "data", _scrub_value(data, values))
+            if isinstance(current, OSError):
+                # What an OSError's text shows besides its args: the paths (a working directory, a command).
+                for name in ("filename", "filename2"):
+                    path = getattr(current, name)
+                    if isinstance(path, str):
+                        _set(current, name, redact(path, values))
             pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
 
 

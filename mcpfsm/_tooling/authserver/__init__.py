@@ -18,7 +18,8 @@ It serves, on one origin:
 - ``/authorize`` (auto-approves: 302 to the redirect URI with ``code``, ``state`` and ``iss``), ``/token``,
   ``/register`` (RFC 7591); a second server under ``/as2`` for migration; an IdP token exchange endpoint at
   ``/idp/token`` (RFC 8693) that issues ID-JAGs;
-- ``GET /_log`` (every request received, in order, with its answer's status) and ``POST /_log/clear``;
+- ``GET /_log`` (every request received, in order, with its answer's status, and for ``/mcp`` the ``client_id``
+  its token was granted to) and ``POST /_log/clear``;
 - ``POST /_revoke``: every access token dies, with ``{"refresh_tokens": true}`` every refresh token too
   (clients stay);
 - ``GET /_stats``: token requests by ``grant_type``, retired refresh tokens presented again

@@ -376,9 +376,8 @@ class AuthorizationServer:
                 del tokens[token]
 
     def client_credentials_grant(self, client: Client, form: dict[str, str]) -> Grant:
-        """OAuth 2.1 §4.2 for the one configured client-credentials client."""
-        configured = self.scenario.client_credentials or {}
-        if client.client_id != configured.get("client_id"):
+        """OAuth 2.1 §4.2 for the configured client-credentials clients."""
+        if client.client_id not in {configured.get("client_id") for configured in self.scenario.credentials_clients}:
             raise Rejected(400, "unauthorized_client", "this client may not use client_credentials")
         if form.get("resource") != self.world.resource:
             raise Rejected(400, "invalid_target", "resource must name the MCP server")

@@ -61,7 +61,7 @@ class Scenario:
         legacy: ``metadata`` (no PRM; metadata at the origin with ``/oauth/*`` endpoints) or ``defaults`` (no PRM,
             no metadata; ``/authorize``, ``/token``, ``/register`` at the origin).
         client_credentials: ``{"client_id", "client_secret"}`` (client_secret_basic) or ``{"client_id",
-            "public_key_pem"}`` (private_key_jwt, ES256).
+            "public_key_pem"}`` (private_key_jwt, ES256), or a list of such clients.
         jwt_bearer: ``{"client_id", "issuer", "public_key_pem"}``: a public client presenting assertions of that
             issuer (workload identity, RFC 7523).
         idp: ``{"client_id", "id_token"}``: the IdP at ``/idp/token`` exchanges that ID token for an ID-JAG for
@@ -104,7 +104,7 @@ class Scenario:
     forbid_limit: int = 3
     migrate_after: int | None = None
     legacy: str | None = None
-    client_credentials: dict[str, str] | None = None
+    client_credentials: dict[str, str] | list[dict[str, str]] | None = None
     jwt_bearer: dict[str, str] | None = None
     idp: dict[str, str] | None = None
     dpop: bool = False
@@ -119,6 +119,14 @@ class Scenario:
     token_suffix: str = ""
     sessions: bool = False
     echo_secrets: bool = False
+
+    @property
+    def credentials_clients(self) -> list[dict[str, str]]:
+        """The clients that may use the ``client_credentials`` grant (``client_credentials`` as a list)."""
+        configured = self.client_credentials
+        if configured is None:
+            return []
+        return [configured] if isinstance(configured, dict) else list(configured)
 
     @classmethod
     def from_json(cls, text: str) -> Scenario:

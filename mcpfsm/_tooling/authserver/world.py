@@ -89,8 +89,7 @@ class World:
             p = s.pre_registered
             method = p.get("method", "client_secret_basic" if p.get("client_secret") else "none")
             clients[p["client_id"]] = Client(client_id=p["client_id"], method=method, secret=p.get("client_secret"))
-        if s.client_credentials is not None:
-            c = s.client_credentials
+        for c in s.credentials_clients:
             if "public_key_pem" in c:
                 key = load_public_key(c["public_key_pem"])
                 clients[c["client_id"]] = Client(client_id=c["client_id"], method="private_key_jwt", public_key=key)
@@ -473,4 +472,8 @@ class World:
         else:
             response = await handler(request)
         entry["status"] = response.status_code
+        if path == "/mcp":
+            # Whom the request acted for: the client its token was granted to (None without a valid token).
+            granted = self.access_tokens.get(headers.get("authorization", "").partition(" ")[2])
+            entry["client_id"] = granted.client_id if granted is not None else None
         return response

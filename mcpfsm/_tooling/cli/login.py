@@ -10,7 +10,7 @@ import trio
 
 from ..._client.client import Client
 from ..._client.stores import default_token_path
-from ..._core.credentials import OAuth, binding_key
+from ..._core.credentials import OAuth, binding_key, credential_holder
 from ..._core.events import AuthEvent, CallEvent
 from .common import (
     PROTOCOLS,
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> Exit:
             return
         async with opened(shared):
             # The store answers before anyone logs in: a login whose tokens could not be kept is no login.
-            await shared.get(binding_key(args.url))
+            await shared.get(binding_key(args.url, credential_holder(auth) if isinstance(auth, OAuth) else "-"))
             with connection_errors(args.url):
                 async with client:
                     pass

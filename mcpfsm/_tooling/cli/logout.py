@@ -6,17 +6,16 @@ import argparse
 from typing import Final
 
 from ..._client.stores import FileTokenStore, default_token_path
-from ..._core.credentials import binding_key, tokens_key
 from .common import Exit, print_line
-from .store import add_store_option, describe, open_store, opened, run_on
+from .store import add_store_option, describe, endpoint_bindings, open_store, opened, run_on
 
 __all__ = ["configure", "run"]
 
 DESCRIPTION: Final = (
-    "Delete the tokens `mcpfsm login` stored for URL from the user's configuration directory. The client\n"
-    "registration made with the authorization server stays (it identifies mcpfsm, not the user), so the\n"
-    "next login does not register again. Nothing is sent to the server. --store forgets them in the\n"
-    "shared store `mcpfsm login --store` wrote them to."
+    "Delete the tokens `mcpfsm login` stored for URL from the user's configuration directory, those of\n"
+    "every credential that logged in to it. The client registration made with the authorization server\n"
+    "stays (it identifies mcpfsm, not the user), so the next login does not register again. Nothing is\n"
+    "sent to the server. --store forgets them in the shared store `mcpfsm login --store` wrote them to."
 )
 
 
@@ -33,14 +32,14 @@ def run(args: argparse.Namespace) -> Exit:
 
     async def logout() -> bool:
         async with opened(store):
-            binding = await store.get(binding_key(args.url))
-            if binding is None:
-                return False
-            issuer, resource = binding.get("issuer"), binding.get("resource")
-            if isinstance(issuer, str) and (resource is None or isinstance(resource, str)):
-                await store.delete(tokens_key(issuer, resource))
-            await store.delete(binding_key(args.url))
-            return True
+            # Every credential's binding of the URL, and the tokens each points to (never a registration).
+            values = {key: value for key, value, _ in await store.entries()}
+            bindings = endpoint_bindings(values, args.url)
+            for key, pointed in bindings.items():
+                for target in pointed[:1]:
+                    await store.delete(target)
+                await store.delete(key)
+            return bool(bindings)
 
     if run_on(store, logout):
         print_line(f"logged out of {args.url}: its tokens were removed from {path}")

@@ -23,19 +23,41 @@ import trio
 from ..._client.file_store import FileStore
 from ..._client.redis_store import RedisStore, redacted
 from ..._client.stores import FileTokenStore
-from ..._core.credentials import binding_key, registration_key, tokens_key
+from ..._core.credentials import (
+    legacy_binding_key,
+    legacy_registration_key,
+    legacy_tokens_key,
+    registration_key,
+    tokens_key,
+)
+from ..._core.errors import StoreError
 from .common import CliError, Exit, columns, print_line
 
-__all__ = ["DESCRIPTION", "add_store_option", "configure", "describe", "open_store", "opened", "run", "run_on"]
+__all__ = [
+    "DESCRIPTION",
+    "add_store_option",
+    "configure",
+    "describe",
+    "endpoint_bindings",
+    "open_store",
+    "opened",
+    "run",
+    "run_on",
+]
 
 DESCRIPTION: Final = (
     "mcpfsm store check STORE lists what a store holds, one line per entry: its kind (binding, tokens,\n"
     "registration, or what else a client keeps there), its key, when the store expires it, and what it\n"
     "is, never a token, secret or client id. --server URL keeps the entries of one MCP server: its\n"
-    "binding, the tokens and the registration it points to. STORE is redis://, rediss://,\n"
+    "bindings (one per credential), the tokens and registrations they point to. STORE is redis://, rediss://,\n"
     "redis+sentinel:// or redis+cluster:// (RedisStore), file:///DIR or a path (FileStore; an existing\n"
-    "file is a FileTokenStore, the format `mcpfsm login` writes by default). Nothing is written."
+    "file is a FileTokenStore, the format `mcpfsm login` writes by default). Nothing is written. A store\n"
+    "that does not answer within --timeout seconds (a frozen Redis, a stalled file system) is exit 4, and\n"
+    "so is a file store someone else could have written (another user's directory or file, one others may\n"
+    "write, a FIFO, a link or an oversized file planted in it)."
 )
+DEFAULT_CHECK_TIMEOUT: Final = 10.0
+"""Seconds ``store check`` waits for the whole listing."""
 _REDIS: Final = ("redis://", "rediss://", "redis+sentinel://", "rediss+sentinel://", "redis+cluster://", "rediss+cluster://")
 
 Opened = FileStore | FileTokenStore | RedisStore
@@ -101,7 +123,12 @@ def run_on(store: Opened, work: Callable[[], Awaitable[T]]) -> T:
     """
     try:
         return trio.run(work)
+    except CliError:
+        raise
     except Exception as exc:  # OSError, coredis' ConnectionError, TimeoutError, AuthenticationError, ...
+        if isinstance(exc, StoreError):
+            # mcpfsm's own words (a refused path), never a value.
+            raise CliError(Exit.unreachable, f"cannot use the store {describe(store)}: {exc}") from None
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else type(exc).__name__
         raise CliError(Exit.unreachable, f"cannot use the store {describe(store)}: {reason}") from None
 
@@ -118,15 +145,31 @@ def configure(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--server", metavar="URL", help="only what is kept for this MCP endpoint")
     check.add_argument("--prefix", default="mcpfsm:", help="the key prefix of a Redis store (default: mcpfsm:)")
     check.add_argument("--json", action="store_true", help="the entries as a JSON array")
+    check.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_CHECK_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long the store may take to list its entries (default: {DEFAULT_CHECK_TIMEOUT:g})",
+    )
 
 
 def run(args: argparse.Namespace) -> Exit:
     """List the entries."""
+    if not args.timeout > 0:
+        raise CliError(Exit.usage, f"--timeout must be a positive number of seconds, got {args.timeout:g}")
     store = open_store(args.store, prefix=args.prefix)
 
     async def read() -> list[tuple[str, dict[str, Any], float | None]]:
-        async with opened(store):
-            return await store.entries()
+        # The bound encloses the store's whole context (its connections open and close inside it).
+        try:
+            with trio.fail_after(args.timeout):
+                async with opened(store):
+                    return await store.entries()
+        except trio.TooSlowError:
+            raise CliError(
+                Exit.unreachable, f"the store {describe(store)} did not answer within {args.timeout:g} s"
+            ) from None
 
     entries = run_on(store, read)
     if args.server is not None:
@@ -145,16 +188,37 @@ def run(args: argparse.Namespace) -> Exit:
     return Exit.ok
 
 
+def endpoint_bindings(values: dict[str, dict[str, Any]], url: str) -> dict[str, tuple[str, ...]]:
+    """Every binding of the MCP endpoint ``url`` among ``values`` (by key), each with the keys it points to.
+
+    One binding per credential holder (``binding URL HOLDER``) and one an earlier mcpfsm wrote without a holder
+    (``binding URL``); each points to its tokens and its registration with the issuer it names.
+    """
+    found: dict[str, tuple[str, ...]] = {}
+    for key, value in values.items():
+        if key == legacy_binding_key(url):
+            holder = None
+        elif key.startswith(f"binding {url} ") and " " not in key[len(f"binding {url} ") :]:
+            holder = key[len(f"binding {url} ") :]
+        else:
+            continue
+        issuer, resource = value.get("issuer"), value.get("resource")
+        if not isinstance(issuer, str):
+            found[key] = ()
+            continue
+        resource = resource if isinstance(resource, str) else None
+        if holder is None:
+            found[key] = (legacy_tokens_key(issuer, resource), legacy_registration_key(issuer))
+        else:
+            found[key] = (tokens_key(issuer, resource, holder), registration_key(issuer, holder))
+    return found
+
+
 def _of_server(
     entries: list[tuple[str, dict[str, Any], float | None]], url: str
 ) -> list[tuple[str, dict[str, Any], float | None]]:
-    by_key = {key: value for key, value, _ in entries}
-    wanted = {binding_key(url)}
-    binding = by_key.get(binding_key(url))
-    if binding is not None and isinstance(binding.get("issuer"), str):
-        resource = binding.get("resource")
-        wanted |= {tokens_key(binding["issuer"], resource if isinstance(resource, str) else None)}
-        wanted |= {registration_key(binding["issuer"])}
+    bindings = endpoint_bindings({key: value for key, value, _ in entries}, url)
+    wanted = set(bindings).union(*bindings.values())
     return [entry for entry in entries if entry[0] in wanted or (url in entry[0].split(" "))]
 
 
