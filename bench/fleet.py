@@ -1,6 +1,17 @@
 """A fleet of worker processes on one login: refresh requests, and what the store's lock costs a call.
 
 Run from the repository root:  python bench/fleet.py [--workers 16] [--store redis|file] [--lifetime 5]
+                               python bench/fleet.py --handoff [--workers 16] [--rounds 20] [--store redis|file]
+
+``--handoff`` measures the store's lock alone: W worker processes (this script with ``--handoff-worker``) take
+one lock of one store in turn, ``--rounds`` times each: each holds it for a read and a write of one key, then
+pauses ``--think`` ms (default 20, so that a worker that just released does not take the lock straight back
+from the waiters) and asks again; with 16 workers most acquisitions find the lock taken and wait for its
+release. For each acquisition that waited, the **hand-off** is the time from the previous holder starting its
+release to this worker holding the lock (wall clock, every process on this machine); median, 90th percentile
+and max in ms, and the median as a ratio to one store read (``get``) measured by the same workers in the same
+run, since the machine's load moves both. It runs against whichever mcpfsm is on ``sys.path`` (the lock is
+called as ``lock(key, ttl)``, which every version takes), so the same script measures before and after.
 
 One test authorization server (mcpfsm._tooling.authserver, in its own process) rotates refresh tokens and
 revokes the whole grant when a rotated-away refresh token comes back (RFC 6749 §10.4, RFC 9700 §4.14.2); it
@@ -33,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import statistics
@@ -51,7 +63,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import mcpfsm  # noqa: E402
-from mcpfsm._core.credentials import tokens_key  # noqa: E402
+from mcpfsm._core.credentials import credential_holder, tokens_key  # noqa: E402
 
 PACE = 0.05
 """Seconds between two calls of one worker."""
@@ -95,11 +107,12 @@ class TimedStore:
         return deleted
 
     @contextlib.asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
         record: dict[str, Any] = {"requested": time.time(), "refreshed": False}
         start = time.perf_counter()
         self.operations += 1
-        async with self.store.lock(key, ttl):
+        # `wait` only when the client passes one: so this script measures versions before it too.
+        async with self.store.lock(key, ttl, **({} if wait is None else {"wait": wait})):
             self.spent += time.perf_counter() - start
             record["acquired"] = time.time()
             self._holding = record
@@ -159,7 +172,7 @@ async def log_in_and_expire(spec: str, mcp_url: str, base: str) -> None:
         auth = mcpfsm.OAuth(redirect_uri="http://localhost:3000/callback", authorize=headless_authorize, store=store)
         async with mcpfsm.Client.http(mcp_url, auth=auth, protocol="2026-07-28") as client:
             await client.call_tool("test-tool", {})
-        key = tokens_key(base, mcp_url)
+        key = tokens_key(base, mcp_url, credential_holder(auth))
         record = await store.get(key)
         assert record is not None
         now = time.time()
@@ -213,16 +226,110 @@ def waits(results: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
     return handoff, behind_refresh
 
 
+async def handoff_worker(spec: str, rounds: int, think: float) -> None:
+    from tests.store_worker import opened
+
+    async with opened(spec) as store:
+        reads = []
+        for _ in range(5):
+            start = time.perf_counter()
+            await store.get("handoff read")
+            reads.append(time.perf_counter() - start)
+        print("READY", flush=True)
+        await trio.to_thread.run_sync(sys.stdin.readline)
+        held: list[list[float]] = []
+        for _ in range(rounds):
+            requested = time.time()
+            async with store.lock("handoff", 30):
+                acquired = time.time()
+                value = await store.get("handoff value") or {"n": 0}
+                await store.set("handoff value", {"n": value["n"] + 1})
+                released = time.time()
+            held.append([requested, acquired, released])
+            await trio.sleep(think)
+        print(json.dumps({"held": held, "reads": reads}), flush=True)
+
+
+def handoffs(results: list[dict[str, Any]]) -> list[float]:
+    """For each acquisition that found the lock taken: ms from the holder's release to this one holding it."""
+    taken = sorted((each for result in results for each in result["held"]), key=lambda each: each[1])
+    waits: list[float] = []
+    for previous, current in itertools.pairwise(taken):
+        if current[0] < previous[2]:  # it asked before the previous holder let go: it waited for the release
+            waits.append((current[1] - previous[2]) * 1000)
+    return waits
+
+
+def run_handoff(workers: int, rounds: int, store: str, think_ms: float) -> None:
+    with contextlib.ExitStack() as stack:
+        if store == "redis":
+            from tests.redisserver import start_redis
+
+            spec = f"redis:{stack.enter_context(start_redis()).url}"
+            os.environ["MCPFSM_TEST_PREFIX"] = f"mcpfsm-bench-{uuid.uuid4().hex[:8]}:"
+        else:
+            spec = f"file:{stack.enter_context(tempfile.TemporaryDirectory())}/store"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        argv = [sys.executable, __file__, "--handoff-worker", spec, str(rounds), str(think_ms / 1000)]
+        processes = [
+            subprocess.Popen(argv, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            for _ in range(workers)
+        ]
+        try:
+            for process in processes:
+                assert process.stdout is not None and process.stdout.readline() == "READY\n"
+            for process in processes:
+                assert process.stdin is not None
+                process.stdin.write("go\n")
+                process.stdin.flush()
+            results = []
+            for process in processes:
+                out, _ = process.communicate(timeout=600)
+                if process.returncode != 0:
+                    raise SystemExit(f"a worker failed:\n{out}")
+                results.append(json.loads(out.strip().splitlines()[-1]))
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.kill()
+                    process.wait()
+    waits = sorted(handoffs(results))
+    read_ms = statistics.median(read * 1000 for result in results for read in result["reads"])
+    total = sum(len(result["held"]) for result in results)
+    assert total == workers * rounds
+    median = statistics.median(waits)
+    p90 = waits[int(len(waits) * 0.9)]
+    print(
+        f"lock hand-off: {workers} worker processes x {rounds} rounds on one {store} lock, {think_ms:g} ms apart;"
+        f" load {os.getloadavg()[0]:.1f}; mcpfsm from {Path(mcpfsm.__file__).parent}"
+    )
+    print(
+        f"  {len(waits)} of {total} acquisitions waited for a release: hand-off median {median:.2f} ms,"
+        f" p90 {p90:.2f} ms, max {waits[-1]:.2f} ms; {median / read_ms:.1f}x one store read (median {read_ms:.2f} ms)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--workers", type=int, default=16)
     parser.add_argument("--store", choices=["redis", "file"], default="redis")
     parser.add_argument("--lifetime", type=int, default=5, help="seconds an access token lives (expires_in)")
+    parser.add_argument("--handoff", action="store_true", help="measure the lock's hand-off alone")
+    parser.add_argument("--rounds", type=int, default=20, help="locks each worker takes (--handoff)")
+    parser.add_argument("--think", type=float, default=20.0, help="ms a worker pauses between locks (--handoff)")
     parser.add_argument("--worker", nargs=3, metavar=("STORE", "URL", "SECONDS"), help=argparse.SUPPRESS)
+    parser.add_argument("--handoff-worker", nargs=3, metavar=("STORE", "ROUNDS", "THINK"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker is not None:
         spec, url, seconds = args.worker
         trio.run(worker, spec, url, float(seconds))
+        return
+    if args.handoff_worker is not None:
+        spec, rounds, think = args.handoff_worker
+        trio.run(handoff_worker, spec, int(rounds), float(think))
+        return
+    if args.handoff:
+        run_handoff(args.workers, args.rounds, args.store, args.think)
         return
 
     from mcpfsm._tooling.peer_process import run_authserver

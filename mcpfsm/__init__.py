@@ -15,6 +15,7 @@ applications that want its logs call ``logger.enable("mcpfsm")``.
 from typing import TYPE_CHECKING
 
 from ._client.client import Client
+from ._client.options import ClientOptions
 from ._client.tools import Tool, ToolList
 from ._core.cache import CacheStats, ResponseCache
 from ._core.catalog import Exclusion, ToolDefinition
@@ -33,18 +34,21 @@ from ._core.errors import (
     RpcError,
     SessionExpired,
     StoreError,
+    StoreLockTimeout,
     TaskError,
     TransportError,
     UnsafeStoreError,
 )
-from ._core.events import AuthEvent, CallEvent, GateEvent, InputEvent, TaskEvent
+from ._core.events import CallEvent
 from ._core.jsonrpc import Notification
 from ._core.plan import HeaderPlan, plan_request
 from ._core.results import ServerInfo, ToolResult
 from ._core.schema import MirroredParam, SchemaVerdict, inspect_input_schema
 from ._log import disable_library_logs, log_to_stdlib
 from ._machines.definition import Edge, MachineDefinition
-from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL, State, Trigger
+from ._machines.tool_call import EDGES, STATES, TERMINAL, TOOL_CALL
+from ._machines.tool_call import State as ToolCallState
+from ._machines.tool_call import Trigger as ToolCallTrigger
 from ._transports.base import Transport
 
 if TYPE_CHECKING:
@@ -55,9 +59,13 @@ if TYPE_CHECKING:
     from ._client.skills import LoadedSkill, Skill
     from ._client.stores import FileTokenStore, MemoryStore, MemoryTokenStore
     from ._client.subscriptions import Subscription
-    from ._client.tasks import Task
+    from ._client.task import Task
     from ._core.config import Config, ServerConfig, load_config
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store, TokenStore
+    from ._core.events.authorization import AuthEvent
+    from ._core.events.gate import GateEvent
+    from ._core.events.input import InputEvent
+    from ._core.events.task import TaskEvent
     from ._core.skills import SkillFile, SkillVerificationError
     from ._core.surface import (
         Completion,
@@ -77,12 +85,22 @@ if TYPE_CHECKING:
 
 __version__ = MCPFSM_VERSION
 
-# What a client that only calls tools never uses is imported on first use of one of its names, so that
-# `import mcpfsm` stays quick (bench/startup.py); PEP 562. The authorization side (the OAuth core and its
-# many value types, the second machine); the results of resources, prompts and completion; the HTTP stack
-# (imported by the first Client.http() too) and the stdio transport; subscriptions; tasks; server
-# configurations and client groups.
+State = ToolCallState
+"""The tool-call machine's states under their first name (:data:`ToolCallState`, as ``TOOL_CALL`` names the machine)."""
+
+Trigger = ToolCallTrigger
+"""The tool-call machine's triggers under their first name (:data:`ToolCallTrigger`)."""
+
+# The one lazy edge of the package (PEP 562): what a client that only calls tools never uses is imported on first
+# use of one of its names, so that `import mcpfsm` stays quick (bench/startup.py). The authorization side (the
+# OAuth core and its many value types, the second machine); the events of the other machines; the results of
+# resources, prompts and completion; the HTTP stack (imported by the first Client.http() too) and the stdio
+# transport; subscriptions; tasks; server configurations and client groups.
 _LAZY = {
+    "AuthEvent": "._core.events.authorization",
+    "GateEvent": "._core.events.gate",
+    "InputEvent": "._core.events.input",
+    "TaskEvent": "._core.events.task",
     "ClientGroup": "._client.group",
     "Config": "._core.config",
     "GroupTool": "._client.group",
@@ -100,7 +118,7 @@ _LAZY = {
     "AuditLog": "._drivers.audit_log",
     "ToolAnnotations": "._core.tool_annotations",
     "Subscription": "._client.subscriptions",
-    "Task": "._client.tasks",
+    "Task": "._client.task",
     "TASK": "._machines.task",
     "AUTHORIZATION": "._machines.authorization",
     "ClientCredentials": "._core.credentials",
@@ -152,6 +170,7 @@ __all__ = [
     "Client",
     "ClientCredentials",
     "ClientGroup",
+    "ClientOptions",
     "Completion",
     "Config",
     "ConfigError",
@@ -202,6 +221,7 @@ __all__ = [
     "StdioTransport",
     "Store",
     "StoreError",
+    "StoreLockTimeout",
     "Subscription",
     "TASK",
     "TERMINAL",
@@ -212,6 +232,8 @@ __all__ = [
     "TokenStore",
     "Tool",
     "ToolAnnotations",
+    "ToolCallState",
+    "ToolCallTrigger",
     "ToolDefinition",
     "ToolList",
     "ToolResult",

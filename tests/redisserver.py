@@ -4,18 +4,24 @@
 OS assigned (:func:`tests.ports.reserved_port`), waits until the server prints that it accepts connections and
 answers ``PING`` on the socket, and stops it after. ``redis-server`` comes from the Debian package of that name
 (``.ci/need redis-server redis-server`` in ``.ci/run`` and the README's test command); a missing binary fails
-the test, it is never skipped. :func:`start_sentinel` runs one Sentinel that monitors a server as ``SERVICE``.
+the test, it is never skipped. :func:`start_sentinel` runs one Sentinel that monitors a server as ``SERVICE``;
+:func:`start_failover_pair` a primary, its replica and a Sentinel that promotes the replica when the primary dies
+(:func:`wait_for_primary` waits until the Sentinel names the new one). :func:`start_cluster` runs a Redis Cluster
+of three primaries sharing the 16384 slots, and yields once every node says ``cluster_state:ok``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import shutil
+import signal
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +29,19 @@ from typing import Final
 
 from tests.ports import reserved_port
 
-__all__ = ["RedisServer", "command", "ping", "start_cluster_node", "start_redis", "start_sentinel"]
+__all__ = [
+    "FailoverPair",
+    "RedisServer",
+    "answer_of",
+    "command",
+    "ping",
+    "start_cluster",
+    "start_cluster_node",
+    "start_failover_pair",
+    "start_redis",
+    "start_sentinel",
+    "wait_for_primary",
+]
 
 STARTUP: Final = 30.0
 """Hang guard, in seconds, for a server to say it is ready."""
@@ -45,6 +63,15 @@ class RedisServer:
         self.process.kill()
         self.process.wait(timeout=STARTUP)
 
+    @contextmanager
+    def frozen(self) -> Iterator[None]:
+        """Stop the server (SIGSTOP) for the block: the kernel still accepts connections, nothing is answered."""
+        os.kill(self.process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self.process.pid, signal.SIGCONT)
+
 
 def ping(port: int) -> bool:
     """Whether a server on ``port`` answers ``PING`` with ``+PONG`` now."""
@@ -62,6 +89,23 @@ def command(port: int, *parts: str) -> bytes:
     with socket.create_connection(("127.0.0.1", port), timeout=5) as connection:
         connection.sendall(encoded.encode())
         return connection.recv(65536)
+
+
+def answer_of(port: int, *parts: str) -> str:
+    """:func:`command`'s answer as text (a bulk string's content, or the raw answer for other kinds)."""
+    raw = command(port, *parts).decode(errors="replace")
+    if raw.startswith("$"):
+        return raw.partition("\r\n")[2].rstrip("\r\n")
+    return raw
+
+
+def _until(condition: Callable[[], bool], what: str) -> None:
+    # A readiness wait: a server's own answer, asked again until it says so (or STARTUP runs out).
+    deadline = time.monotonic() + STARTUP
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{what} did not happen within {STARTUP} s")
+        time.sleep(0.05)
 
 
 def _wait_ready(process: subprocess.Popen[str], port: int, marker: str) -> threading.Thread:
@@ -134,14 +178,131 @@ def start_redis(*extra: str) -> Iterator[RedisServer]:
 
 @contextmanager
 def start_sentinel(primary: RedisServer, service: str, directory: Path) -> Iterator[int]:
-    """Run one Sentinel on a free port that monitors ``primary`` as ``service``; yield its port."""
+    """Run one Sentinel on a free port that monitors ``primary`` as ``service``; yield its port.
+
+    It counts a primary that does not answer for a second as down, and then fails over at once (quorum 1).
+    """
     with reserved_port() as port:
         config = directory / f"sentinel-{port}.conf"
         config.write_text(
-            f"port {port}\nbind 127.0.0.1\nsentinel monitor {service} 127.0.0.1 {primary.port} 1\n", encoding="utf-8"
+            f"port {port}\nbind 127.0.0.1\ndir {directory}\n"
+            f"sentinel monitor {service} 127.0.0.1 {primary.port} 1\n"
+            f"sentinel down-after-milliseconds {service} 1000\n"
+            f"sentinel failover-timeout {service} 10000\n",
+            encoding="utf-8",
         )
         with _running([_binary(), str(config), "--sentinel"], port, "Sentinel ID is"):
             yield port
+
+
+def wait_for_primary(sentinel: int, service: str, port: int) -> None:
+    """Wait until the Sentinel on ``sentinel`` names the server on ``port`` as ``service``'s primary, and it is one."""
+
+    def named() -> bool:
+        try:
+            answer = command(sentinel, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", service)
+        except OSError:
+            return False
+        return f"\r\n{port}\r\n".encode() in answer and "role:master" in answer_of(port, "INFO", "replication")
+
+    _until(named, f"the Sentinel naming 127.0.0.1:{port} as the primary of {service!r}")
+
+
+@dataclass
+class FailoverPair:
+    """A primary, its replica and the Sentinel watching them as ``service``; ``url`` is the Sentinel URL."""
+
+    primary: RedisServer
+    replica: RedisServer
+    sentinel: int
+    service: str
+
+    @property
+    def url(self) -> str:
+        return f"redis+sentinel://127.0.0.1:{self.sentinel}/{self.service}"
+
+    def replicated(self) -> None:
+        """Wait until the replica has every write the primary acknowledged so far (``WAIT 1``)."""
+        _until(lambda: command(self.primary.port, "WAIT", "1", "1000") == b":1\r\n", "replication to the replica")
+
+    def fail_over(self) -> None:
+        """Kill the primary (SIGKILL) and wait until the Sentinel has promoted the replica."""
+        self.primary.kill()
+        wait_for_primary(self.sentinel, self.service, self.replica.port)
+
+
+@contextmanager
+def start_failover_pair(directory: Path, service: str = "fleet") -> Iterator[FailoverPair]:
+    """A primary, a replica in sync with it, and a Sentinel that knows both; the Sentinel names the primary."""
+    # Diskless replication, and a directory of the test's own for whatever a server still writes.
+    quick = ("--dir", str(directory), "--repl-diskless-sync", "yes", "--repl-diskless-sync-delay", "0")
+    with (
+        start_redis(*quick) as primary,
+        _replica_of(primary, directory) as replica,
+        start_sentinel(primary, service, directory) as sentinel,
+    ):
+        wait_for_primary(sentinel, service, primary.port)
+
+        def knows_the_replica() -> bool:
+            return f"{replica.port}".encode() in command(sentinel, "SENTINEL", "REPLICAS", service)
+
+        _until(knows_the_replica, "the Sentinel discovering the replica")
+        yield FailoverPair(primary, replica, sentinel, service)
+
+
+@contextmanager
+def _replica_of(primary: RedisServer, directory: Path) -> Iterator[RedisServer]:
+    with reserved_port() as port:
+        arguments = [_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        arguments += ["--replicaof", "127.0.0.1", str(primary.port), "--dir", str(directory)]
+        with _running(arguments, port, "MASTER <-> REPLICA sync: Finished with success") as process:
+            yield RedisServer(port, process)
+
+
+@contextmanager
+def start_cluster(directory: Path, nodes: int = 3) -> Iterator[list[RedisServer]]:
+    """Run a Redis Cluster of ``nodes`` primaries on free ports, the slots split between them.
+
+    Each node has a cluster bus port of its own, reserved like the client port. Yields once every node
+    answers ``CLUSTER INFO`` with ``cluster_state:ok`` and knows every other node.
+    """
+    with contextlib.ExitStack() as stack:
+        servers: list[RedisServer] = []
+        buses: list[int] = []
+        for index in range(nodes):
+            bus = stack.enter_context(reserved_port())
+            buses.append(bus)
+            config = directory / f"nodes-{index}.conf"
+            servers.append(
+                stack.enter_context(
+                    start_redis(
+                        "--cluster-enabled",
+                        "yes",
+                        "--cluster-config-file",
+                        str(config),
+                        "--cluster-port",
+                        str(bus),
+                        "--dir",
+                        str(directory),
+                    )
+                )
+            )
+        edges = [round(16384 * index / nodes) for index in range(nodes + 1)]
+        for server, low, high in zip(servers, edges, edges[1:], strict=False):
+            assert command(server.port, "CLUSTER", "ADDSLOTSRANGE", str(low), str(high - 1)) == b"+OK\r\n"
+        for server, bus in zip(servers[1:], buses[1:], strict=True):
+            meet = command(servers[0].port, "CLUSTER", "MEET", "127.0.0.1", str(server.port), str(bus))
+            assert meet == b"+OK\r\n", meet
+
+        def settled() -> bool:
+            for server in servers:
+                info = answer_of(server.port, "CLUSTER", "INFO")
+                if "cluster_state:ok" not in info or f"cluster_known_nodes:{nodes}" not in info:
+                    return False
+            return True
+
+        _until(settled, f"a {nodes}-node cluster reaching cluster_state:ok")
+        yield servers
 
 
 @contextmanager

@@ -32,6 +32,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
+from urllib.parse import unquote, urlsplit
 
 import trio
 
@@ -42,6 +43,7 @@ from .._core.credentials import (
     EnterpriseManaged,
     JwtBearer,
     OAuth,
+    TokenStore,
 )
 from .._core.errors import AuthorizationError, TransportError
 from .._core.oauth.answers import Answer
@@ -58,7 +60,7 @@ from .._machines.authorization import State
 from .._transports.base import Reply
 from .._transports.oauth_http import OAuthHttp
 from .loopback import LoopbackAuthorizer
-from .stores import MemoryTokenStore
+from .stores import MemoryStore
 from .telemetry import Telemetry
 
 __all__ = ["AuthorizationLayer", "Send", "StaticToken", "header_secrets"]
@@ -123,6 +125,11 @@ class AuthorizationLayer:
         protocol: the ``protocol=`` the client was created with (``2026-07-28`` forbids the 2025-03-26 path).
         http: the HTTP client for metadata, registration and token endpoints.
         clock: wall-clock seconds (token expiry, proof and assertion times).
+        store: where registrations and tokens are kept; ``None``: the credential's own ``store=``, else a
+            :class:`~mcpfsm.MemoryStore` of this layer's own.
+        audit: where flows publish their events (the client's bus); ``None``: a bus of this layer's own.
+        telemetry: the client's telemetry, which runs each flow under a span; ``None``: switched off.
+        on_change: called after every new token (a new authorization context empties the response cache).
     """
 
     def __init__(
@@ -133,13 +140,20 @@ class AuthorizationLayer:
         protocol: str,
         http: OAuthHttp,
         clock: Callable[[], float] = time.time,
+        store: TokenStore | None = None,
+        audit: AuditBus | None = None,
+        telemetry: Telemetry | None = None,
+        on_change: Sequence[Callable[[], object]] = (),
     ) -> None:
         """Prepare the layer; nothing is sent or read until the first message."""
-        store = credential.store if credential.store is not None else MemoryTokenStore()
-        self.binding = Binding(credential, mcp_url=mcp_url, pinned_modern=protocol == "2026-07-28", store=store)
-        self.audit = AuditBus()
-        """Where flows publish their events; the client replaces it with its own bus."""
-        self.telemetry: Telemetry | None = None
+        if store is None:
+            store = credential.store if credential.store is not None else MemoryStore()
+        self.binding = Binding(
+            credential, mcp_url=mcp_url, pinned_modern=protocol == "2026-07-28", store=store, on_change=on_change
+        )
+        self.audit = audit if audit is not None else AuditBus()
+        """Where flows publish their events (the client's bus)."""
+        self.telemetry = telemetry
         """The client's telemetry, which runs each flow under a span; ``None``: switched off."""
         self._http = http
         self._clock = clock
@@ -365,8 +379,6 @@ def _returned(reply: Reply | None, raised: TransportError | None) -> Reply | Non
 
 def header_secrets(headers: Mapping[str, str] | None, url: str) -> Secrets | None:
     """The secrets a caller's ``Authorization`` header and the URL's credentials hold, or ``None``: none."""
-    from urllib.parse import unquote, urlsplit
-
     held = Secrets()
     for name, value in (headers or {}).items():
         if name.lower() in ("authorization", "proxy-authorization"):

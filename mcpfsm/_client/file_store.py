@@ -20,8 +20,8 @@ that stays alive but stops making progress while holding a lock keeps it; that i
 ``RedisStore``'s expiring lock covers and a file lock does not.
 
 :func:`file_lock` is the one place that turns a ``filelock`` lock into a trio context manager: the
-blocking acquire runs in a worker thread, polls trio's cancellation, and gives up when the task is
-cancelled.
+library's own blocking acquire (its timeout is the lock's ``wait``) runs in a worker thread, polls trio's
+cancellation, and gives up when the task is cancelled.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import contextlib
 import errno
 import hashlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -40,6 +41,7 @@ from typing import Any, Final, TypeVar
 import trio
 
 from .._core.errors import StoreError, UnsafeStoreError
+from .._core.store_lock import check_lock, lock_timeout
 from .._log import logger
 
 __all__ = [
@@ -49,6 +51,7 @@ __all__ = [
     "file_lock",
     "load_json",
     "read_bounded",
+    "take_within",
     "write_json_atomically",
 ]
 
@@ -65,6 +68,10 @@ _LOCK_SUFFIX: Final = ".lock"
 _LOCAL: dict[str, trio.Lock] = {}
 _WAITERS: trio.lowlevel.RunVar[trio.CapacityLimiter] = trio.lowlevel.RunVar("mcpfsm_file_lock_waiters")
 _MOST_WAITERS: Final = 256
+_POLL: Final = 0.005
+"""Seconds between two of ``filelock``'s tries of a lock another process holds: it asks the kernel with
+``flock(LOCK_NB)``, as a blocking ``flock`` in a thread could be neither bounded nor cancelled. Sets how soon
+a waiter takes a released lock (bench/fleet.py ``--handoff --store file``)."""
 
 
 def _waiters() -> trio.CapacityLimiter:
@@ -173,40 +180,69 @@ def _cancelled() -> bool:
     return False
 
 
+async def take_within(lock: trio.Lock, deadline: float) -> bool:
+    """Acquire ``lock`` by ``deadline`` (trio's clock); return whether this task holds it.
+
+    A free lock is taken even when the deadline has passed (a ``wait`` of 0 tries once). The deadline's scope
+    covers the wait only, and ends before the caller uses the lock.
+    """
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        pass
+    else:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return True
+    with trio.move_on_at(deadline):
+        await lock.acquire()
+    return lock.statistics().owner is trio.lowlevel.current_task()
+
+
 @contextlib.asynccontextmanager
-async def file_lock(path: Path) -> AsyncIterator[None]:
+async def file_lock(path: Path, *, wait: float | None = None, store: object = None) -> AsyncIterator[None]:
     """Hold the operating system's lock on ``path`` (created ``0600`` if missing) for the block.
 
     The tasks of one process queue on a ``trio.Lock`` per path first, so each process asks the operating
     system for a path's lock once at a time (``filelock`` refuses a second lock object on a path a thread
-    holds, and trio's worker threads are reused). Waits as long as it takes; cancelling the waiting task
-    stops the wait.
+    holds, and trio's worker threads are reused). Waits at most ``wait`` seconds in all (``None``: as long as
+    it takes); cancelling the waiting task stops the wait.
+
+    Raises:
+        StoreLockTimeout: the lock stayed taken for ``wait`` seconds (the message names ``store``'s kind).
     """
     from filelock import FileLock, Timeout
 
+    deadline = math.inf if wait is None else trio.current_time() + wait
     await trio.to_thread.run_sync(lambda: check_directory(path.parent, create=False), abandon_on_cancel=True)
     name = os.path.abspath(path)
     local = _LOCAL.get(name)
     if local is None:
         local = _LOCAL[name] = trio.Lock()
     try:
-        async with local:
+        if not await take_within(local, deadline):
+            raise lock_timeout(store, wait)
+        try:
             lock = FileLock(path, mode=0o600, thread_local=False)
+            left = -1.0 if wait is None else max(0.0, deadline - trio.current_time())
             try:
                 # Waiting threads come from a limiter of their own: a wait never takes the thread a holder
                 # needs to write (trio's default limiter, which the reads and writes use).
                 await trio.to_thread.run_sync(
-                    lambda: lock.acquire(timeout=-1, cancel_check=_cancelled), limiter=_waiters()
+                    lambda: lock.acquire(timeout=left, poll_interval=_POLL, cancel_check=_cancelled),
+                    limiter=_waiters(),
                 )
             except Timeout:
-                # cancel_check answered True: the scope is cancelled, and this checkpoint raises trio.Cancelled.
+                # The scope is cancelled (cancel_check answered True) and this checkpoint raises trio.Cancelled,
+                # or the time ran out.
                 await trio.lowlevel.checkpoint()
-                raise
+                raise lock_timeout(store, wait) from None
             try:
                 yield
             finally:
                 with trio.CancelScope(shield=True):
                     await trio.to_thread.run_sync(lock.release)
+        finally:
+            local.release()
     finally:
         if not local.locked() and local.statistics().tasks_waiting == 0:
             _LOCAL.pop(name, None)
@@ -297,16 +333,20 @@ class FileStore:
             return True
 
     @contextlib.asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
         """Hold ``key`` against every other holder on this directory, in any process.
 
         ``ttl`` (seconds) is the longest a dead holder may keep the lock; an operating-system lock is
-        released the moment its process exits, so it is always met.
+        released the moment its process exits, so it is always met. Waits at most ``wait`` seconds
+        (``None``: as long as it takes), through ``filelock``'s own wait.
+
+        Raises:
+            StoreLockTimeout: another holder kept ``key`` for ``wait`` seconds.
+            ValueError: ``ttl`` is not a positive number, or ``wait`` is negative.
         """
-        if not ttl > 0:
-            raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
+        check_lock(ttl, wait)
         await trio.to_thread.run_sync(_directory, self.path)
-        async with file_lock(self.file_of(key).with_suffix(".held" + _LOCK_SUFFIX)):
+        async with file_lock(self.file_of(key).with_suffix(".held" + _LOCK_SUFFIX), wait=wait, store=self):
             yield
 
     async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:

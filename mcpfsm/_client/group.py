@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 from fnmatch import fnmatchcase
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Unpack
 
 import trio
 
@@ -30,13 +30,16 @@ from .._core.errors import ConfigError, McpError, ProtocolError, RpcError, Trans
 from .._core.events import CallEvent
 from .._core.oauth.redaction import Secrets
 from .._core.results import ToolResult
+from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
 from .._drivers.audit import AuditBus
 from .._log import logger
+from .assembly import HttpServer, StdioServer, Wrap
 from .client import Client
+from .options import ClientKeywords, ClientOptions
 from .tools import CallTool, Tool, ToolList
 
 if TYPE_CHECKING:
-    from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
+    from .._transports.tls import VerifyTypes
 
 __all__ = ["ClientGroup", "GroupTool", "Status", "member_client"]
 
@@ -118,36 +121,40 @@ class ClientGroup:
     Args:
         config: a :class:`~mcpfsm.Config`, the configuration as a dict, or the path of a JSON file
             (read with :func:`~mcpfsm.load_config`).
-        on_event: called with every event of every member (``event.server`` names it).
         separator: between a server's name (or ``prefix``) and a tool's or prompt's name (default ``_``).
         connect_timeout: seconds a member may take to connect before it is ``"failed"``.
         environ: the variables the configuration's ``${env:NAME}`` read (default ``os.environ``).
-        **client_options: passed to every member's :meth:`Client.http` or :meth:`Client.stdio` (input
-            handlers, ``cache``, ``validate_output``, ...); ``store=`` gives every member one store
-            (docs/stores.md), each member bounding it on its own.
+        options: the options of every member (:class:`~mcpfsm.ClientOptions`), as one value.
+        **keywords: the same options as keywords (they replace those of ``options``): input handlers,
+            ``cache``, ``validate_output``, ...; ``on_event`` is called with every event of every member
+            (``event.server`` names it); ``store=`` gives every member one store (docs/stores.md), each member
+            bounding it on its own; a ``protocol`` other than ``"auto"`` pins every member, which otherwise
+            speaks the ``protocol`` its server's configuration names. ``server`` is each member's name.
 
     Raises:
         ConfigError: the configuration is malformed, or ``separator`` is not made of ``A-Z a-z 0-9 _ - .``.
+        ValueError, TypeError: an option as :class:`~mcpfsm.ClientOptions` says.
     """
 
     def __init__(
         self,
         config: Config | Mapping[str, Any] | str | os.PathLike[str],
         *,
-        on_event: Callable[[CallEvent], object] | None = None,
         separator: str = "_",
         connect_timeout: float = _CONNECT_TIMEOUT,
         environ: Mapping[str, str] | None = None,
-        **client_options: Any,
+        options: ClientOptions | None = None,
+        **keywords: Unpack[ClientKeywords],
     ) -> None:
         """Read the configuration; nothing connects until the group is entered."""
         if not isinstance(separator, str) or _INVALID.search(separator):
             raise ConfigError("separator must be made of A-Z a-z 0-9 _ - . (SEP-986)", path=None)
+        chosen = ClientOptions.of(options, keywords)
         self._config = load_config(config, environ=environ)
         self._separator = separator
         self._connect_timeout = connect_timeout
-        self._options = client_options
-        self._bus = _GroupBus(on_event)
+        self._bus = _GroupBus(chosen.on_event)
+        self._options = replace(chosen, on_event=self._bus.publish)
         self._members = {name: _Member(server) for name, server in self._config.servers.items()}
         self._tools: dict[str, GroupTool] = {}
         self._prompts: dict[str, tuple[str, str]] = {}
@@ -237,7 +244,7 @@ class ClientGroup:
             Secrets(secrets).scrub(error)
 
     def _client(self, server: ServerConfig) -> Client:
-        return member_client(server, on_event=self._bus.publish, **self._options)
+        return member_client(server, self._options)
 
     # --- members ------------------------------------------------------------------------------------
 
@@ -419,8 +426,6 @@ class ClientGroup:
             McpError: no member lists a prompt of that name, or its member is not connected.
             RpcError, TransportError, ProtocolError: as ``Client.get_prompt``.
         """
-        from .._core.surface import Prompt
-
         if isinstance(name, Prompt):
             if name.server is not None:
                 return await self[name.server].get_prompt(str(name.raw.get("name", name.name)), arguments)
@@ -460,8 +465,6 @@ class ClientGroup:
             ConfigError: several members list the URI (their names given): pass ``server=``.
             RpcError, TransportError, ProtocolError: as ``Client.read_resource``.
         """
-        from .._core.surface import Resource
-
         if isinstance(uri, Resource):
             server = server or uri.server
             uri = uri.uri
@@ -481,25 +484,42 @@ class ClientGroup:
         return await self[server].read_resource(uri, fresh=fresh)
 
 
-def member_client(server: ServerConfig, **options: Any) -> Client:
+def member_client(
+    server: ServerConfig,
+    options: ClientOptions | None = None,
+    *,
+    verify: VerifyTypes = True,
+    wrap: Wrap | None = None,
+) -> Client:
     """The :class:`Client` for one server of a configuration, not yet connected; its events carry ``server.name``.
 
-    ``options`` go to :meth:`Client.http` or :meth:`Client.stdio` (``on_event``, input handlers, ...).
+    ``options`` are the client's (its ``server`` is the server's name; its ``protocol``, unless it pins one, the
+    configuration's). ``verify`` is the TLS trust of an HTTP server; ``wrap`` puts a layer between the client's
+    session and its transport (the ``mcpfsm`` command's). The values the configuration's variables were replaced
+    by are held secret like credentials: never in an error, an event or a log line.
 
     Raises:
-        ValueError, TypeError, TransportError: as those factories.
+        ValueError, TypeError, TransportError: as :meth:`Client.http` and :meth:`Client.stdio`.
     """
-    options = {"protocol": server.protocol, "server": server.name, **options}
+    options = options if options is not None else ClientOptions()
+    protocol = options.protocol if options.protocol != "auto" else server.protocol
+    options = replace(options, server=server.name, protocol=protocol)
     if server.transport == "stdio":
-        client = Client.stdio(server.command, env=server.env, cwd=server.cwd, **options)
+        connection: HttpServer | StdioServer = StdioServer(
+            command=server.command, env=server.env, cwd=server.cwd, secrets=server.secrets, wrap=wrap
+        )
     else:
         assert server.url is not None
-        client = Client.http(
-            server.url, headers=dict(server.headers), timeout=server.timeout, auth=server.auth, **options
+        connection = HttpServer(
+            url=server.url,
+            headers=dict(server.headers),
+            timeout=server.timeout,
+            verify=verify,
+            auth=server.auth,
+            secrets=server.secrets,
+            wrap=wrap,
         )
-    if server.secrets:
-        client._hold_secrets(server.secrets)
-    return client
+    return Client(connection, options=options)
 
 
 def _selected(name: str, config: ServerConfig) -> bool:

@@ -38,11 +38,23 @@ from .._core.constants import (
     MODERN_VERSION,
     SPOKEN_VERSIONS,
     UNSUPPORTED_PROTOCOL_VERSION,
+    is_modern,
 )
 from .._core.errors import McpError, ProtocolError, RpcError, TransportError
 from .._core.results import ServerInfo
+from .._log import logger
 
-__all__ = ["Handshake", "explain_pinned_failure", "looks_legacy", "negotiate", "pick_version", "switch_version"]
+__all__ = [
+    "Handshake",
+    "connect",
+    "discover",
+    "explain_pinned_failure",
+    "known_server",
+    "looks_legacy",
+    "negotiate",
+    "pick_version",
+    "switch_version",
+]
 
 # Codes that mean "a modern server answered"; anything else on the probe means legacy.
 _MODERN_CODES: Final = frozenset({-32020, -32021, UNSUPPORTED_PROTOCOL_VERSION})
@@ -53,14 +65,48 @@ _LEGACY_STATUSES: Final = frozenset({400, 404, 405})
 class Handshake(Protocol):
     """What negotiation needs from the session layer."""
 
-    version: str | None
-    unconfirmed: bool
-    """True while a pinned ``2026-07-28`` has not been answered in that era yet."""
-    server: ServerInfo | None
-    """What the server said about itself (a modern ``server/discover`` result read here, or ``initialize``)."""
+    @property
+    def version(self) -> str | None:
+        """The version in effect, ``None`` while no era is settled."""
+        ...
+
+    @property
+    def unconfirmed(self) -> bool:
+        """True while a pinned ``2026-07-28`` has not been answered in that era yet."""
+        ...
+
+    @property
+    def server(self) -> ServerInfo | None:
+        """What the server said about itself (a modern ``server/discover`` result read here, or ``initialize``)."""
+        ...
+
+    @property
+    def log_level(self) -> str | None:
+        """The level of log messages asked for, or ``None``."""
+        ...
 
     def set_version(self, version: str | None) -> None:
         """Settle the era."""
+        ...
+
+    def pin(self, version: str) -> None:
+        """Settle a pinned modern version that no answer has confirmed yet."""
+        ...
+
+    def learned(self, server: ServerInfo) -> None:
+        """Keep a modern ``server/discover`` result, which confirms the era."""
+        ...
+
+    def forgo_log_level(self) -> None:
+        """Ask for no log messages any more."""
+        ...
+
+    async def open(self) -> None:
+        """Open the transport, once: later calls do nothing."""
+        ...
+
+    async def request(self, method: str, params: Mapping[str, Any] | None, *, fresh: bool = False) -> dict[str, Any]:
+        """Send one request through the session's layers (the response cache among them)."""
         ...
 
     async def exchange(self, method: str, params: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -72,6 +118,57 @@ class Handshake(Protocol):
         ...
 
 
+async def connect(session: Handshake, requested: str) -> None:
+    """Open the session's transport (once) and settle the era for ``requested``: a client's handshake.
+
+    SEP-2577 deprecates logging in 2026-07-28: a modern server whose ``server/discover`` result does not declare
+    ``logging`` is not asked for log messages (unknown, pinned without discover: asked, as before).
+
+    Raises:
+        RpcError, TransportError, ProtocolError: as :func:`negotiate`.
+    """
+    await session.open()
+    await negotiate(session, requested)
+    if session.log_level is None or not is_modern(session.version) or session.server is None:
+        return
+    if "logging" not in session.server.capabilities:
+        logger.debug("the server does not declare logging; log level {!r} not asked for", session.log_level)
+        session.forgo_log_level()
+
+
+async def discover(session: Handshake, *, fresh: bool = False) -> ServerInfo:
+    """What the server says about itself, asking ``server/discover`` in the modern era when needed or wanted.
+
+    In the 2026-07-28 era the request goes out when the session has no answer yet (it was pinned), or with
+    ``fresh`` (an answer still fresh in the response cache is reused otherwise, SEP-2549); in the 2025-11-25 era the
+    ``initialize`` result is all there is and nothing is sent.
+
+    Raises:
+        McpError: the request failed, or the server is not known (see :func:`known_server`).
+    """
+    if is_modern(session.version) and (session.server is None or fresh):
+        result = await session.request("server/discover", {}, fresh=fresh)
+        session.learned(ServerInfo.from_discover(result, session.version or ""))
+    return known_server(session)
+
+
+def known_server(session: Handshake) -> ServerInfo:
+    """What the server said about itself so far.
+
+    Raises:
+        McpError: not known yet: the session has no era, or is pinned to 2026-07-28 and sent no ``server/discover``.
+    """
+    info = session.server
+    if info is None:
+        if session.version is None:
+            raise McpError("the server is not known before the client connects: use async with, or await connect()")
+        raise McpError(
+            "a client pinned to 2026-07-28 does not send server/discover when it connects:"
+            " await client.discover() asks for it"
+        )
+    return info
+
+
 async def negotiate(session: Handshake, requested: str) -> None:
     """Settle the era for ``requested`` (``"auto"`` or a version mcpfsm speaks); see the module docstring.
 
@@ -80,8 +177,7 @@ async def negotiate(session: Handshake, requested: str) -> None:
             version mcpfsm speaks.
     """
     if requested == MODERN_VERSION:
-        session.set_version(MODERN_VERSION)
-        session.unconfirmed = True
+        session.pin(MODERN_VERSION)
     elif requested != "auto":
         try:
             await session.initialize(requested)
@@ -118,7 +214,7 @@ async def _probe(session: Handshake) -> None:
         else:
             versions = result.get("supportedVersions")
             if isinstance(versions, list) and MODERN_VERSION in versions:
-                session.server = ServerInfo.from_discover(result, MODERN_VERSION)
+                session.learned(ServerInfo.from_discover(result, MODERN_VERSION))
                 return
             spoken = [v for v in LEGACY_VERSIONS if isinstance(versions, list) and v in versions]
             await session.initialize(spoken[0] if spoken else LEGACY_VERSIONS[0])
@@ -159,8 +255,7 @@ async def explain_pinned_failure(session: Handshake, method: str, error: McpErro
     else:
         versions = result.get("supportedVersions")
         if isinstance(versions, list) and MODERN_VERSION in versions:
-            session.unconfirmed = False
-            session.server = ServerInfo.from_discover(result, MODERN_VERSION)
+            session.learned(ServerInfo.from_discover(result, MODERN_VERSION))
             return error
         if isinstance(versions, list) and all(isinstance(v, str) for v in versions) and versions:
             era = f"the initialize era ({', '.join(versions)})"

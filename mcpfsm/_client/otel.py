@@ -39,7 +39,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from .._core import telemetry as conventions
 from .._core.constants import MCPFSM_VERSION
 from .._core.errors import RpcError
-from .._core.events import AuthEvent, CallEvent
+from .._core.events import CallEvent
+from .._core.events.authorization import AuthEvent
 from .._core.results import ToolResult
 from .._drivers.authorization import AuthorizationFlow
 from .._drivers.tool_call import ToolCall
@@ -48,6 +49,7 @@ from .._machines.definition import MachineDefinition
 from .._machines.tool_call import TOOL_CALL
 from .._transports.base import Transport
 from .._transports.http import HttpTransport
+from .._transports.http.urls import parse_url, redacted
 from .._transports.stdio import StdioTransport
 
 __all__ = ["Instrumentation", "from_globals"]
@@ -67,8 +69,11 @@ class _SessionState(Protocol):
     def session_id(self) -> str | None: ...
 
 
-def from_globals(transport: Transport) -> Instrumentation | None:
-    """An :class:`Instrumentation` over the global tracer and meter providers; ``None`` when neither is set."""
+def from_globals(endpoint: Transport | str) -> Instrumentation | None:
+    """An :class:`Instrumentation` over the global tracer and meter providers; ``None`` when neither is set.
+
+    ``endpoint`` is the client's transport, or the URL of its HTTP endpoint.
+    """
     tracer: trace.Tracer | None = trace.get_tracer(_SCOPE, MCPFSM_VERSION)
     if isinstance(tracer, _UNSET_TRACERS):
         tracer = None
@@ -76,10 +81,13 @@ def from_globals(transport: Transport) -> Instrumentation | None:
     meter = None if isinstance(provider, _UNSET_METER_PROVIDERS) else provider.get_meter(_SCOPE, MCPFSM_VERSION)
     if tracer is None and meter is None:
         return None
-    url = transport.url if isinstance(transport, HttpTransport) else None
-    endpoint = conventions.endpoint_attributes(url, pipe=isinstance(transport, StdioTransport))
+    if isinstance(endpoint, str):
+        url: str | None = redacted(parse_url(endpoint, "MCP server URL"))  # what HttpTransport.url will say
+    else:
+        url = endpoint.url if isinstance(endpoint, HttpTransport) else None
+    attributes = conventions.endpoint_attributes(url, pipe=isinstance(endpoint, StdioTransport))
     capture = conventions.captures_content(os.environ.get(conventions.CAPTURE_CONTENT_ENV))
-    return Instrumentation(tracer, meter, endpoint=endpoint, capture=capture)
+    return Instrumentation(tracer, meter, endpoint=attributes, capture=capture)
 
 
 class Instrumentation:

@@ -76,6 +76,7 @@ from .._transports.background import BackgroundTasks
 from .._transports.base import SESSION_HEADER, OutgoingMessage, Reply, Transport
 from . import caching, negotiation
 from .notifications import NotificationHub
+from .options import NotificationCallback
 from .telemetry import Telemetry
 
 if TYPE_CHECKING:
@@ -90,8 +91,6 @@ _CANCEL_NOTICE_TIMEOUT: Final = 2.0
 _SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
 _NO_CANCEL_NOTICE: Final = frozenset({"initialize", "tasks/get", "tasks/update", "tasks/cancel"})
 
-NotificationCallback = Callable[[str, dict[str, Any]], object]
-
 
 class Session:
     """One conversation with one server: ids, ``_meta``, era, legacy session, inbound messages.
@@ -105,6 +104,13 @@ class Session:
             the client capabilities declared. ``None``: none (nothing declared).
         cache: the response cache, or ``None`` for none.
         log_level: the minimum level of log messages asked for (``None``: none asked for).
+        shared: where listings are shared with the other clients of a store, or ``None``.
+        authorization: the authorization layer every message goes through, or ``None`` (no credentials).
+        secrets: the secrets the client holds now, or ``None`` (none).
+        telemetry: the telemetry layer of every request, or ``None`` (switched off).
+        audit: where the answers to legacy server requests are audited (the client's bus), or ``None``.
+        tasks: declare the tasks extension (SEP-2663).
+        progress_tokens: ask for progress on every ``tools/call``, even without ``on_notification``.
     """
 
     def __init__(
@@ -116,6 +122,13 @@ class Session:
         inputs: InputHandlers | None = None,
         cache: ResponseCache | None = None,
         log_level: str | None = None,
+        shared: SharedListings | None = None,
+        authorization: AuthorizationLayer | StaticToken | None = None,
+        secrets: Callable[[], Secrets] | None = None,
+        telemetry: Telemetry | None = None,
+        audit: AuditBus | None = None,
+        tasks: bool = False,
+        progress_tokens: bool = False,
     ) -> None:
         """Wrap ``transport``; nothing is sent until :meth:`request`."""
         self.transport = transport
@@ -125,7 +138,7 @@ class Session:
         """The input handlers (also what the session declares as client capabilities)."""
         self.cache = cache
         """The response cache (SEP-2549); a new authorization context calls ``cache.clear()``."""
-        self.shared: SharedListings | None = None
+        self.shared = shared
         """Where listings are shared with the other clients of a store (``mcpfsm._client.sharing``), or ``None``."""
         self.log_level = log_level
         self.hub = NotificationHub()
@@ -138,24 +151,25 @@ class Session:
         """The negotiated protocol version; ``None`` while no era is settled."""
         self.session_id: str | None = None
         """The legacy ``Mcp-Session-Id`` in effect (never set in the modern era)."""
-        self.authorization: AuthorizationLayer | StaticToken | None = None
+        self.authorization = authorization
         """The authorization layer every message goes through, or ``None`` (no credentials)."""
         self.unconfirmed = False
-        """True while a pinned 2026-07-28 has had no answer in that era (set by negotiation)."""
-        self.telemetry: Telemetry | None = None
+        """True while a pinned 2026-07-28 has had no answer in that era (:meth:`pin`)."""
+        self.telemetry = telemetry
         """The telemetry layer of every request (``mcpfsm._client.telemetry``), or ``None``: switched off."""
-        self.audit: AuditBus | None = None
+        self.audit = audit
         """Where the answers to legacy server requests are audited (the client's bus), or ``None``."""
-        self.secrets: Callable[[], Secrets] | None = None
+        self.secrets = secrets
         """The secrets the client holds now (tokens, client secrets, a caller's ``Authorization``), or ``None``.
 
         Every error of a message's trip is scrubbed of them in place (:meth:`Secrets.scrub`) before an event,
         a span, a log line or the caller reads it: a server may quote a token back in any text.
         """
-        self.tasks = False
+        self.tasks = tasks
         """Declare the tasks extension (SEP-2663) on ``tools/call``, ``tasks/*`` and ``subscriptions/listen``."""
-        self.progress_tokens = False
+        self.progress_tokens = progress_tokens
         """Ask for progress on every ``tools/call`` even without ``on_notification`` (``progress_timeout`` reads it)."""
+        self._opened = False
         self._next_id = 0
         self._meta: dict[str, Any] | None = None
         self._task_meta: tuple[dict[str, Any], dict[str, Any]] | None = None
@@ -176,6 +190,21 @@ class Session:
         if is_modern(version):
             self.session_id = None
 
+    def pin(self, version: str) -> None:
+        """Settle a pinned modern ``version`` that no answer has confirmed yet (negotiation)."""
+        self.set_version(version)
+        self.unconfirmed = True
+
+    def learned(self, server: ServerInfo) -> None:
+        """Keep what the server said about itself in a modern ``server/discover`` result, which confirms the era."""
+        self.server = server
+        self.unconfirmed = False
+
+    def forgo_log_level(self) -> None:
+        """Ask for no log messages any more (SEP-2577: a modern server that does not declare ``logging``)."""
+        self.log_level = None
+        self._meta = None  # rebuilt without the level on the next request
+
     def _session_headers(self) -> dict[str, str]:
         # What applies to a message that is no request of a method (our answer, a DELETE): the
         # version and the session, never Mcp-Method or Mcp-Name.
@@ -187,6 +216,12 @@ class Session:
     def stream_headers(self) -> dict[str, str]:
         """The headers of a message that is no request of a method (a standalone ``GET``): version and session."""
         return self._session_headers()
+
+    async def open(self) -> None:
+        """Open the transport, which hands what the server sends unasked to :meth:`inbound`; once only."""
+        if not self._opened:
+            await self.transport.open(self.inbound)
+            self._opened = True
 
     async def initialize(self, offer: str) -> None:
         """Run the legacy handshake offering ``offer`` (MCP 2025-11-25 "Lifecycle").

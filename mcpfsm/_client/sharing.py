@@ -17,9 +17,10 @@ several clients; docs/cache.md) keeps the complete pages of ``tools/list``, ``pr
   the public key of that page, reads again (a peer may have filled it meanwhile), and only then asks the
   server, so N fresh workers send one ``tools/list`` per page and TTL. ``fresh=True`` (the -32020 relist)
   asks the server without reading, and overwrites what the store holds.
-- **a store that fails never hangs a call**: each operation is bounded (:data:`STORE_TIMEOUT`), waiting for a
-  peer's fill too (:data:`FILL_WAIT`); a failure or a timeout is one WARNING and one
-  ``CacheStats.store_failures``, the client asks the server, and the store counts as down for
+- **a store that fails never hangs a call**: each operation is bounded (:data:`STORE_TIMEOUT`), and the wait
+  for a peer's fill too (:data:`FILL_WAIT`, the ``wait`` the store's lock keeps itself); a failure or a
+  timeout is one WARNING and one ``CacheStats.store_failures``, the client asks the server, and the store
+  counts as down for
   :data:`DOWN_FOR` seconds so that a call pays at most one timeout. The bounds are those of the token store
   guard (``mcpfsm._client.store_guard``), but this layer takes the raw store: the guard mirrors every value in
   memory while this layer's memory is the response cache itself, bounded by bytes.
@@ -38,6 +39,8 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, TypeVar
 import trio
 
 from .._core.cache import LISTINGS, CacheKey, CacheStats, ResponseCache, cache_hint
+from .._core.errors import StoreLockTimeout
+from .._core.store_lock import taking_lock
 from .._log import logger
 from .store_guard import DEFAULT_RETRY_AFTER, DEFAULT_STORE_TIMEOUT
 
@@ -54,7 +57,7 @@ __all__ = [
     "STORE_TIMEOUT",
     "SharedListings",
     "authorization_identity",
-    "for_session",
+    "for_client",
     "typed_fingerprint",
     "typed_secrets",
 ]
@@ -74,17 +77,18 @@ _SALT: Final = b"mcpfsm shared listings"
 T = TypeVar("T")
 
 
-class SessionPort(Protocol):
-    """What this module reads of a session (``mcpfsm._client.session.Session``): a narrow port, no import."""
+class Holder(Protocol):
+    """What this module reads of a client's credentials (a ``Session`` has both): a narrow port, no import."""
 
-    @property
-    def transport(self) -> Transport: ...
-    @property
-    def cache(self) -> ResponseCache | None: ...
     @property
     def authorization(self) -> AuthorizationLayer | StaticToken | None: ...
     @property
     def secrets(self) -> Callable[[], Secrets] | None: ...
+
+
+class _Held(NamedTuple):
+    authorization: AuthorizationLayer | StaticToken | None
+    secrets: Callable[[], Secrets] | None
 
 
 class _Found(NamedTuple):
@@ -111,7 +115,7 @@ def _jwt_subject(token: str) -> str | None:
     return subject if isinstance(subject, str) and subject else None
 
 
-def authorization_identity(session: SessionPort, typed: Callable[[tuple[str, ...]], str] | None = None) -> str | None:
+def authorization_identity(session: Holder, typed: Callable[[tuple[str, ...]], str] | None = None) -> str | None:
     """The authorization identity of ``session`` as a digest that holds no secret, or ``None``: it has none.
 
     With ``auth=`` credentials: issuer, client id, and the token's subject or a SHA-256 of the access token.
@@ -136,7 +140,7 @@ def authorization_identity(session: SessionPort, typed: Callable[[tuple[str, ...
     return (typed or typed_fingerprint)(values) if values else None
 
 
-def typed_secrets(session: SessionPort) -> tuple[str, ...]:
+def typed_secrets(session: Holder) -> tuple[str, ...]:
     """The secrets of an ``auth="…"`` token or a caller's ``Authorization`` header; none for flows."""
     layer = session.authorization
     if layer is not None:
@@ -324,61 +328,64 @@ class SharedListings:
     async def _filling(self, key: CacheKey) -> AsyncIterator[bool]:
         # SEP-2549 lets a public page serve everyone; the lock is the page's public key either way, so that
         # concurrent misses in different processes share one fill (a private page costs one fill per identity).
+        # The store bounds its own wait (docs/stores.md): no cancel scope here contains the store's lock.
         if self._down():
             yield False
             return
-        held = False
-        stack = contextlib.AsyncExitStack()
-        with trio.move_on_after(self.fill_wait):
-            try:
-                await stack.enter_async_context(self.store.lock(self.key(key, None), self.fill_wait))
-                held = True
-            except Exception as exc:  # a lock that fails means "fill without it"
-                self._failed(exc)
-        if not held:
-            logger.debug("no lock on the shared {} page within {} s; filling without it", key[1], self.fill_wait)
+        held = contextlib.AsyncExitStack()
         try:
-            yield held
+            await held.enter_async_context(taking_lock(self.store, self.key(key, None), self.fill_wait, self.fill_wait))
+        except StoreLockTimeout:
+            logger.debug("no lock on the shared {} page within {} s; filling without it", key[1], self.fill_wait)
+            yield False
+            return
+        except Exception as exc:  # a lock that fails means "fill without it"
+            self._failed(exc)
+            yield False
+            return
+        try:
+            yield True
         finally:
-            if held:
-                # The release is bounded too, and runs even when the call was cancelled.
-                with trio.CancelScope(shield=True), trio.move_on_after(self.timeout):
-                    try:
-                        await stack.aclose()
-                    except Exception as exc:  # a lock that fails to release expires by its ttl
-                        self._failed(exc)
+            try:
+                # The store releases within its own bound, even when the call was cancelled.
+                await held.aclose()
+            except Exception as exc:  # a lock that fails to release expires by its ttl
+                self._failed(exc)
 
 
-def for_session(session: SessionPort, store: Store | None) -> SharedListings | None:
-    """The shared layer of a client on ``session`` given ``store=``, or ``None``: nothing to share.
+def for_client(
+    store: Store | None,
+    *,
+    transport: Transport,
+    cache: ResponseCache | None,
+    authorization: AuthorizationLayer | StaticToken | None,
+    secrets: Callable[[], Secrets] | None,
+) -> SharedListings | None:
+    """The shared layer of a client given ``store=``, or ``None``: nothing to share.
 
     ``None`` without a caller's store (the default ``MemoryStore`` is the client's own), without a response
-    cache, and off HTTP (a stdio server is a process of this client's own).
+    cache, and off HTTP (a stdio server is a process of this client's own). ``transport`` is the client's
+    (unwrapped), ``authorization`` and ``secrets`` what its session will hold.
     """
-    from .._transports.http import HttpTransport
+    from .._transports.http import HttpTransport  # loaded already when the client is an HTTP one
 
-    if store is None or session.cache is None or not isinstance(session.transport, HttpTransport):
+    if store is None or cache is None or not isinstance(transport, HttpTransport):
         return None
+    holder = _Held(authorization, secrets)
     memo: dict[tuple[str, ...], str] = {}
 
     async def identity() -> str | None:
         # The slow digest of typed secrets runs once per value the client holds, in a worker thread.
-        values = typed_secrets(session)
+        values = typed_secrets(holder)
         if values and values not in memo:
             digest = await trio.to_thread.run_sync(typed_fingerprint, values)
             memo.clear()
             memo[values] = digest
-        return authorization_identity(session, memo.__getitem__)
+        return authorization_identity(holder, memo.__getitem__)
 
     def held() -> frozenset[str]:
-        layer = session.authorization
-        secrets = layer.secrets if layer is not None else session.secrets
+        layer = holder.authorization
+        secrets = layer.secrets if layer is not None else holder.secrets
         return secrets().values if secrets is not None else frozenset()
 
-    return SharedListings(
-        store,
-        server=session.transport.url,
-        identity=identity,
-        held=held,
-        stats=session.cache.stats,
-    )
+    return SharedListings(store, server=transport.url, identity=identity, held=held, stats=cache.stats)

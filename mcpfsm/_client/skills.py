@@ -6,8 +6,9 @@ it (size, digest, frontmatter: :mod:`mcpfsm._core.skills`); :meth:`LoadedSkill.r
 file when it is asked for, verified the same way. Nothing is fetched ahead of need (SEP-2640 "Lazy Retrieval"),
 and content that fails a check is never returned.
 
-The only port to the client is a reader: ``async (uri) -> ResourceResult`` (``client.read_resource`` past the
-response cache).
+:class:`Skills` is the client's delegate for ``client.skills()`` and ``client.skill(uri)`` (made by the client's
+assembly with the first of them); a skill's only port to the client is a reader: ``async (uri) -> ResourceResult``
+(``client.read_resource`` past the response cache).
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ from .._core.skills import (
     verify_content,
 )
 from .._core.surface import ResourceResult
+from . import negotiation
+from .catalog import Catalog
+from .session import Session
 
-__all__ = ["LoadedSkill", "Reader", "Skill", "require_declared", "skill_from_result", "skills_from_entries"]
+__all__ = ["LoadedSkill", "Reader", "Skill", "Skills", "require_declared", "skill_from_result", "skills_from_entries"]
 
 Reader = Callable[[str], Awaitable[ResourceResult]]
 """How a skill reads one of its files: ``resources/read`` of a URI."""
@@ -234,3 +238,41 @@ def skill_from_result(result: dict[str, Any], read: Reader) -> Skill:
     """
     check_result_type("skills/get", result)
     return Skill.from_entry(result.get("skill"), 'skills/get result "skill"', read)
+
+
+class Skills:
+    """``skills/list`` and ``skills/get`` of one client (SEP-2640); the client's methods say what each does.
+
+    Args:
+        session: the client's session.
+        catalog: its catalog (the listing's pages).
+        connect: connects the client first.
+        read: reads a skill's file past the response cache.
+    """
+
+    __slots__ = ("_catalog", "_connect", "_read", "_session")
+
+    def __init__(
+        self, session: Session, catalog: Catalog, connect: Callable[[], Awaitable[None]], read: Reader
+    ) -> None:
+        """Serve the client these parts belong to."""
+        self._session = session
+        self._catalog = catalog
+        self._connect = connect
+        self._read = read
+
+    async def listed(self, *, fresh: bool) -> list[Skill]:
+        """Every page of ``skills/list``; no skill file is read."""
+        await self._declared()
+        return skills_from_entries(await self._catalog.list_all("skills/list", "skills", fresh=fresh), self._read)
+
+    async def get(self, uri: str, *, fresh: bool) -> Skill:
+        """``skills/get`` of ``uri``; ``TypeError`` for a ``uri`` that is not a string."""
+        if not isinstance(uri, str):
+            raise TypeError(f"uri must be a str, got {type(uri).__name__}")
+        await self._declared()
+        return skill_from_result(await self._session.request("skills/get", {"uri": uri}, fresh=fresh), self._read)
+
+    async def _declared(self) -> None:
+        await self._connect()
+        require_declared((await negotiation.discover(self._session)).capabilities)

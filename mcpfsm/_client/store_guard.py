@@ -11,11 +11,17 @@ while the store is down the process goes on with what it last saw. What is writt
 in this process's memory only; it reaches the store with the next write of the same key once the store is
 back.
 
-``lock(key, ttl)`` waits for the store's lock at most ``ttl + timeout`` seconds (a holder may legitimately
-hold it up to ``ttl``); past that, or when the store fails, the block runs under a lock of this process
-only, with the same WARNING and count. A store with only ``get``/``set``/``delete`` (a
+``lock(key, ttl, wait=None)`` passes the store a bound on its wait for the lock: ``wait``, or ``ttl + timeout``
+seconds by default (a holder may legitimately hold it up to ``ttl``). The store keeps that bound itself
+(docs/stores.md), so the guard never puts a cancel scope of its own around a store's lock. Past it, or when the
+store fails, the block runs under a lock of this process only, with the same WARNING and count
+(:meth:`GuardedStore.exclusion` says which). A store with only ``get``/``set``/``delete`` (a
 :class:`~mcpfsm.TokenStore`) gets a lock of this process and a ``compare_and_delete`` made of a read and a
 delete.
+
+A client holds its store's connections open for its life: :meth:`GuardedStore.retain` when it first
+connects, :meth:`GuardedStore.release` when it closes (a ``RedisStore`` the application did not enter keeps
+one connection pool for all its clients that way; other stores have nothing to keep open).
 """
 
 from __future__ import annotations
@@ -24,16 +30,18 @@ import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar, runtime_checkable
 
 import trio
 
 from .._core.credentials import Store, TokenStore
-from .._core.errors import StoreError
+from .._core.errors import StoreError, StoreLockTimeout
+from .._core.store_lock import check_lock, takes_wait, taking_lock
+from .._drivers.token_sharing import Exclusion
 from .._log import logger
 from .stores import MemoryStore
 
-__all__ = ["DEFAULT_RETRY_AFTER", "DEFAULT_STORE_TIMEOUT", "GuardedStore", "guarded"]
+__all__ = ["DEFAULT_RETRY_AFTER", "DEFAULT_STORE_TIMEOUT", "GuardedStore", "guarded", "release", "retain"]
 
 DEFAULT_STORE_TIMEOUT: Final = 2.0
 """Seconds one store operation may take before the client goes on without the store (docs/stores.md)."""
@@ -72,6 +80,11 @@ class GuardedStore:
         self.fallbacks = 0
         """How many times the store failed and the client went on with its memory."""
         self._down_until: float | None = None
+        if getattr(store, "lock", None) is not None and not takes_wait(type(store)):
+            logger.warning(
+                "the store {!r} has a lock(key, ttl) without wait=: its waits are not bounded (docs/stores.md)",
+                store,
+            )
 
     def __repr__(self) -> str:
         return f"GuardedStore({self.store!r})"
@@ -121,35 +134,80 @@ class GuardedStore:
         return await self.memory.compare_and_delete(key, expected)
 
     @contextlib.asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
-        """The store's lock on ``key``, waited for at most ``ttl + timeout`` seconds; else this process's lock."""
-        if not ttl > 0:
-            raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
+        """The store's lock on ``key`` (waited for ``wait``, by default ``ttl + timeout`` seconds), else this process's.
+
+        Raises:
+            StoreLockTimeout: ``wait`` ran out before even this process's lock was free.
+            ValueError: ``ttl`` is not a positive number, or ``wait`` is negative.
+        """
+        async with self.exclusion(key, ttl, wait=wait):
+            yield
+
+    @contextlib.asynccontextmanager
+    async def exclusion(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[Exclusion]:
+        """:meth:`lock`, yielding how far the lock reaches (:class:`~mcpfsm._drivers.token_sharing.Exclusion`)."""
+        check_lock(ttl, wait)
         taking = getattr(self.store, "lock", None)
-        if self.down or taking is None:
-            async with self.memory.lock(key, ttl):
-                yield
+        if taking is None:
+            async with self.memory.lock(key, ttl, wait=wait):
+                yield Exclusion.process
             return
+        if self.down:
+            async with self.memory.lock(key, ttl, wait=wait):
+                yield Exclusion.unreachable
+            return
+        bound = ttl + self.timeout if wait is None else wait
         held = AsyncExitStack()
+        reach = Exclusion.store
         try:
-            with trio.fail_after(ttl + self.timeout):
-                await held.enter_async_context(taking(key, ttl))
-        except trio.TooSlowError:
-            self._count("lock", f"waited more than {ttl + self.timeout:g} s for a lock", down=False)
+            # No cancel scope here: the store bounds its own wait (docs/stores.md).
+            await held.enter_async_context(taking_lock(self.store, key, ttl, bound))
+        except StoreLockTimeout:
+            self._count("lock", f"waited more than {bound:g} s for a lock", down=False)
+            reach = Exclusion.process
         except Exception as exc:
             self._count("lock", type(exc).__name__, down=True)
-        else:
-            try:
-                yield
-            finally:
-                try:
-                    with trio.move_on_after(self.timeout, shield=True):
-                        await held.aclose()
-                except Exception as exc:
-                    self._count("lock release", type(exc).__name__, down=True)
+            reach = Exclusion.unreachable
+        if reach is not Exclusion.store:
+            async with self.memory.lock(key, ttl, wait=wait):
+                yield reach
             return
-        async with self.memory.lock(key, ttl):
-            yield
+        try:
+            yield reach
+        finally:
+            try:
+                # The store releases within its own bound, shielded from the caller's cancellation.
+                await held.aclose()
+            except Exception as exc:
+                self._count("lock release", type(exc).__name__, down=True)
+
+    async def read_store(self, key: str) -> dict[str, Any] | None:
+        """The store's own value for ``key``, read now even while it counts as down (bounded as any operation).
+
+        For a decision that must not rest on this process's memory (a refresh token a peer may have spent).
+        A value read is kept in memory as :meth:`get` keeps it.
+
+        Raises:
+            StoreError: the store failed or did not answer within ``timeout`` (counted and logged as any failure).
+        """
+        try:
+            value = await self._bounded("get", lambda: self.store.get(key))
+        except _Failed:
+            raise StoreError(f"the store {self.store!r} could not be read") from None
+        self._down_until = None  # it answered: back up
+        await (self.memory.delete(key) if value is None else self.memory.set(key, value))
+        return value
+
+    def retain(self) -> None:
+        """Hold the store's connections open until :meth:`release` (for a store that keeps any)."""
+        if isinstance(self.store, _Retaining):
+            self.store.retain()
+
+    async def release(self) -> None:
+        """End a :meth:`retain`."""
+        if isinstance(self.store, _Retaining):
+            await self.store.release()
 
     async def _compare_and_delete(self, key: str, expected: Mapping[str, Any]) -> bool:
         native = getattr(self.store, "compare_and_delete", None)
@@ -198,6 +256,35 @@ def _reason(error: Exception) -> str:
 
 class _Failed(Exception):
     """An operation on the guarded store failed (already counted and logged)."""
+
+
+@runtime_checkable
+class _Retaining(Protocol):
+    # A store that keeps connections open for the clients using it (RedisStore).
+    def retain(self) -> None: ...
+
+    async def release(self) -> None: ...
+
+
+def retain(*stores: object) -> list[GuardedStore]:
+    """:meth:`GuardedStore.retain` each guarded store among ``stores`` (each once); return them for :func:`release`.
+
+    A client calls it when it first connects, with its store and its credential's, and :func:`release` when it
+    closes.
+    """
+    kept: list[GuardedStore] = []
+    for store in stores:
+        if isinstance(store, GuardedStore) and all(store is not other for other in kept):
+            store.retain()
+            kept.append(store)
+    return kept
+
+
+async def release(stores: list[GuardedStore]) -> None:
+    """:meth:`GuardedStore.release` each of ``stores`` (what :func:`retain` returned), even when cancelled."""
+    with trio.CancelScope(shield=True):
+        for store in stores:
+            await store.release()
 
 
 def guarded(store: TokenStore) -> Store:

@@ -18,6 +18,7 @@ import contextlib
 import copy
 import hashlib
 import json
+import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
@@ -25,8 +26,9 @@ from typing import Any, Final
 
 import trio
 
+from .._core.store_lock import check_lock, lock_timeout
 from .._log import logger
-from .file_store import check_directory, file_lock, load_json, read_bounded, write_json_atomically
+from .file_store import check_directory, file_lock, load_json, read_bounded, take_within, write_json_atomically
 
 __all__ = ["FileTokenStore", "MemoryStore", "MemoryTokenStore", "default_token_path"]
 
@@ -37,8 +39,8 @@ class MemoryStore:
     """A store in memory (the default of every client and credential that takes ``store=``; docs/stores.md).
 
     Values are deep-copied in and out, so a caller never shares a dict with the store. ``lock`` excludes the
-    other tasks of this process that use the same store object; nothing here outlives the process, so a
-    holder that dies (its task cancelled) releases the lock as it leaves.
+    other tasks of this process that use the same store object, first come first served; nothing here
+    outlives the process, so a holder that dies (its task cancelled) releases the lock as it leaves.
     """
 
     __slots__ = ("_locks", "_values")
@@ -72,15 +74,26 @@ class MemoryStore:
         return False
 
     @contextlib.asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
-        """Hold ``key`` against the other tasks using this store (``ttl`` is moot within one process)."""
-        del ttl
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
+        """Hold ``key`` against the other tasks using this store (``ttl`` is moot within one process).
+
+        Waits at most ``wait`` seconds (``None``: as long as it takes).
+
+        Raises:
+            StoreLockTimeout: another task held ``key`` for ``wait`` seconds.
+            ValueError: ``ttl`` is not a positive number, or ``wait`` is negative.
+        """
+        check_lock(ttl, wait)
         lock = self._locks.get(key)
         if lock is None:
             lock = self._locks[key] = trio.Lock()
         try:
-            async with lock:
+            if not await take_within(lock, math.inf if wait is None else trio.current_time() + wait):
+                raise lock_timeout(self, wait)
+            try:
                 yield
+            finally:
+                lock.release()
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._locks.pop(key, None)
@@ -137,13 +150,16 @@ class FileTokenStore:
         return await self._update(key, None, expected=json.loads(json.dumps(dict(expected))))
 
     @contextlib.asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
-        """Hold ``key`` against every other holder of this file, in any process (``ttl``: see ``FileStore.lock``)."""
-        if not ttl > 0:
-            raise ValueError(f"ttl must be a positive number of seconds, got {ttl!r}")
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
+        """Hold ``key`` against every other holder of this file, in any process (see ``FileStore.lock``).
+
+        Raises:
+            StoreLockTimeout: another holder kept ``key`` for ``wait`` seconds.
+        """
+        check_lock(ttl, wait)
         digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
         await trio.to_thread.run_sync(lambda: self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True))
-        async with file_lock(self.path.with_name(f".{self.path.name}.{digest}.lock")):
+        async with file_lock(self.path.with_name(f".{self.path.name}.{digest}.lock"), wait=wait, store=self):
             yield
 
     async def entries(self) -> list[tuple[str, dict[str, Any], float | None]]:

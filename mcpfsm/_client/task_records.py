@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from .._core.tasks import index_key, task_key
+from .._core.task import index_key, task_key
 
 if TYPE_CHECKING:
     from .._core.credentials import Store

@@ -24,10 +24,10 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from .._core.events import CallEvent
 from .._core.results import ToolResult
 from .._drivers.tool_call import ToolCall
 from .._transports.base import Transport
+from .options import EventSink
 
 if TYPE_CHECKING:
     from .._drivers.authorization import AuthorizationFlow
@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["EventSink", "SessionState", "Telemetry", "probe"]
 
 R = TypeVar("R")
-
-EventSink = Callable[[CallEvent], object]
-"""An ``on_event`` callback."""
 
 
 class SessionState(Protocol):
@@ -94,12 +91,16 @@ class Telemetry(Protocol):
         ...
 
 
-def probe(transport: Transport) -> Telemetry | None:
-    """Telemetry for a client of ``transport`` from the global OpenTelemetry providers, or ``None`` when none is set."""
+def probe(endpoint: Transport | str) -> Telemetry | None:
+    """Telemetry from the global OpenTelemetry providers for a client of ``endpoint``, or ``None`` when none is set.
+
+    ``endpoint`` is the client's transport, or the URL of the HTTP transport about to be made for it (whose
+    authorization layer takes this telemetry first).
+    """
     if sys.modules.get("opentelemetry.trace") is None and sys.modules.get("opentelemetry.metrics") is None:
         return None
     try:
         from . import otel
     except ImportError:  # the extra is partly installed: behave as without it
         return None
-    return otel.from_globals(transport)
+    return otel.from_globals(endpoint)

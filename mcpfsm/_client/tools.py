@@ -11,7 +11,7 @@ from .catalog import Catalog
 
 if TYPE_CHECKING:
     from .._core.tool_annotations import ToolAnnotations
-    from .tasks import Task
+    from .task import Task
 
 __all__ = ["Tool", "ToolList"]
 

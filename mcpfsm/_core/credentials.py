@@ -99,11 +99,13 @@ class Store(TokenStore, Protocol):
     entries live in it.
     """
 
-    def lock(self, key: str, ttl: float) -> AbstractAsyncContextManager[None]:
+    def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AbstractAsyncContextManager[None]:
         """An async context manager that excludes every other holder of ``key`` on this store.
 
-        Waits until it holds the lock (bounding that wait is the caller's job). ``ttl`` is in seconds: a
-        holder that dies stops excluding others at most ``ttl`` after it took the lock.
+        ``ttl`` and ``wait`` are in seconds. It waits at most ``wait`` seconds for the lock (``None``: until it
+        holds it) and then raises :class:`~mcpfsm.StoreLockTimeout`. The bound lives inside the store, so that
+        no caller wraps the lock in a cancel scope of its own that could end while the lock is held. A holder
+        that dies stops excluding others at most ``ttl`` after it took the lock.
         """
         ...
 

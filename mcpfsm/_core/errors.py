@@ -20,7 +20,8 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │                            .error_description); never quotes a token, code or secret
     ├── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
     │                            client group's aggregated names collide
-    ├── StoreError               a store cannot keep or give back a value
+    ├── StoreError               a store cannot keep or give back a value, or do what was asked
+    │   ├── StoreLockTimeout     ``store.lock(key, ttl, wait=…)`` did not get the lock within ``wait``
     │   └── UnsafeStoreError     a file store's directory or file that someone else could have written,
     │                            or that is not what the store writes (.path: which one)
     └── SkillVerificationError   a skill's file is not what its entry lists (.check: size, digest,
@@ -49,6 +50,7 @@ __all__ = [
     "RpcError",
     "SessionExpired",
     "StoreError",
+    "StoreLockTimeout",
     "TaskError",
     "TransportError",
     "UnsafeStoreError",
@@ -257,7 +259,25 @@ class ConfigError(McpError):
 
 
 class StoreError(McpError):
-    """A store cannot keep or give back a value (docs/stores.md); its message never shows a value."""
+    """A store cannot keep or give back a value, or do what was asked (docs/stores.md).
+
+    Its message names the store's kind and what failed, never a value, a key's secret or a password.
+    """
+
+
+class StoreLockTimeout(StoreError):
+    """``store.lock(key, ttl, wait=…)`` did not hold the lock within ``wait`` seconds: another holder kept it.
+
+    Raised by the store itself, which bounds its own wait (docs/stores.md, "What every store guarantees"), so
+    that no caller needs a cancel scope around the lock.
+
+    Attributes:
+        wait: the seconds waited.
+    """
+
+    def __init__(self, message: str, *, wait: float) -> None:
+        super().__init__(message)
+        self.wait = wait
 
 
 class UnsafeStoreError(StoreError):

@@ -29,7 +29,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from .errors import RpcError
-from .events import AuthEvent, CallEvent
+from .events import CallEvent
+from .events.authorization import AuthEvent
 
 __all__ = [
     "ARGUMENTS",

@@ -33,18 +33,25 @@ class AuditBus:
 
     __slots__ = ("_dropped", "_on_event", "_subscribers", "observed", "redact", "server")
 
-    def __init__(self, on_event: Callable[[CallEvent], object] | None = None, *, server: str | None = None) -> None:
+    def __init__(
+        self,
+        on_event: Callable[[CallEvent], object] | None = None,
+        *,
+        server: str | None = None,
+        redact: Callable[[str], str] | None = None,
+    ) -> None:
         """Create a bus; ``on_event`` is called synchronously with every event.
 
         With ``server`` (a member of a ``ClientGroup``: its name in the configuration), every event published
-        carries it in ``CallEvent.server``.
+        carries it in ``CallEvent.server``. ``redact`` takes the secrets of a client that holds credentials out
+        of each event's error message.
         """
         self.server = server
         self._on_event = on_event
         self._subscribers: list[trio.MemorySendChannel[CallEvent]] = []
         self._dropped: dict[int, int] = {}
-        self.redact: Callable[[str], str] | None = None
-        """Takes the client's secrets out of a text (``Secrets.text``); set by a client that holds credentials.
+        self.redact = redact
+        """Takes the client's secrets out of a text (``Secrets.text``), or ``None``: the client holds none.
 
         Every event's ``error`` message passes through it before any sink sees the event: the last net for a
         server's text that quotes a token (the errors of a message's trip are scrubbed before this already).

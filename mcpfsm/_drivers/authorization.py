@@ -38,7 +38,8 @@ from .._core.credentials import (
     OAuth,
 )
 from .._core.errors import AuthorizationError, McpError
-from .._core.events import AuthEvent, error_summary, utc_timestamp
+from .._core.events import error_summary, utc_timestamp
+from .._core.events.authorization import AuthEvent
 from .._core.oauth.answers import LEGACY_METADATA_HEADERS, METADATA_REQUEST_HEADERS, Answer
 from .._core.oauth.authorization_request import (
     AuthorizationRequest,
@@ -86,7 +87,7 @@ from .._machines.authorization import COMPILED, State, Trigger
 from .audit import AuditBus
 from .authorization_binding import Binding, Bound, Entry, Identity, known_identity
 from .driver import Effect, cancellation_summary, drive, plain
-from .token_sharing import delete_if_unchanged, refresh_lock
+from .token_sharing import Exclusion, delete_if_unchanged, read_store, refresh_lock
 
 __all__ = ["AuthorizationFlow", "AuthorizationPort"]
 
@@ -433,8 +434,22 @@ class AuthorizationFlow:
         if stored is not None and self._newer(stored, previous):
             binding.adopt(stored, self._bound())
             return Trigger.refreshed
-        async with refresh_lock(binding.store, key):
-            record = await binding.store.get(key)
+        async with refresh_lock(binding.store, key) as reach:
+            if reach is Exclusion.unreachable:
+                # docs/stores.md: without the lock, the refresh goes ahead only after a second read of the store itself.
+                # A peer may be spending this very refresh token; what this process remembers cannot tell.
+                try:
+                    record = await read_store(binding.store, key)
+                except Exception:
+                    return self._refuse(
+                        AuthorizationError(
+                            "the token store could not be read while another process may be refreshing; the"
+                            " refresh token is not sent until it can be (docs/stores.md)",
+                            state=State.refreshing,
+                        )
+                    )
+            else:
+                record = await binding.store.get(key)
             stored = TokenSet.from_dict(record) if record is not None else None
             if stored is not None and self._newer(stored, previous):
                 binding.adopt(stored, self._bound())
@@ -595,6 +610,36 @@ class AuthorizationFlow:
         return Trigger.redirected
 
     async def _exchanging(self) -> Trigger:
+        credential = self.binding.credential
+        if isinstance(credential, OAuth):
+            return await self._exchange()
+        # A headless grant is single flight across processes, like a refresh (docs/stores.md): under the
+        # tokens' lock, what is stored is read again, and a peer's fresh tokens spare this client the request.
+        assert self.metadata is not None
+        key = self.binding.tokens_key(self.metadata.issuer, self.resource)
+        async with refresh_lock(self.binding.store, key):
+            record = await self.binding.store.get(key)
+            stored = TokenSet.from_dict(record) if record is not None else None
+            if stored is not None and self._granted_by_peer(stored):
+                self.binding.adopt(stored, self._bound())
+                return Trigger.granted
+            return await self._exchange()
+
+    def _granted_by_peer(self, stored: TokenSet) -> bool:
+        # Tokens another client stored for this issuer and resource, not the ones that just failed, not due,
+        # with every scope this flow asks for, and not bound to another process's DPoP key (RFC 9449).
+        held = self.binding.tokens
+        assert self.metadata is not None
+        return (
+            stored.token_type == "Bearer"
+            and stored.issuer == self.metadata.issuer
+            and stored.resource == self.resource
+            and (held is None or stored.access_token != held.access_token)
+            and not stored.refresh_due(self.port.now())
+            and set(self.scopes or ()) <= set(stored.scopes)
+        )
+
+    async def _exchange(self) -> Trigger:
         state = State.exchanging
         credential = self.binding.credential
         identity = self.identity

@@ -20,7 +20,7 @@ Secrets stay in the values that hold them (``repr=False``); no repr here prints 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -148,7 +148,15 @@ class Binding:
         holder: whom the tokens belong to in store keys (``credential_holder`` of ``credential``).
     """
 
-    def __init__(self, credential: Credential, *, mcp_url: str, pinned_modern: bool, store: TokenStore) -> None:
+    def __init__(
+        self,
+        credential: Credential,
+        *,
+        mcp_url: str,
+        pinned_modern: bool,
+        store: TokenStore,
+        on_change: Sequence[Callable[[], object]] = (),
+    ) -> None:
         """Start with no tokens; ``dpop`` credentials get a fresh key."""
         self.credential = credential
         self.holder = credential_holder(credential)
@@ -161,7 +169,7 @@ class Binding:
         dpop = isinstance(credential, OAuth) and credential.dpop
         self.dpop_key: DPoPKey | None = DPoPKey.generate() if dpop else None
         self.resource_nonce: str | None = None
-        self.on_change: list[Callable[[], object]] = []
+        self.on_change = tuple(on_change)
         self._issuer_nonces: dict[str, str] = {}
         self._stepped_up: set[tuple[str, frozenset[str]]] = set()
 

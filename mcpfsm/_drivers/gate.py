@@ -34,7 +34,8 @@ from typing import Any, Final, Protocol
 import anyio.lowlevel
 
 from .._core.constants import HEADER_MISMATCH, INVALID_REQUEST
-from .._core.events import GateEvent, utc_timestamp
+from .._core.events import utc_timestamp
+from .._core.events.gate import GateEvent
 from .._core.gate import (
     GateRefusal,
     GateSettings,

@@ -27,7 +27,8 @@ import trio
 
 from .._core.constants import INTERNAL_ERROR
 from .._core.errors import McpError, RpcError
-from .._core.events import InputEvent, error_summary, input_failure_summary, utc_timestamp
+from .._core.events import error_summary, input_failure_summary, utc_timestamp
+from .._core.events.input import InputEvent
 from .._core.input import FormContentError
 from .._core.jsonrpc import Request, encode_error, encode_result
 from .._log import logger

@@ -24,10 +24,11 @@ import trio
 
 from .._core.constants import INVALID_PARAMS
 from .._core.errors import McpError, ProtocolError, RpcError, TaskError
-from .._core.events import TaskEvent, error_summary, input_failure_summary, utc_timestamp
+from .._core.events import error_summary, input_failure_summary, utc_timestamp
+from .._core.events.task import TaskEvent
 from .._core.input_rounds import parse_input_required
 from .._core.results import ToolResult
-from .._core.tasks import TaskStatus
+from .._core.task import TaskStatus
 from .._machines.task import COMPILED, State, Trigger
 from .audit import AuditBus
 from .driver import advance, plain, start

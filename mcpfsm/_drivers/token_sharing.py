@@ -9,20 +9,34 @@ only if they are still the ones read (:func:`delete_if_unchanged`), never a peer
 A :class:`~mcpfsm.Store` (``MemoryStore``, ``FileStore``, ``RedisStore``) brings ``lock`` and
 ``compare_and_delete``; a plain :class:`~mcpfsm.TokenStore` of the caller's own has neither, and then the
 client's own lock is the only exclusion (one process) and the delete compares, then deletes.
+
+:func:`refresh_lock` says how far its lock reaches (an :class:`Exclusion`). When the store could not be
+reached at all, a peer may be refreshing with the very refresh token this process read: the refresh then
+goes ahead only after :func:`read_store` read the store itself again (docs/stores.md, "When the store
+fails"), never on what this process remembers. The first grant of a headless credential takes the same
+lock (one token request for a fleet that starts together).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from enum import Enum
 from typing import Any, Final, Protocol, runtime_checkable
 
-import trio
-
 from .._core.credentials import TokenStore
+from .._core.errors import StoreLockTimeout
+from .._core.store_lock import taking_lock
 from .._log import logger
 
-__all__ = ["REFRESH_LOCK_TTL", "REFRESH_LOCK_WAIT", "delete_if_unchanged", "refresh_lock"]
+__all__ = [
+    "REFRESH_LOCK_TTL",
+    "REFRESH_LOCK_WAIT",
+    "Exclusion",
+    "delete_if_unchanged",
+    "read_store",
+    "refresh_lock",
+]
 
 REFRESH_LOCK_TTL: Final = 30.0
 """Seconds a refresh holds the tokens' lock at most: a holder that dies stops excluding its peers after this
@@ -33,9 +47,29 @@ REFRESH_LOCK_WAIT: Final = REFRESH_LOCK_TTL + 5.0
 than the TTL, so a dead holder's lock has expired first and a live one has finished."""
 
 
+class Exclusion(Enum):
+    """How far a lock taken for the tokens reaches."""
+
+    store = "store"
+    """The store's own lock: every process sharing the store is excluded."""
+    process = "process"
+    """Only this process's tasks: the store has no lock, or its lock stayed taken past the wait."""
+    unreachable = "unreachable"
+    """Only this process's tasks, and the store could not be reached to take its lock."""
+
+
 @runtime_checkable
 class _Locking(Protocol):
-    def lock(self, key: str, ttl: float) -> AbstractAsyncContextManager[None]: ...
+    def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AbstractAsyncContextManager[None]: ...
+
+
+@runtime_checkable
+class _Excluding(Protocol):
+    def exclusion(
+        self, key: str, ttl: float, *, wait: float | None = None
+    ) -> AbstractAsyncContextManager[Exclusion]: ...
+
+    async def read_store(self, key: str) -> dict[str, Any] | None: ...
 
 
 @runtime_checkable
@@ -44,28 +78,44 @@ class _ComparingDelete(Protocol):
 
 
 @asynccontextmanager
-async def refresh_lock(store: TokenStore, key: str) -> AsyncIterator[bool]:
-    """Hold ``store.lock(key, REFRESH_LOCK_TTL)`` for the block; yield whether it is held.
+async def refresh_lock(store: TokenStore, key: str) -> AsyncIterator[Exclusion]:
+    """Hold ``store``'s lock on ``key`` (``REFRESH_LOCK_TTL``, waited for at most ``REFRESH_LOCK_WAIT``).
 
-    Not held (``False``) when the store has no ``lock``, when taking it failed (a store that is down: one
-    WARNING) or took longer than :data:`REFRESH_LOCK_WAIT`; the caller then re-reads the store before it
-    refreshes, as it does under the lock.
+    Yields how far it reaches. A store in the client's guard (``mcpfsm._client.store_guard``) falls back to a
+    lock of this process on its own and says why; any other store's failure is one WARNING here. The store
+    bounds its own wait (docs/stores.md), so no cancel scope of this function's ever contains the store's lock.
     """
+    if isinstance(store, _Excluding):
+        async with store.exclusion(key, REFRESH_LOCK_TTL, wait=REFRESH_LOCK_WAIT) as reach:
+            yield reach
+        return
     if not isinstance(store, _Locking):
-        yield False
+        yield Exclusion.process
         return
     async with AsyncExitStack() as stack:
-        held = False
-        with trio.move_on_after(REFRESH_LOCK_WAIT) as waited:
-            try:
-                await stack.enter_async_context(store.lock(key, REFRESH_LOCK_TTL))
-                held = True
-            except Exception as exc:
-                # Its type only: a store's message may quote its URL, credentials included.
-                logger.warning("cannot lock the token store ({}); refreshing without the lock", type(exc).__name__)
-        if waited.cancelled_caught:
+        try:
+            await stack.enter_async_context(taking_lock(store, key, REFRESH_LOCK_TTL, REFRESH_LOCK_WAIT))
+        except StoreLockTimeout:
             logger.warning("the token store's lock stayed taken for {} s; refreshing without it", REFRESH_LOCK_WAIT)
-        yield held
+            reach = Exclusion.process
+        except Exception as exc:
+            # Its type only: a store's message may quote its URL, credentials included.
+            logger.warning("cannot lock the token store ({}); refreshing without the lock", type(exc).__name__)
+            reach = Exclusion.unreachable
+        else:
+            reach = Exclusion.store
+        yield reach
+
+
+async def read_store(store: TokenStore, key: str) -> dict[str, Any] | None:
+    """What ``store`` itself holds under ``key`` now, never a copy a guard kept in memory.
+
+    Raises:
+        Exception: the store could not be read (a guarded store raises :class:`~mcpfsm.StoreError`).
+    """
+    if isinstance(store, _Excluding):
+        return await store.read_store(key)
+    return await store.get(key)
 
 
 async def delete_if_unchanged(store: TokenStore, key: str, expected: Mapping[str, Any]) -> bool:

@@ -248,7 +248,7 @@ class ToolCall:
             # anything is sent. Nothing else on this path raises by design (the encoder wraps TypeError).
             self.error = exc
             if isinstance(exc, RpcError) and exc.code == MISSING_REQUIRED_CAPABILITY:
-                from .._core.tasks import tasks_required  # with the first -32021 (start-up: bench/startup.py)
+                from .._core.task import tasks_required  # with the first -32021 (start-up: bench/startup.py)
 
                 self.error = tasks_required(exc) or exc
             return Trigger.errored

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import inspect
 import json
 import time
 from collections import OrderedDict
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import anyio
 
 from .._core.gate import Listing, ToolSchema
+from .._core.store_lock import taking_lock
 from .._log import logger
 from .portal import StoreLoop
 
@@ -123,9 +123,7 @@ def known_of(page: Listing, *, learn_ttl: float, complete: bool) -> Known:
 def _fill_lock(store: Store, key: str) -> AbstractAsyncContextManager[None]:
     # The fleet's lock on one fill, waited for at most FILL_WAIT seconds (the store's own bound, `wait=`). A store
     # whose lock takes no `wait=` is waited for as long as its holder holds it (at most its ttl, FILL_WAIT, on Redis).
-    if "wait" in inspect.signature(store.lock).parameters:
-        return store.lock(key, FILL_WAIT, wait=FILL_WAIT)  # type: ignore[call-arg]
-    return store.lock(key, FILL_WAIT)
+    return taking_lock(store, key, FILL_WAIT, FILL_WAIT)
 
 
 class _Kept:

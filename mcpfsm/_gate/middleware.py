@@ -37,7 +37,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from .._core.constants import INVALID_REQUEST
-from .._core.events import GateEvent
+from .._core.events.gate import GateEvent
 from .._core.gate import (
     DEFAULT_MAX_BODY,
     HOP_BY_HOP,

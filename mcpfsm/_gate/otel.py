@@ -25,7 +25,8 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from .._core import telemetry as conventions
 from .._core.constants import MCPFSM_VERSION
-from .._core.events import CallEvent, GateEvent
+from .._core.events import CallEvent
+from .._core.events.gate import GateEvent
 from .._machines.gate import GATE
 
 __all__ = ["GateTelemetry", "probe"]

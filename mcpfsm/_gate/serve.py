@@ -69,6 +69,6 @@ async def serve(
 
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(
-            lambda task_status: hypercorn_serve(app, settings, shutdown_trigger=shutdown, task_status=task_status)  # type: ignore[arg-type]
+            lambda task_status: hypercorn_serve(app, settings, shutdown_trigger=shutdown, task_status=task_status)  # type: ignore[arg-type,unused-ignore]
         )
         ready(binds[0])

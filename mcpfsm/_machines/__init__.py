@@ -5,13 +5,14 @@ Each machine is one module of this package that defines, under its own name in c
 :func:`~mcpfsm._machines.definition.define` (``tool_call.TOOL_CALL``, ``authorization.AUTHORIZATION``,
 ``input.INPUT``, ``task.TASK``, ``gate.GATE``), and its ``COMPILED`` table. The definition carries everything that
 other places would otherwise list by hand: its walkthrough (the ``mcpfsm._tooling`` module that writes
-``specs/{name}.md``) and its span name (the telemetry layer's span of one run). :data:`MACHINES` is found from
-that naming convention, for the tooling that draws and explains every machine (``mcpfsm diagram``) and for the
-property tests that check every machine: the tool-call machine first, then the others by module name.
+``specs/{name}.md``) and its span name (the telemetry layer's span of one run).
+:data:`~mcpfsm._machines.registry.MACHINES` is found from that naming convention, for the tooling that draws and
+explains every machine (``mcpfsm diagram``) and for the property tests that check every machine: the tool-call
+machine first, then the others by module name.
 
-:data:`MACHINES` is built on first use (PEP 562): importing one machine (the tool-call driver imports
-``mcpfsm._machines.tool_call``, which imports this package first) then compiles that machine only, and
-the authorization machine waits for the first ``auth=`` or the tooling (bench/startup.py).
+``MACHINES`` lives in :mod:`mcpfsm._machines.registry`, which imports every machine: only the tooling and the
+tests import it. Importing one machine (the tool-call driver imports ``mcpfsm._machines.tool_call``) compiles
+that machine only, and the authorization machine waits for the first ``auth=`` (bench/startup.py).
 
 The files a new machine touches (the fourth, ``task``, touched exactly these):
 
@@ -22,9 +23,9 @@ The files a new machine touches (the fourth, ``task``, touched exactly these):
 2. ``mcpfsm/_drivers/{name}.py`` — new: the run (its ``entered`` publishes one event per state) and one
    effect per non-terminal state, driven by ``mcpfsm._drivers.driver.drive`` (or ``start``/``advance`` for
    a run that follows facts reported from elsewhere, as ``task`` does).
-3. ``mcpfsm/_core/events.py`` — its event: a ``CallEvent`` subclass with its own ``MACHINE`` and its
-   fields; ``CallEvent.from_dict`` finds it by ``MACHINE``.
-4. The client layer that starts a run (a module of ``mcpfsm/_client/``: ``tasks.py``), which wraps it in
+3. ``mcpfsm/_core/events/{name}.py`` — new: its event, a ``CallEvent`` subclass with its own ``MACHINE`` and
+   its fields; ``CallEvent.from_dict`` finds it by ``MACHINE``, importing the module of that name.
+4. The client layer that starts a run (a module of ``mcpfsm/_client/``: ``task.py``), which wraps it in
    ``Telemetry.run`` when the definition names a span, and ``mcpfsm/__init__.py`` for what is public.
 5. ``mcpfsm/_tooling/walkthrough_{name}.py`` — new, when the machine has a walkthrough; then ``mcpfsm
    diagram`` writes ``specs/{name}.{mmd,dot,md}`` and ``diagrams/{name}.svg``.
@@ -35,44 +36,3 @@ and the tests that list every machine.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .definition import MachineDefinition
-
-    MACHINES: Mapping[str, MachineDefinition[Any, Any]]
-    """Every machine by name, in the order the documentation presents them."""
-
-__all__ = ["MACHINES"]
-
-_FIRST = "tool_call"
-
-
-def _discover() -> Mapping[str, MachineDefinition[Any, Any]]:
-    # Every module of this package that defines a machine under its own name in capitals.
-    import importlib
-    import pkgutil
-    from types import MappingProxyType
-
-    from .definition import MachineDefinition
-
-    names = sorted((info.name for info in pkgutil.iter_modules(__path__)), key=lambda name: (name != _FIRST, name))
-    machines: dict[str, MachineDefinition[Any, Any]] = {}
-    for name in names:
-        definition = getattr(importlib.import_module(f"{__name__}.{name}"), name.upper(), None)
-        if isinstance(definition, MachineDefinition):
-            machines[definition.name] = definition
-    return MappingProxyType(machines)
-
-
-def __getattr__(name: str) -> object:
-    if name != "MACHINES":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    machines = globals()["MACHINES"] = _discover()
-    return machines
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), "MACHINES"})

@@ -1,6 +1,6 @@
 """The generated documentation of every machine, and the checks that keep the committed copies honest.
 
-For each machine in :data:`mcpfsm._machines.MACHINES` (``tool-call`` → ``specs/tool-call.*``):
+For each machine in :data:`mcpfsm._machines.registry.MACHINES` (``tool-call`` → ``specs/tool-call.*``):
 
 ==========================  ===========================================  ===================================
 file                        made from                                    checked by
@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .._machines import MACHINES
 from .._machines.definition import MachineDefinition
+from .._machines.registry import MACHINES
 from .peer_process import ComponentMissing
 from .render import banner, dot, expected_structure, mermaid, svg_structure
 

@@ -7,7 +7,7 @@ draw the index, the filters, the lit path and the timeline. Its Content-Security
 'none'``: it fetches nothing and opens from disk.
 
 Nothing here knows a particular machine. A run is the events of one ``call_id``; its machine is the events'
-``machine`` field, looked up in :data:`mcpfsm._machines.MACHINES`; each event after the first names the edge it
+``machine`` field, looked up in :data:`mcpfsm._machines.registry.MACHINES`; each event after the first names the edge it
 took by ``(previous, trigger)``, which :func:`machine_svg` marks on the SVG as ``data-edge="previous:trigger"``
 (every node as ``data-state``), so the script lights the path of any machine the same way. A run of a machine
 without a definition is shown with its timeline only.
@@ -23,8 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .._machines import MACHINES
 from .._machines.definition import MachineDefinition
+from .._machines.registry import MACHINES
 from .diagram import svg
 from .render import banner, dot
 from .report_assets import SCRIPT, STYLE
@@ -203,7 +203,7 @@ def report_html(
     """The whole report page for ``records`` (see the module docstring); ``title`` heads it (escaped).
 
     ``machines`` maps machine names to definitions (default: every machine of mcpfsm,
-    :data:`mcpfsm._machines.MACHINES`); a run of a machine not there gets a timeline and no diagram.
+    :data:`mcpfsm._machines.registry.MACHINES`); a run of a machine not there gets a timeline and no diagram.
 
     Raises:
         ValueError: ``records`` is empty.

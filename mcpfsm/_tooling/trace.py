@@ -31,7 +31,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._core.events import CallEvent, GateEvent, InputEvent
+from .._core.events import CallEvent
+from .._core.events.gate import GateEvent
+from .._core.events.input import InputEvent
 
 __all__ = ["parse_events", "parse_records", "select_call", "sequence_diagram", "servers_of", "summary_by_server"]
 

@@ -27,7 +27,8 @@ import trio
 from .._client.client import Client
 from .._core.credentials import ClientCredentials, EnterpriseManaged, OAuth
 from .._core.errors import McpError
-from .._core.events import AuthEvent, CallEvent
+from .._core.events import CallEvent
+from .._core.events.authorization import AuthEvent
 from .._machines.authorization import AUTHORIZATION
 from .peer_process import ComponentMissing, PeerStartError, RunningAuthServer, run_authserver
 from .render import code_cell, diagram_section, slug, states_table

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import anyio
 
-from .._core.events import GateEvent
+from .._core.events.gate import GateEvent
 from .._core.gate import GateRefusal, GateSettings, Listing, Refusal, ToolSchema, VerifiedCall, listing_from_result
 from .._drivers.gate import GateRun
 from .._machines.gate import GATE

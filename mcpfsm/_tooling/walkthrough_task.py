@@ -24,7 +24,8 @@ import trio
 
 from .._client.client import Client
 from .._core.errors import McpError
-from .._core.events import CallEvent, TaskEvent
+from .._core.events import CallEvent
+from .._core.events.task import TaskEvent
 from .._machines.task import TASK
 from .peer_process import ComponentMissing, PeerStartError, RunningPeer, missing_modules, run_peer
 from .render import diagram_section, slug, states_table

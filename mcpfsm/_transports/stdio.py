@@ -76,8 +76,12 @@ class StdioTransport:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        redact: Callable[[str], str] | None = None,
     ) -> None:
         """Prepare the transport; the child starts when the transport is entered.
+
+        ``redact`` takes the client's secrets out of what the server writes to stderr before it is logged (a
+        configuration's expanded variables may be in the child's arguments); ``None``: the client holds none.
 
         Raises:
             TransportError: ``command`` is empty.
@@ -94,9 +98,8 @@ class StdioTransport:
         self._command = list(command)
         self._env = None if env is None else {**os.environ, **env}
         self._cwd = cwd
-        self.redact: Callable[[str], str] | None = None
-        """Takes the client's secrets out of what the server writes to stderr before it is logged; set by the
-        client that holds secrets (a configuration's expanded variables may be in the child's arguments)."""
+        self.redact = redact
+        """Takes the client's secrets out of what the server writes to stderr before it is logged, or ``None``."""
         self._process: trio.Process | None = None
         self._pid: int | None = None
         self._readers = BackgroundTasks()

@@ -22,7 +22,7 @@ from typing import TypeAlias
 
 from .._core.errors import TransportError
 
-__all__ = ["CertTypes", "VerifyTypes", "ssl_context"]
+__all__ = ["CertTypes", "VerifyTypes", "ssl_context", "system_trust"]
 
 VerifyTypes: TypeAlias = bool | str | os.PathLike[str] | ssl.SSLContext
 """What ``verify=`` accepts."""
@@ -73,3 +73,24 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return str(exc)
+
+
+def system_trust() -> ssl.SSLContext:
+    """A client TLS context that verifies with the operating system's trust store (``verify="system"``).
+
+    It comes from the ``truststore`` package (the ``system-trust`` extra): the platform's verifier on macOS and
+    Windows, the system's CA bundle on Linux, so certificates an administrator installed are trusted as they
+    are by the system's own programs.
+
+    Raises:
+        ImportError: ``truststore`` is not installed; the message says how to install it.
+    """
+    try:
+        import truststore  # the optional extra, where it is asked for
+    except ImportError as exc:
+        raise ImportError(
+            "verify='system' uses the operating system's trust store through the truststore package, which is not"
+            " installed: pip install 'mcpfsm[system-trust]' (or pass verify=True, a CA bundle path or an SSLContext)"
+        ) from exc
+    context: ssl.SSLContext = truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return context

@@ -23,6 +23,8 @@ import pytest
 import trio
 
 import mcpfsm
+from mcpfsm._client.assembly import HttpServer, Parts
+from mcpfsm._client.options import ClientOptions
 from tests.oteltest import configured
 from tests.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, serving
 
@@ -231,9 +233,10 @@ def test_the_audit_bus_of_a_client_with_credentials_redacts_every_events_error(c
     # The last net: an event whose error text the client did not scrub on the way (none does today) still
     # reaches no sink with the token in it.
     events: list[mcpfsm.CallEvent] = []
-    client = mcpfsm.Client.http("http://127.0.0.1:9/mcp", on_event=events.append, **CREDENTIALS[credential])
+    connection = HttpServer(url="http://127.0.0.1:9/mcp", **CREDENTIALS[credential])
+    made = Parts(connection, ClientOptions(on_event=events.append))
     error = {"type": "RpcError", "code": -1, "message": f"quoted: {echo_text(TOKEN)}"}
-    client._audit.publish(
+    made.audit.publish(
         mcpfsm.CallEvent(
             call_id="c",
             seq=0,

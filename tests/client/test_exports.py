@@ -5,8 +5,10 @@ from __future__ import annotations
 import inspect
 import subprocess
 import sys
+from typing import Any
 
 import mcpfsm
+from mcpfsm._client.options import ClientKeywords
 
 SPEC_API = {
     "CallEvent",
@@ -18,6 +20,8 @@ SPEC_API = {
     "Resource",
     "ResourceResult",
     "ResourceTemplate",
+    "StoreError",
+    "StoreLockTimeout",
     "HeaderMismatchError",
     "McpError",
     "MirroringError",
@@ -59,6 +63,9 @@ def test_error_tree() -> None:
     for error in (mcpfsm.RpcError, mcpfsm.MirroringError, mcpfsm.TransportError, mcpfsm.ProtocolError):
         assert issubclass(error, mcpfsm.McpError)
     assert issubclass(mcpfsm.OutputValidationError, mcpfsm.ProtocolError)
+    # docs/stores.md: a store's own bound on its lock.
+    assert issubclass(mcpfsm.StoreLockTimeout, mcpfsm.StoreError)
+    assert issubclass(mcpfsm.StoreError, mcpfsm.McpError)
 
 
 def test_library_does_not_configure_logging() -> None:
@@ -86,30 +93,37 @@ print(silent, len(messages))
     assert out.split() == ["0", "2"]
 
 
-def test_the_http_and_stdio_factories_take_the_documented_keywords() -> None:
-    # README "The API in brief": one spelling everywhere; other issues add their keywords after these.
-    http = list(inspect.signature(mcpfsm.Client.http).parameters)
-    stdio = list(inspect.signature(mcpfsm.Client.stdio).parameters)
-    assert http[:12] == [
-        "url",
-        "headers",
-        "protocol",
-        "on_event",
-        "on_notification",
-        "timeout",
-        "http_transport",
-        "verify",
-        "cert",
-        "proxy",
-        "trust_env",
-        "max_response_bytes",
-    ]
-    assert "max_response_bytes" in stdio
+SPEC_KEYWORDS = {
+    # The keywords the manual shows (docs/calls.md, docs/http.md, docs/tasks.md, docs/stores.md), one spelling
+    # everywhere; ClientOptions documents each.
+    "headers", "protocol", "on_event", "on_notification", "timeout", "http_transport",
+    "verify", "cert", "proxy", "trust_env", "max_response_bytes",
+    "on_elicitation", "on_sampling", "on_roots", "elicitation_modes", "max_input_rounds",
+    "log_level", "cache", "validate_output", "auth", "tasks", "progress_timeout", "total_timeout", "store",
+}  # fmt: skip
+HTTP_ONLY = {"headers", "timeout", "http_transport", "verify", "cert", "proxy", "trust_env", "auth"}
+
+
+def keywords(factory: Any) -> set[str]:
+    """Every keyword ``factory`` accepts: its own and, through ``**keywords``, every field of ClientOptions."""
+    parameters = inspect.signature(factory).parameters
     assert all(
-        parameter.kind is inspect.Parameter.KEYWORD_ONLY
-        for name, parameter in inspect.signature(mcpfsm.Client.http).parameters.items()
-        if name != "url"
+        parameter.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)
+        for name, parameter in parameters.items()
+        if name not in ("url", "command", "transport", "config")
     )
+    own = {name for name, parameter in parameters.items() if parameter.kind is inspect.Parameter.KEYWORD_ONLY}
+    assert parameters["keywords"].kind is inspect.Parameter.VAR_KEYWORD
+    return own | set(ClientKeywords.__annotations__)
+
+
+def test_the_http_and_stdio_factories_take_the_documented_keywords() -> None:
+    http, stdio = keywords(mcpfsm.Client.http), keywords(mcpfsm.Client.stdio)
+    assert sorted(SPEC_KEYWORDS - http) == []
+    assert sorted(SPEC_KEYWORDS - HTTP_ONLY - stdio) == []
+    assert sorted(HTTP_ONLY & stdio) == []
+    assert keywords(mcpfsm.Client) == stdio - {"env", "cwd", "max_response_bytes"}
+    assert keywords(mcpfsm.ClientGroup) == keywords(mcpfsm.Client) | {"separator", "connect_timeout", "environ"}
 
 
 def test_the_gate_package_exports_sorted_resolving_documented_names() -> None:

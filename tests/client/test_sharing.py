@@ -8,7 +8,9 @@ import jwt
 import pytest
 
 import mcpfsm
-from mcpfsm._client.sharing import SharedListings, authorization_identity, for_session
+from mcpfsm._client.assembly import HttpServer, Parts, StdioServer
+from mcpfsm._client.options import ClientOptions
+from mcpfsm._client.sharing import SharedListings, authorization_identity, for_client
 from mcpfsm._core.cache import CacheStats, ResponseCache
 from mcpfsm._core.oauth.tokens import TokenSet
 from mcpfsm._drivers.authorization_binding import Bound, Identity
@@ -18,16 +20,21 @@ ISSUER: Final = "http://127.0.0.1:9"
 MODERN: Final = "2026-07-28"
 
 
-def oauth_client(client_id: str, access_token: str, issuer: str = ISSUER) -> mcpfsm.Client:
-    client = mcpfsm.Client.http(URL, auth=mcpfsm.ClientCredentials(client_id, client_secret="shh-secret"))
-    layer: Any = client._session.authorization
+def parts(connection: HttpServer | StdioServer, **options: Any) -> Parts:
+    """A client's parts, as ``Client.http`` and ``Client.stdio`` make them."""
+    return Parts(connection, ClientOptions(**options))
+
+
+def oauth_client(client_id: str, access_token: str, issuer: str = ISSUER) -> Parts:
+    made = parts(HttpServer(url=URL, auth=mcpfsm.ClientCredentials(client_id, client_secret="shh-secret")))
+    layer: Any = made.authorization
     layer.binding.bound = Bound(identity=Identity(issuer=issuer, client_id=client_id, method="client_secret_basic"))
     layer.binding.load(TokenSet(access_token=access_token, issuer=issuer, resource=URL))
-    return client
+    return made
 
 
-def identity(client: mcpfsm.Client) -> str | None:
-    return authorization_identity(client._session)
+def identity(made: Parts) -> str | None:
+    return authorization_identity(made)
 
 
 def signed(subject: str, nonce: str) -> str:
@@ -50,15 +57,15 @@ def test_an_opaque_token_counts_by_its_fingerprint_never_by_itself() -> None:
 
 
 def test_no_tokens_held_is_no_identity() -> None:
-    client = mcpfsm.Client.http(URL, auth=mcpfsm.ClientCredentials("cid", client_secret="shh-secret"))
-    assert identity(client) is None
-    assert identity(mcpfsm.Client.http(URL)) is None
+    credentials = mcpfsm.ClientCredentials("cid", client_secret="shh-secret")
+    assert identity(parts(HttpServer(url=URL, auth=credentials))) is None
+    assert identity(parts(HttpServer(url=URL))) is None
 
 
 def test_a_static_token_and_the_same_authorization_header_are_one_identity() -> None:
-    static = identity(mcpfsm.Client.http(URL, auth="tok-1234567890"))
-    header = identity(mcpfsm.Client.http(URL, headers={"Authorization": "Bearer tok-1234567890"}))
-    other = identity(mcpfsm.Client.http(URL, headers={"Authorization": "Bearer tok-0987654321"}))
+    static = identity(parts(HttpServer(url=URL, auth="tok-1234567890")))
+    header = identity(parts(HttpServer(url=URL, headers={"Authorization": "Bearer tok-1234567890"})))
+    other = identity(parts(HttpServer(url=URL, headers={"Authorization": "Bearer tok-0987654321"})))
     assert static == header != other
     assert static is not None and "tok-1234567890" not in static
 
@@ -66,17 +73,17 @@ def test_a_static_token_and_the_same_authorization_header_are_one_identity() -> 
 @pytest.mark.parametrize(
     ("make", "shared"),
     [
-        (lambda: mcpfsm.Client.http(URL), False),
-        (lambda: mcpfsm.Client.http(URL, store=mcpfsm.MemoryStore()), True),
-        (lambda: mcpfsm.Client.http(URL, store=mcpfsm.MemoryStore(), cache=False), False),
-        (lambda: mcpfsm.Client.stdio(["true"], store=mcpfsm.MemoryStore()), False),
+        (lambda: parts(HttpServer(url=URL)), False),
+        (lambda: parts(HttpServer(url=URL), store=mcpfsm.MemoryStore()), True),
+        (lambda: parts(HttpServer(url=URL), store=mcpfsm.MemoryStore(), cache=False), False),
+        (lambda: parts(StdioServer(command=["true"]), store=mcpfsm.MemoryStore()), False),
     ],
     ids=["default-store", "callers-store", "cache-off", "stdio"],
 )
 def test_only_a_callers_store_on_http_with_a_cache_shares(make: Any, shared: bool) -> None:
-    client = make()
-    assert (client._session.shared is not None) == shared
-    assert for_session(client._session, None) is None
+    made = make()
+    assert (made.session.shared is not None) == shared
+    assert for_client(None, transport=made.transport, cache=made.cache, authorization=None, secrets=None) is None
 
 
 async def no_identity() -> None:

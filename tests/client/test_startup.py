@@ -169,7 +169,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
             ],
         ),
         (
-            "from mcpfsm._machines import MACHINES\n"
+            "from mcpfsm._machines.registry import MACHINES\n"
             "assert list(MACHINES) == ['tool-call', 'authorization', 'gate', 'input', 'task']",
             [
                 "mcpfsm._machines.authorization",
@@ -177,6 +177,7 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
                 "mcpfsm._machines.gate",
                 "mcpfsm._machines.input",
                 "mcpfsm._machines.input_loop",
+                "mcpfsm._machines.registry",
                 "mcpfsm._machines.task",
                 "mcpfsm._machines.tool_call",
             ],

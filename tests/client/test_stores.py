@@ -299,13 +299,19 @@ async def test_redis_keys_start_with_the_prefix_and_name_no_key(redis_server: Re
     import coredis
 
     key = "binding https://mcp.example/mcp?api_key=s3cret"
-    async with mcpfsm.RedisStore(redis_server.url, prefix=redis_prefix) as store:
+    async with (
+        mcpfsm.RedisStore(redis_server.url, prefix=redis_prefix) as store,
+        coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw,
+    ):
         await store.set(key, {"issuer": "https://as.example"})
-        async with store.lock(key, ttl=30), coredis.Redis.from_url(redis_server.url, decode_responses=True) as raw:
-            names = sorted([name async for name in raw.scan_iter(match=redis_prefix + "*")])
+        async with store.lock(key, ttl=30):
+            held = sorted([name async for name in raw.scan_iter(match=redis_prefix + "*")])
+        after = sorted([name async for name in raw.scan_iter(match=redis_prefix + "*")])
         assert await store.entries() == [(key, {"issuer": "https://as.example"}, None)]
     digest = hashlib.sha256(key.encode()).hexdigest()
-    assert names == [redis_prefix + digest, redis_prefix + "lock:" + digest]
+    # The value, the lock (a Cluster hash tag around the digest), then the lock's wake-up list once released.
+    assert held == [redis_prefix + digest, redis_prefix + "lock:{" + digest + "}"]
+    assert after == [redis_prefix + digest, redis_prefix + "lock:{" + digest + "}:wake"]
 
 
 @pytest.mark.parametrize(

@@ -145,7 +145,7 @@ async def test_a_cancelled_waiter_stops_waiting_not_the_task(fake: FakeServer, a
     ids=["credentials-query-fragment", "ipv6", "stdio"],
 )
 def test_store_keys_name_the_server_without_secrets(url: str | None, named: str) -> None:
-    from mcpfsm._core.tasks import index_key, server_name, task_key
+    from mcpfsm._core.task import index_key, server_name, task_key
 
     assert server_name(url) == named
     assert task_key(server_name(url), "t-1") == f"task {named} t-1"

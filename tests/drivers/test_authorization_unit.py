@@ -14,6 +14,7 @@ import pytest
 import trio
 
 import mcpfsm
+from mcpfsm._client.assembly import HttpServer
 from mcpfsm._core import oauth
 from mcpfsm._core.credentials import tokens_key
 from mcpfsm._drivers.audit import AuditBus
@@ -398,19 +399,15 @@ class LegacyProtectedServer:
 
 
 async def test_a_401_on_a_resuming_get_is_no_challenge_to_the_message_so_a_call_is_never_sent_twice() -> None:
-    from mcpfsm._client.authorization import AuthorizationLayer
-
     server = LegacyProtectedServer()
     mock = httpx.MockTransport(server)
     credential = mcpfsm.ClientCredentials("agent", client_secret="s", issuer=AS)
-    layer = AuthorizationLayer(credential, mcp_url=MCP, protocol="2025-11-25", http=OAuthHttp(transport=mock))
 
     async def no_wait(seconds: float) -> None:
         pass
 
-    transport = HttpTransport(MCP, transport=mock, credentials=layer, sleep=no_wait)
-    client = mcpfsm.Client(transport, protocol="2025-11-25")
-    client._authorize_with(layer)
+    connection = HttpServer(url=MCP, http_transport=mock, auth=credential, sleep=no_wait, oauth_transport=mock)
+    client = mcpfsm.Client(connection, protocol="2025-11-25")
     async with client:
         with pytest.raises(
             mcpfsm.TransportError, match=r"^could not resume the event stream: HTTP 401 Unauthorized$"

@@ -20,8 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpfsm._drivers.driver import Effect, advance, cancellation_summary, drive, start
-from mcpfsm._machines import MACHINES
 from mcpfsm._machines.definition import CompiledMachine, Edge, InvalidTransition, MachineDefinition
+from mcpfsm._machines.registry import MACHINES
 
 
 class S(StrEnum):

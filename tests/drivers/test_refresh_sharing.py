@@ -22,7 +22,7 @@ from mcpfsm._core.credentials import TokenStore, credential_holder, tokens_key
 from mcpfsm._drivers.audit import AuditBus
 from mcpfsm._drivers.authorization import AuthorizationFlow
 from mcpfsm._drivers.authorization_binding import Binding, Bound, Entry, Identity
-from mcpfsm._drivers.token_sharing import delete_if_unchanged, refresh_lock
+from mcpfsm._drivers.token_sharing import Exclusion, delete_if_unchanged, refresh_lock
 
 MCP: Final = "https://mcp.example/mcp"
 AS: Final = "https://as.example"
@@ -139,11 +139,11 @@ class PeerHoldsTheLock(mcpfsm.MemoryStore):
     def __init__(self, peer: oauth.TokenSet) -> None:
         super().__init__()
         self.peer = peer
-        self.locked: list[tuple[str, float]] = []
+        self.locked: list[tuple[str, float, float | None]] = []
 
     @asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
-        self.locked.append((key, ttl))
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
+        self.locked.append((key, ttl, wait))
         await self.set(key, self.peer.to_dict())  # the peer's refresh, finished while this client waited
         yield
 
@@ -155,7 +155,8 @@ async def test_tokens_a_peer_stored_while_the_lock_was_awaited_are_read_under_it
     port = TokenEndpoint(500, {})
     await AuthorizationFlow(port, binding, Entry.expiring).run()
     assert port.forms == []
-    assert store.locked == [(KEY, 30.0)]
+    # The store bounds its own wait (docs/stores.md): 35 s, longer than a holder may hold the lock.
+    assert store.locked == [(KEY, 30.0, 35.0)]
     assert binding.tokens == peer
 
 
@@ -233,22 +234,74 @@ async def test_delete_if_unchanged_compares_as_json_on_a_plain_store() -> None:
 class BrokenLock(PlainStore):
     """A store whose lock fails at once (a store that is down)."""
 
-    def lock(self, key: str, ttl: float) -> AbstractAsyncContextManager[None]:
+    def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AbstractAsyncContextManager[None]:
         raise ConnectionError("redis://:secret@db down")
 
 
-async def test_without_a_usable_lock_the_refresh_goes_on_and_says_why_without_quoting_the_store() -> None:
+class BusyLock(PlainStore):
+    """A store whose lock another holder keeps past the wait (the store itself answers)."""
+
+    def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AbstractAsyncContextManager[None]:
+        raise mcpfsm.StoreLockTimeout("BusyLock: another holder kept the lock", wait=wait or 0.0)
+
+
+async def test_refresh_lock_says_how_far_it_excludes_and_why_without_quoting_the_store() -> None:
     lines: list[str] = []
     logger.enable("mcpfsm")
     sink = logger.add(lambda message: lines.append(str(message).rstrip()), level="WARNING", format="{message}")
     try:
-        async with refresh_lock(PlainStore(), KEY) as held:
-            assert held is False
-        async with refresh_lock(BrokenLock(), KEY) as held:
-            assert held is False
-        async with refresh_lock(mcpfsm.MemoryStore(), KEY) as held:
-            assert held is True
+        async with refresh_lock(PlainStore(), KEY) as reach:
+            assert reach is Exclusion.process
+        async with refresh_lock(BusyLock(), KEY) as reach:
+            assert reach is Exclusion.process
+        async with refresh_lock(BrokenLock(), KEY) as reach:
+            assert reach is Exclusion.unreachable
+        async with refresh_lock(mcpfsm.MemoryStore(), KEY) as reach:
+            assert reach is Exclusion.store
     finally:
         logger.remove(sink)
         logger.disable("mcpfsm")
-    assert lines == ["cannot lock the token store (ConnectionError); refreshing without the lock"]
+    assert lines == [
+        "the token store's lock stayed taken for 35.0 s; refreshing without it",
+        "cannot lock the token store (ConnectionError); refreshing without the lock",
+    ]
+
+
+class DeadStore(BrokenLock):
+    """A store whose lock fails, and whose reads fail too once ``reads_left`` reads were answered."""
+
+    reads_left: int | None = None
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        if self.reads_left is not None:
+            if self.reads_left == 0:
+                raise ConnectionError("redis://:secret@db down")
+            self.reads_left -= 1
+        return await super().get(key)
+
+
+async def test_a_store_that_cannot_be_read_again_never_spends_the_refresh_token() -> None:
+    # docs/stores.md: without the lock, a refresh goes ahead only after a second read of the store. A store that
+    # cannot be read leaves the refresh token unsent (a peer may be spending it), and says why.
+    store = DeadStore()
+    binding = await bound(store)
+    store.reads_left = 1  # the read before the lock; the second one, after the lock failed, fails too
+    port = TokenEndpoint(200, {"access_token": "at-new", "token_type": "Bearer", "expires_in": 3600})
+    with pytest.raises(
+        mcpfsm.AuthorizationError,
+        match=r"^refreshing: the token store could not be read while another process may be refreshing; the refresh"
+        r" token is not sent until it can be \(docs/stores.md\)$",
+    ):
+        await AuthorizationFlow(port, binding, Entry.expiring).run()
+    assert port.forms == []
+    assert binding.tokens == DUE
+
+
+async def test_a_store_read_again_after_its_lock_failed_lets_the_refresh_go_on() -> None:
+    store = DeadStore()
+    binding = await bound(store)
+    answer = {"access_token": "at-new", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "rt-new"}
+    port = TokenEndpoint(200, answer)
+    await AuthorizationFlow(port, binding, Entry.expiring).run()
+    assert port.forms == [refresh_form("rt-held")]
+    assert binding.tokens is not None and binding.tokens.access_token == "at-new"

@@ -7,70 +7,50 @@ their misses are concurrent, and counts the ``tools/list`` requests the real pee
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
+import trio
 
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
+import mcpfsm
+from tests.fleetrun import Fleet
+from tests.peer.fixtures import HttpPeer
 
 WORKERS: Final = 8
 TTL_S: Final = 8
-STARTUP: Final = 60.0
-"""Hang guard, in seconds, for a worker to connect or to answer."""
 
 
 def listed(peer: HttpPeer) -> int:
     return sum(1 for entry in peer.log() if entry["jsonrpc_method"] == "tools/list")
 
 
-def store_spec(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
-    if kind == "file":
+def store_spec(form: str, tmp_path: Path, request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
+    if form == "file":
         return f"file:{tmp_path / 'store'}", {}
     server = request.getfixturevalue("redis_server")
-    return f"redis:{server.url}", {"MCPFSM_TEST_PREFIX": request.getfixturevalue("redis_prefix")}
+    return f"{form}:{server.url}", {"MCPFSM_TEST_PREFIX": request.getfixturevalue("redis_prefix")}
 
 
 def fleet(spec: str, env: dict[str, str], url: str, tokens: list[str | None]) -> list[dict[str, Any]]:
     """Run one worker per token, release them together, return what each printed."""
-    workers = [
-        subprocess.Popen(
-            [sys.executable, "-m", "tests.listing_worker", spec, url, *([token] if token else [])],
-            cwd=REPO_ROOT,
-            env={**os.environ, **env},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        for token in tokens
-    ]
-    try:
-        for worker in workers:
-            assert worker.stdout is not None and worker.stdout.readline() == "READY\n"
-        for worker in workers:
-            assert worker.stdin is not None
-            worker.stdin.write("go\n")
-            worker.stdin.flush()
-        outputs = [worker.communicate(timeout=STARTUP)[0] for worker in workers]
-        assert [worker.returncode for worker in workers] == [0] * len(workers)
-        return [json.loads(output) for output in outputs]
-    finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait()
+    with Fleet("tests.listing_worker", [[spec, url, *([token] if token else [])] for token in tokens], env) as workers:
+        workers.expect("READY")
+        results = workers.round()
+        workers.finish()
+    return results
 
 
-@pytest.mark.parametrize("kind", ["file", "redis"])
+@pytest.mark.parametrize("form", ["file", "redis", "redis-bare", "redis-client"])
 def test_a_fleet_of_fresh_workers_sends_one_tools_list_per_ttl(
-    peer: HttpPeer, kind: str, tmp_path: Path, request: pytest.FixtureRequest
+    peer: HttpPeer, form: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
+    # Every form of every store kind docs/stores.md shows; issue 28: 2 of 5 workers on a RedisStore that was
+    # not entered crashed here ("Cancel scope stack corrupted") at their first cacheable tools/list.
     peer.control({"action": "cache_hints", "hints": {"tools/list": {"ttlMs": TTL_S * 1000, "cacheScope": "public"}}})
-    spec, env = store_spec(kind, tmp_path, request)
+    spec, env = store_spec(form, tmp_path, request)
     first = fleet(spec, env, peer.url, [None] * WORKERS)
     filled = time.monotonic()
     assert listed(peer) == 1
@@ -84,14 +64,12 @@ def test_a_fleet_of_fresh_workers_sends_one_tools_list_per_ttl(
     assert [out["names"] for out in again] == [first[0]["names"]] * WORKERS
 
 
-@pytest.mark.parametrize("kind", ["file", "redis"])
+@pytest.mark.parametrize("form", ["file", "redis-bare"])
 def test_private_listings_are_shared_per_identity_across_processes(
-    peer: HttpPeer, kind: str, tmp_path: Path, request: pytest.FixtureRequest
+    peer: HttpPeer, form: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    peer.control(
-        {"action": "cache_hints", "hints": {"tools/list": {"ttlMs": 600_000, "cacheScope": "private"}}}
-    )
-    spec, env = store_spec(kind, tmp_path, request)
+    peer.control({"action": "cache_hints", "hints": {"tools/list": {"ttlMs": 600_000, "cacheScope": "private"}}})
+    spec, env = store_spec(form, tmp_path, request)
     tokens: list[str | None] = ["alice-token-1d2e3f", "bob-token-9c8b7a"] * (WORKERS // 2)
     outputs = fleet(spec, env, peer.url, tokens)
 
@@ -105,8 +83,8 @@ def test_private_listings_are_shared_per_identity_across_processes(
 
 def stored_text(spec: str, env: dict[str, str]) -> str:
     """Every key and value the store holds, as text, read with the store's own tools (not mcpfsm)."""
-    kind, _, where = spec.partition(":")
-    if kind == "file":
+    form, _, where = spec.partition(":")
+    if form == "file":
         files = [path for path in Path(where).rglob("*") if path.is_file()]
         return "".join(f"{path.name}\n{path.read_text(errors='replace')}\n" for path in files)
 
@@ -115,3 +93,41 @@ def stored_text(spec: str, env: dict[str, str]) -> str:
 
     names = cli("--scan", "--pattern", env["MCPFSM_TEST_PREFIX"] + "*").split()
     return "".join(f"{name}\n{cli('GET', name)}" for name in names)
+
+
+class CountingStore(mcpfsm.MemoryStore):
+    """A ``MemoryStore`` subclass (any object with the store's methods will do, docs/stores.md)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.locks = 0
+
+    def lock(self, key: str, ttl: float, *, wait: float | None = None) -> Any:
+        self.locks += 1
+        return super().lock(key, ttl, wait=wait)
+
+
+@pytest.mark.parametrize("form", ["memory-subclass", "redis-bare"])
+async def test_clients_in_tasks_of_one_process_on_one_store_list_once(
+    peer: HttpPeer, form: str, request: pytest.FixtureRequest
+) -> None:
+    peer.control({"action": "cache_hints", "hints": {"tools/list": {"ttlMs": 600_000, "cacheScope": "public"}}})
+    if form == "memory-subclass":
+        store: Any = CountingStore()
+    else:
+        server = request.getfixturevalue("redis_server")
+        store = mcpfsm.RedisStore(server.url, prefix=request.getfixturevalue("redis_prefix"))
+    names: list[list[str]] = []
+
+    async def worker() -> None:
+        async with mcpfsm.Client.http(peer.url, protocol="2026-07-28", store=store) as client:
+            names.append((await client.tools()).names)
+
+    with trio.fail_after(120):
+        async with trio.open_nursery() as nursery:
+            for _ in range(WORKERS):
+                nursery.start_soon(worker)
+    assert listed(peer) == 1
+    assert len(names) == WORKERS and names[0] and all(each == names[0] for each in names)
+    if isinstance(store, CountingStore):
+        assert store.locks >= 1  # its own lock shared the fill

@@ -14,10 +14,8 @@ from typing import Any
 import pytest
 
 import mcpfsm
-from mcpfsm._client.authorization import AuthorizationLayer
+from mcpfsm._client.assembly import HttpServer
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
-from mcpfsm._transports.http import HttpTransport
-from mcpfsm._transports.oauth_http import OAuthHttp
 from tests.conformance.adapter import headless_authorize
 
 REDIRECT = "http://localhost:3000/callback"
@@ -48,13 +46,8 @@ def clocked(
     server: RunningAuthServer, clock: Clock, *, events: list[mcpfsm.CallEvent] | None = None, **auth: Any
 ) -> mcpfsm.Client:
     """A client of the server's MCP endpoint whose authorization reads ``clock``."""
-    layer = AuthorizationLayer(
-        oauth(**auth), mcp_url=server.mcp_url, protocol="2026-07-28", http=OAuthHttp(), clock=clock
-    )
-    transport = HttpTransport(server.mcp_url, credentials=layer)
-    client = mcpfsm.Client(transport, protocol="2026-07-28", on_event=events.append if events is not None else None)
-    client._authorize_with(layer)
-    return client
+    connection = HttpServer(url=server.mcp_url, auth=oauth(**auth), clock=clock)
+    return mcpfsm.Client(connection, protocol="2026-07-28", on_event=events.append if events is not None else None)
 
 
 def refreshes(server: RunningAuthServer) -> list[int]:

@@ -146,7 +146,7 @@ class BrokenStore(mcpfsm.MemoryStore):
         raise ConnectionRefusedError("connection refused")
 
     @asynccontextmanager
-    async def lock(self, key: str, ttl: float) -> AsyncIterator[None]:
+    async def lock(self, key: str, ttl: float, *, wait: float | None = None) -> AsyncIterator[None]:
         type(self).calls += 1
         raise ConnectionRefusedError("connection refused")
         yield

@@ -20,6 +20,8 @@ from opentelemetry import context as otel_context
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, TraceState
 
 import mcpfsm
+from mcpfsm._client.assembly import HttpServer, Parts
+from mcpfsm._client.options import ClientOptions
 from mcpfsm._core.telemetry import DURATION_BUCKETS
 from tests.oteltest import Otel, configured, traceparent
 from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
@@ -620,8 +622,9 @@ async def test_a_failed_call_over_stdio(otel: Otel, tmp_path: Path) -> None:
 
 async def test_with_opentelemetry_loaded_but_no_provider_nothing_is_built(fresh: HttpPeer) -> None:
     assert "opentelemetry.trace" in sys.modules
+    made = Parts(HttpServer(url=fresh.url), ClientOptions(protocol=MODERN))
+    assert made.telemetry is None and made.session.telemetry is None
     async with mcpfsm.Client.http(fresh.url, protocol=MODERN) as client:
-        assert client._telemetry is None and client._session.telemetry is None
         await client.call_tool("echo", {"text": "hi"})
     assert [e["trace"] for e in fresh.log()] == [None]
 

@@ -1,4 +1,4 @@
-"""The rules every machine follows, checked for each machine in ``mcpfsm._machines.MACHINES``.
+"""The rules every machine follows, checked for each machine in ``mcpfsm._machines.registry.MACHINES``.
 
 Acyclic except declared loops (each bounded), every state reachable, terminal states accept nothing,
 every (state, trigger) pair either follows a declared edge or is refused, and the compiled table agrees
@@ -23,10 +23,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from transitions import MachineError
 
-from mcpfsm._machines import MACHINES
 from mcpfsm._machines import definition as _definition
 from mcpfsm._machines import tool_call as _machine
 from mcpfsm._machines.definition import CompiledMachine, Edge, InvalidTransition, MachineDefinition, build_machine
+from mcpfsm._machines.registry import MACHINES
 from mcpfsm._machines.tool_call import COMPILED, EDGES, INITIAL, STATES, TERMINAL, TOOL_CALL, State, Trigger
 
 DEFINITIONS = [pytest.param(definition, id=name) for name, definition in MACHINES.items()]

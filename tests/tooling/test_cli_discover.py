@@ -310,6 +310,36 @@ def test_v_logs_request_and_reply_heads_and_vv_the_bodies(peer: HttpPeer) -> Non
     assert any(line.startswith("mcpfsm: debug: < body: {") for line in bodies.stderr.splitlines())
 
 
+def test_v_logs_the_heads_of_a_server_named_in_a_configuration_too(peer: HttpPeer, tmp_path: Path) -> None:
+    # The command puts its wire between the session and the transport of every client it makes: one named in
+    # a configuration file is made by the group's member_client, with the same wrap.
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"web": {"url": peer.url, "headers": {"X-Api-Key": "sekrit-conf"}}}}))
+    run = mcpfsm("call", "--config", str(path), "web", "echo", "text=hi", "--compact", "-vv")
+    assert run.code == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert any(line.startswith("mcpfsm: debug: > request #") and "tools/call" in line for line in lines)
+    assert any(line.startswith("mcpfsm: debug: < reply to #") for line in lines)
+    assert "sekrit-conf" not in run.stderr
+
+
+async def test_method_not_found_of_a_server_named_in_a_configuration_names_the_capability(tmp_path: Path) -> None:
+    server = Server()
+    server.queue(
+        rpc({"supportedVersions": [MODERN], "capabilities": {"tools": {}}}),
+        rpc_error(-32601, "Method not found"),
+    )
+    path = tmp_path / "mcp.json"
+    async with serving(server):
+        path.write_text(json.dumps({"mcpServers": {"raw": {"url": f"http://127.0.0.1:{server.port}/mcp"}}}))
+        run = await amcpfsm("prompts", "--config", str(path), "raw")
+    assert (run.code, run.stdout) == (8, "")
+    assert error_line(run) == (
+        "mcpfsm: error: server 'raw': the server does not implement prompts/list (JSON-RPC -32601 Method not found):"
+        " it does not declare the 'prompts' capability (it declares: tools)"
+    )
+
+
 def test_vv_redacts_the_session_id_and_the_credentials_given(peer: HttpPeer) -> None:
     run = mcpfsm(
         "call",

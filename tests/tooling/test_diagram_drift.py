@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpfsm._machines import MACHINES
+from mcpfsm._machines.registry import MACHINES
 from mcpfsm._machines.tool_call import EDGES, STATES, TOOL_CALL
 from mcpfsm._tooling import diagram
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND, CheckReport, GraphvizNotFound, check_all, svg, write_all

@@ -13,8 +13,8 @@ from typing import Any, Final
 import pytest
 
 import mcpfsm
-from mcpfsm._client.client import system_trust
 from mcpfsm._client.stores import default_token_path
+from mcpfsm._transports.tls import system_trust
 from tests.rawserver import HOST, Server, rpc, serving, tls_for
 
 ROOT: Final = Path(__file__).resolve().parents[2]

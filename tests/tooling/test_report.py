@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from mcpfsm._machines import MACHINES
 from mcpfsm._machines.definition import MachineDefinition
+from mcpfsm._machines.registry import MACHINES
 from mcpfsm._tooling.report import machine_svg, parse_trail, report_html, runs_of
 from tests.tooling.recordings import TASK, jsonl, run_mcpfsm, task_records, walkthrough_records
 

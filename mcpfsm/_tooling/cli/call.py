@@ -15,12 +15,13 @@ from typing import IO, Any, Final, TypeGuard, get_args
 
 import trio
 
-from ..._client.client import LogLevel
 from ..._client.group import GroupTool
+from ..._client.options import LogLevel
 from ..._client.tools import ToolList
 from ..._core.config import Config
 from ..._core.credentials import Store
-from ..._core.events import CallEvent, TaskEvent
+from ..._core.events import CallEvent
+from ..._core.events.task import TaskEvent
 from ..._core.results import ToolResult
 from ..._log import logger
 from .arguments import apply_pairs, is_pair, schema_problems

@@ -19,7 +19,9 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any, Final, NoReturn, TypeVar
 
+from ..._client.assembly import HttpServer, StdioServer
 from ..._client.client import Client
+from ..._client.options import ClientOptions
 from ..._core.codec import HEADER_NAME_TOKEN
 from ..._core.config import Config
 from ..._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION
@@ -40,7 +42,7 @@ from .configured import add_config_option, find_config, is_url, named_server, re
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
 from .credentials import add_auth_options, auth_from, positive
 from .terminal import log_sink, out, write
-from .wire import method_not_found, wire_of
+from .wire import method_not_found, wire_of, wired
 
 __all__ = [
     "MAX_ERROR",
@@ -356,7 +358,10 @@ def make_client(
 ) -> Client:
     # `inputs`: the input handlers and their options (on_elicitation=, elicitation_modes=, ...).
     headers = header_pairs(args.header)
-    configured = _configured_client(args, headers, on_event, on_notification, inputs)
+    # Client sends a progressToken on tools/call whenever on_notification is set.
+    with refused_options():
+        options = ClientOptions(protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs)
+    configured = _configured_client(args, headers, options)
     if configured is not None:
         return configured
     if args.stdio is not None:
@@ -376,29 +381,23 @@ def make_client(
             raise CliError(Exit.usage, f"--stdio {args.stdio!r}: {exc}") from exc
         if not command:
             raise CliError(Exit.usage, "--stdio needs a command")
-        # Client sends a progressToken on tools/call whenever on_notification is set.
-        client = Client.stdio(
-            command, protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs
+        return wired(
+            lambda wrap: Client(StdioServer(command=command, wrap=wrap), options=options), verbosity=verbosity(args)
         )
-        wire_of(client, verbosity=verbosity(args))
-        return client
     if args.url is None:
         raise CliError(Exit.usage, 'give the server URL, or --stdio "CMD ARGS"')
     verify = tls_verify(args)
+    secrets = [getattr(args, "token", None) or "", *headers.values()]
     with refused_options():
-        client = Client.http(
-            args.url,
-            headers=headers,
-            protocol=args.protocol,
-            on_event=on_event,
-            on_notification=on_notification,
-            timeout=args.timeout,
-            auth=auth_from(args),
-            verify=verify,
-            **inputs,
+        auth = auth_from(args)
+        return wired(
+            lambda wrap: Client(
+                HttpServer(url=args.url, headers=headers, timeout=args.timeout, auth=auth, verify=verify, wrap=wrap),
+                options=options,
+            ),
+            verbosity=verbosity(args),
+            secrets=secrets,
         )
-    wire_of(client, verbosity=verbosity(args), secrets=[getattr(args, "token", None) or "", *headers.values()])
-    return client
 
 
 @contextlib.contextmanager
@@ -420,13 +419,7 @@ def group_config(args: argparse.Namespace) -> Config | None:
     return None if path is None else read_config(path)
 
 
-def _configured_client(
-    args: argparse.Namespace,
-    headers: dict[str, str],
-    on_event: Callable[[CallEvent], object] | None,
-    on_notification: Callable[[str, dict[str, Any]], object] | None,
-    inputs: dict[str, Any],
-) -> Client | None:
+def _configured_client(args: argparse.Namespace, headers: dict[str, str], options: ClientOptions) -> Client | None:
     # A server of the configuration where the URL goes (or the configuration's only server, with no URL).
     if args.stdio is not None or (args.url is not None and is_url(args.url)):
         return None
@@ -454,16 +447,22 @@ def _configured_client(
         changes["protocol"] = args.protocol
     if args.timeout is not None:
         changes["timeout"] = args.timeout
-    if getattr(args, "token", None) is not None or getattr(args, "auth", None) is not None:
+    token = getattr(args, "token", None)
+    if token is not None or getattr(args, "auth", None) is not None:
         try:
             changes["auth"] = auth_from(args)  # given on the command line: over the configuration's auth
         except ValueError as exc:
             raise CliError(Exit.usage, str(exc)) from exc
-    options: dict[str, Any] = {"on_event": on_event, "on_notification": on_notification, **inputs}
-    if server.transport == "http" and (args.cacert is not None or args.cert is not None):
-        options["verify"] = tls_verify(args)
+    trusts = server.transport == "http" and (args.cacert is not None or args.cert is not None)
+    verify = tls_verify(args) if trusts else True
+    chosen = replace(server, **changes) if changes else server
+    secrets = [token or "", *chosen.headers.values()]
     try:
-        return member_client(replace(server, **changes) if changes else server, **options)
+        return wired(
+            lambda wrap: member_client(chosen, options, verify=verify, wrap=wrap),
+            verbosity=verbosity(args),
+            secrets=secrets,
+        )
     except ValueError as exc:
         raise CliError(Exit.usage, str(exc)) from exc
     except TransportError as exc:
@@ -491,7 +490,8 @@ def connection_errors(target: str, client: Client | None = None) -> Iterator[Non
     try:
         yield
     except RpcError as exc:
-        method = None if client is None else wire_of(client).unknown_method
+        wire = None if client is None else wire_of(client)
+        method = None if wire is None else wire.unknown_method
         if exc.code != METHOD_NOT_FOUND or client is None or method is None:
             raise
         raise CliError(Exit.rpc_error, f"{target}: {method_not_found(client, method)}") from exc

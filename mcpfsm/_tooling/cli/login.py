@@ -11,7 +11,8 @@ import trio
 from ..._client.client import Client
 from ..._client.stores import default_token_path
 from ..._core.credentials import OAuth, binding_key, credential_holder
-from ..._core.events import AuthEvent, CallEvent
+from ..._core.events import CallEvent
+from ..._core.events.authorization import AuthEvent
 from .common import (
     PROTOCOLS,
     CliError,

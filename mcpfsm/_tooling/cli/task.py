@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any, Final
 import trio
 
 from ..._core.credentials import Store
-from ..._core.tasks import index_key, server_name
+from ..._core.task import index_key, server_name
 from .common import CliError, Exit, add_server_options, connection_errors, make_client, print_line, target
 from .store import Opened, add_store_option, describe, open_store, opened
 
 if TYPE_CHECKING:
-    from ..._client.tasks import Task
+    from ..._client.task import Task
 
 __all__ = [
     "DESCRIPTION", "add_task_store_option", "client_store", "configure", "entered", "run", "shared_store",

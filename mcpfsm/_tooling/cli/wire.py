@@ -1,8 +1,9 @@
 """What the ``mcpfsm`` command sees of the wire: ``-v``/``-vv`` logging and the method behind a ``-32601``.
 
 :class:`Wire` stands between a client's session and its transport (every message a session sends passes its
-``send``). It remembers the method of each request, so that a ``-32601 Method not found`` answer can be
-reported with the method it answered and the capability the server did not declare (MCP 2025-11-25 and
+``send``): the command makes its clients with it there (:func:`wired`), as the connection's ``wrap``. It
+remembers the method of each request, so that a ``-32601 Method not found`` answer can be reported with the
+method it answered and the capability the server did not declare (MCP 2025-11-25 and
 2026-07-28, "Lifecycle": capability negotiation). With ``-v`` it logs the head of each request (its JSON-RPC
 method and id and the MCP headers the session set) and of each reply (its HTTP status); with ``-vv`` the bodies
 as well. Values that may be secret never reach those lines: the legacy ``Mcp-Session-Id``, any
@@ -13,16 +14,18 @@ as well. Values that may be secret never reach those lines: the legacy ``Mcp-Ses
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from ..._client.assembly import Wrap
 from ..._client.client import Client
 from ..._core.constants import METHOD_NOT_FOUND
 from ..._core.errors import McpError
 from ..._log import logger
 from ..._transports.base import NO_HEADERS, InboundHandler, Reply, Transport
 
-__all__ = ["CAPABILITY", "Wire", "method_not_found", "wire_of"]
+__all__ = ["CAPABILITY", "Wire", "method_not_found", "wire_of", "wired"]
 
 REDACTED: Final = "[redacted]"
 _SECRET_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "dpop", "mcp-session-id"})
@@ -53,16 +56,6 @@ class Wire:
     def carries_headers(self) -> bool:
         """Whether the wrapped transport carries HTTP headers."""
         return self._inner.carries_headers
-
-    @property
-    def url(self) -> str | None:
-        """The URL of the server the wrapped transport reaches (``None``: stdio).
-
-        A client names its server by its transport's ``url`` in the keys of its store (the task records of
-        docs/tasks.md), so a wrapper that hid it would file every server's records under one name.
-        """
-        url = getattr(self._inner, "url", None)
-        return url if isinstance(url, str) else None
 
     async def open(self, inbound: InboundHandler) -> None:
         """Open the wrapped transport."""
@@ -115,15 +108,30 @@ class Wire:
         return text
 
 
-def wire_of(client: Client, *, verbosity: int = 0, secrets: Sequence[str] = ()) -> Wire:
-    """The :class:`Wire` between ``client``'s session and its transport, put there on first use."""
-    # The CLI's own seam: the session reads its transport attribute for every message it sends.
-    session = client._session
-    if isinstance(session.transport, Wire):
-        return session.transport
-    wire = Wire(session.transport, verbosity=verbosity, secrets=secrets)
-    session.transport = wire
-    return wire
+_WIRES: weakref.WeakKeyDictionary[Client, Wire] = weakref.WeakKeyDictionary()
+
+
+def wired(make: Callable[[Wrap], Client], *, verbosity: int = 0, secrets: Sequence[str] = ()) -> Client:
+    """The client ``make`` makes with the ``wrap`` it is given: a :class:`Wire` between its session and transport.
+
+    ``make`` passes ``wrap`` to the connection it describes (``HttpServer``, ``StdioServer``, ``member_client``);
+    :func:`wire_of` finds the wire again.
+    """
+    made: list[Wire] = []
+
+    def wrap(transport: Transport) -> Transport:
+        made.append(Wire(transport, verbosity=verbosity, secrets=secrets))
+        return made[-1]
+
+    client = make(wrap)
+    if made:
+        _WIRES[client] = made[-1]
+    return client
+
+
+def wire_of(client: Client) -> Wire | None:
+    """The :class:`Wire` of a client made by :func:`wired`, or ``None``."""
+    return _WIRES.get(client)
 
 
 def method_not_found(client: Client, method: str) -> str:

@@ -28,26 +28,9 @@ module per concern (as httpx's ``send → _send_handling_redirects → _send_sin
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .endpoint import MAX_REDIRECTS
 from .headers import USER_AGENT
 from .transport import HttpTransport
 from .urls import carries_credentials
 
-if TYPE_CHECKING:
-    import httpx
-
-    DEFAULT_TIMEOUT: httpx.Timeout
-
-__all__ = ["DEFAULT_TIMEOUT", "MAX_REDIRECTS", "USER_AGENT", "HttpTransport", "carries_credentials"]
-
-
-def __getattr__(name: str) -> object:
-    # DEFAULT_TIMEOUT (httpx.Timeout(30.0, read=300.0)) is an httpx value: made on first use, so that
-    # `import mcpfsm` does not import httpx.
-    if name == "DEFAULT_TIMEOUT":
-        import httpx
-
-        return httpx.Timeout(30.0, read=300.0)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["MAX_REDIRECTS", "USER_AGENT", "HttpTransport", "carries_credentials"]

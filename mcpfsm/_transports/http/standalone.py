@@ -61,6 +61,7 @@ class StandaloneStream:
         background: runs the reading task.
         max_event_bytes: the largest event (``max_response_bytes``).
         sleep: the delay function used before reopening the stream.
+        scrub: takes the client's secrets out of a refusal in place (``HttpTransport``'s ``scrub``), or ``None``.
     """
 
     __slots__ = ("_background", "_endpoint", "_headers", "_max", "_sleep", "_streams", "_task", "scrub")
@@ -73,6 +74,7 @@ class StandaloneStream:
         background: BackgroundTasks,
         max_event_bytes: int,
         sleep: Callable[[float], Any],
+        scrub: Callable[[BaseException], None] | None = None,
     ) -> None:
         self._endpoint = endpoint
         self._headers = headers
@@ -81,8 +83,8 @@ class StandaloneStream:
         self._max = max_event_bytes
         self._sleep = sleep
         self._task: BackgroundTask | None = None
-        self.scrub: Callable[[BaseException], None] | None = None
-        """Takes the client's secrets out of a refusal in place (``HttpTransport.scrub``)."""
+        self.scrub = scrub
+        """Takes the client's secrets out of a refusal in place, or ``None``."""
 
     async def open(self, headers: Mapping[str, str]) -> bool:
         """Open the stream with ``headers`` (session id, version) and keep reading it in the background.

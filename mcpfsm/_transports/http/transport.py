@@ -48,7 +48,7 @@ class HttpTransport:
     Args:
         url: the MCP endpoint; credentials in it become ``Authorization: Basic``.
         headers: custom headers for every request; names starting with ``mcp-`` are dropped.
-        timeout: connect, write, read and pool timeouts (default :data:`DEFAULT_TIMEOUT`); the read
+        timeout: connect, write, read and pool timeouts (default 30 s each, 300 s to read); the read
             timeout bounds each wait for more of a response, not the whole response. A long-lived stream
             (``subscriptions/listen``, the standalone ``GET``) may be silent for any time: the read timeout
             bounds the wait for its head only (on a caller's ``transport``, not even that).
@@ -64,6 +64,9 @@ class HttpTransport:
         max_response_bytes: the largest JSON body and the largest event of a stream, decoded.
         credentials: asked for the ``Authorization`` (and ``DPoP``) headers of every request to the
             endpoint, and only of those (MCP "Authorization", "Access Token Usage").
+        scrub: takes the client's secrets out of an error in place; applied to what this transport raises or
+            logs on its own, outside any message's trip (the standalone stream): a server may quote a token
+            back in an error body. ``None``: the client holds no secret.
 
     Raises:
         TransportError: ``url`` or ``proxy`` is not an absolute http(s) URL, its port is out of
@@ -87,6 +90,7 @@ class HttpTransport:
         trust_env: bool = True,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         credentials: RequestCredentials | None = None,
+        scrub: Callable[[BaseException], None] | None = None,
     ) -> None:
         """Prepare the transport; no connection is made until the first message."""
         if max_response_bytes < 1:
@@ -108,22 +112,9 @@ class HttpTransport:
         self._streams = EventStreams(self._endpoint, max_response_bytes, sleep)
         self._background = BackgroundTasks()
         self._standalone = StandaloneStream(
-            self._endpoint, self._headers, self._streams, self._background, max_response_bytes, sleep
+            self._endpoint, self._headers, self._streams, self._background, max_response_bytes, sleep, scrub
         )
         self._closed = False
-
-    @property
-    def scrub(self) -> Callable[[BaseException], None] | None:
-        """Takes the client's secrets out of an error in place; set by the client that holds credentials.
-
-        Applied to what this transport raises or logs on its own, outside any message's trip (the standalone
-        stream): a server may quote a token back in an error body.
-        """
-        return self._standalone.scrub
-
-    @scrub.setter
-    def scrub(self, value: Callable[[BaseException], None] | None) -> None:
-        self._standalone.scrub = value
 
     @property
     def carries_headers(self) -> bool:

@@ -25,7 +25,7 @@ from .._core.constants import MISSING_REQUIRED_CAPABILITY
 from .._core.errors import CallTimeoutError, ProtocolError, RpcError
 from .._core.jsonrpc import Notification
 from .._core.results import ToolResult
-from .._core.tasks import server_name, tasks_required
+from .._core.task import server_name, tasks_required
 from .._drivers.audit import AuditBus
 from .._drivers.input import InputHandlers
 from .._drivers.task import TaskRun, new_run_id
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from .._core.credentials import Store
     from .._drivers.tool_call import ToolCall
 
-__all__ = ["Task", "TaskSupport", "resume_all"]
+__all__ = ["Task", "TaskSupport"]
 
 R = TypeVar("R")
 
@@ -76,16 +76,19 @@ class TaskSupport:
         progress_timeout: float | None,
         total_timeout: float | None,
         check_output: Callable[[str, ToolResult], None] | None = None,
+        endpoint: Callable[[], str | None] = lambda: None,
     ) -> None:
         """Serve the client whose session, audit bus and store (made on first use) these are.
 
         ``check_output`` validates a handle's result against the tool's listed ``outputSchema`` (a call's own
-        result is checked by the tool-call driver).
+        result is checked by the tool-call driver). ``endpoint`` returns the server's URL now (a 308 moves it),
+        ``None`` for a server with none (stdio).
         """
         self._check_output = check_output
         self._session = session
         self.audit = audit
         self._store = store
+        self._endpoint = endpoint
         self.declared = tasks
         self.progress_timeout = progress_timeout
         self.total_timeout = total_timeout
@@ -93,8 +96,6 @@ class TaskSupport:
         self.records = TaskRecords(store, lambda: self.server)
         """The client's task records in its store, written in batches (``mcpfsm._client.task_records``)."""
         self._listening = False
-        session.tasks = tasks
-        session.progress_tokens = progress_timeout is not None
 
     @property
     def inputs(self) -> InputHandlers:
@@ -104,7 +105,7 @@ class TaskSupport:
     @property
     def server(self) -> str:
         """How store keys name the server (its URL without credentials, query or fragment)."""
-        return server_name(getattr(self._session.transport, "url", None))
+        return server_name(self._endpoint())
 
     # --- the TaskPort ---------------------------------------------------------------------------------
 
@@ -171,6 +172,23 @@ class TaskSupport:
         if telemetry is None:
             return await body()
         return await telemetry.run(TASK, run_id, {"mcpfsm.call_id": run_id}, body, tool=call.name)
+
+    async def start(self, call: ToolCall) -> Task:
+        """Drive ``call`` until the server answered: the task's handle, or a handle holding a synchronous answer."""
+        started = await call.start()
+        if isinstance(started, Task):
+            return started
+        assert isinstance(started, ToolResult)
+        return Task(None, result=started)
+
+    async def pending(self) -> list[Task]:
+        """Handles for every unfinished task recorded for the client's server (``client.pending_tasks()``)."""
+        handles = []
+        for task_id in await self.recorded():
+            record = await self.load(task_id)
+            tool = record.get("tool") if isinstance(record, Mapping) else None
+            handles.append(self.handle(task_id, tool if isinstance(tool, str) else None))
+        return handles
 
     def handle(self, task_id: str, tool: str | None) -> Task:
         """A handle for a task created earlier; sends nothing."""
@@ -344,14 +362,3 @@ class Task:
     def __repr__(self) -> str:
         """The id, tool and status; never an argument, answer or result."""
         return f"Task(id={self.id!r}, tool={self.tool!r}, status={self.status!r})"
-
-
-async def resume_all(support: TaskSupport) -> list[Task]:
-    """Handles for every unfinished task recorded for the client's server (``client.pending_tasks()``)."""
-    handles = []
-    for task_id in await support.recorded():
-        record = await support.load(task_id)
-        tool = record.get("tool") if isinstance(record, Mapping) else None
-        handles.append(support.handle(task_id, tool if isinstance(tool, str) else None))
-    return handles
-
