@@ -16,6 +16,9 @@ from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer, start_http_peer
 from tests.redisserver import RedisServer, start_redis
 
+# The pytest plugin's own tests (tests/testing/test_plugin.py) run pytest in a subprocess with pytester.
+pytest_plugins = ["pytester"]
+
 # No timed assertions: hypothesis' per-example deadline (200 ms) is one, and fails on a busy 2-core machine; so is
 # the health check that fails a test whose examples were slow to generate.
 settings.register_profile("mcpfsm", deadline=None, suppress_health_check=[HealthCheck.too_slow])

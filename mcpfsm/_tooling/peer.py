@@ -6,9 +6,12 @@ never a runtime dependency of the client.
 Run from the repository root::
 
     python -m mcpfsm._tooling.peer [--mode dual|modern|legacy] [--port 0] [--json-response]
-                           [--page-size N] [--event-store] [--retry-ms MS]
+                           [--page-size N] [--event-store] [--retry-ms MS] [--ttl-ms MS]
                            [--bad-header-tool] [--public-listings MS]
-    python -m mcpfsm._tooling.peer --stdio [--page-size N]
+    python -m mcpfsm._tooling.peer --stdio [--page-size N] [--ttl-ms MS]
+
+`--ttl-ms MS` makes its 2026-07-28 `tools/list` results say `ttlMs: MS` (SEP-2549; the SDK says 0 by itself), as
+the control surface's `cache_hints` does: a client group may then answer from its known listing that long.
 
 Over HTTP it serves the MCP endpoint at `/mcp` on 127.0.0.1, prints exactly one line
 `READY http://127.0.0.1:PORT/mcp` to stdout once listening, and exits with status 0 on SIGTERM or
@@ -679,6 +682,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         metavar="MS",
         help="2026-07-28 listings (tools, prompts, resources, templates) say ttlMs: MS, cacheScope: public",
     )
+    parser.add_argument("--ttl-ms", type=int, default=None, help="2026-07-28 tools/list results say ttlMs: MS")
     args = parser.parse_args(argv)
     if args.page_size is not None and args.page_size < 1:
         parser.error("--page-size must be at least 1")
@@ -701,13 +705,22 @@ def main(argv: list[str] | None = None) -> None:
         bad_header_tool=args.bad_header_tool,
     )
     if args.stdio:
-        anyio.run(build_server(state).run_stdio_async)
+        server = build_server(state)
+        _hint_tools(state, args.ttl_ms)
+        anyio.run(server.run_stdio_async)
         return
     app, _ = build_http_app(state, event_store=args.event_store, retry_ms=args.retry_ms)
     if args.public_listings is not None:
         assert state.surface is not None
         state.surface.keep_hints({"ttlMs": args.public_listings, "cacheScope": "public"})
+    _hint_tools(state, args.ttl_ms)
     anyio.run(_serve_http, app, args.port)
+
+
+def _hint_tools(state: PeerState, ttl_ms: int | None) -> None:
+    # --ttl-ms: what the control surface's cache_hints action sets, from the start (over --public-listings').
+    if ttl_ms is not None and state.surface is not None:
+        state.surface.hints["tools/list"] = {"ttlMs": ttl_ms, "cacheScope": "private"}
 
 
 if __name__ == "__main__":

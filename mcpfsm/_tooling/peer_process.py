@@ -237,13 +237,15 @@ def run_peer(
     timeout: float = 20.0,
     cwd: str | os.PathLike[str] | None = None,
     module: str = "mcpfsm._tooling.peer",
+    port: int = 0,
 ) -> Iterator[RunningPeer]:
     """Run ``python -m mcpfsm._tooling.peer`` (HTTP, 127.0.0.1, a free port) for the duration of the block.
 
     The options are the peer's command-line flags (`--mode`, `--json-response`, `--page-size`,
     `--event-store`, `--retry-ms`, `--bad-header-tool`, `--public-listings`); the peer runs with the current
     interpreter, in `cwd`. ``module`` names another server with the same command line and READY line
-    (``mcpfsm._tooling.peer_tasks``, the tasks server).
+    (``mcpfsm._tooling.peer_tasks``, the tasks server). ``port`` fixes the port (a server restarted on the port it
+    had; 0: a free one).
     On exit, also on an error or KeyboardInterrupt, the peer gets SIGTERM and is killed if it is still
     running after 5 s.
 
@@ -251,7 +253,7 @@ def run_peer(
         PeerStartError: no READY line within `timeout` seconds, or the peer exited or printed something
             else first (the error carries the tail of its stderr).
     """
-    argv = [sys.executable, "-m", module, "--mode", mode, "--port", "0"]
+    argv = [sys.executable, "-m", module, "--mode", mode, "--port", str(port)]
     if json_response:
         argv.append("--json-response")
     if page_size is not None:

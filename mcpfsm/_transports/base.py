@@ -28,6 +28,7 @@ __all__ = [
     "OutgoingMessage",
     "Reply",
     "RequestCredentials",
+    "StreamedReply",
     "Transport",
     "filter_custom_headers",
 ]
@@ -110,6 +111,16 @@ class Reply(NamedTuple):
         return (
             f"Reply(status={self.status!r}, www_authenticate={self.www_authenticate!r}, dpop_nonce={self.dpop_nonce!r})"
         )
+
+
+class StreamedReply(Reply):
+    """A :class:`Reply` that came as an event stream (``text/event-stream``) rather than one JSON body.
+
+    The same fields, read the same way; a recording (docs/testing.md) writes the ``Content-Type`` it came with. A
+    kind of its own rather than a field: a reply made on the hot path carries nothing more for it.
+    """
+
+    __slots__ = ()
 
 
 class RequestCredentials(Protocol):

@@ -40,7 +40,11 @@ ALLOWED = {
     "__init__": {"_core", "_machines", "_drivers", "_transports", "_client", "_log"},
     "gate": {"_core", "_machines", "_drivers", "_transports", "_client", "_gate", "__init__", "_log"},
     "__main__": {"_tooling"},
-    "_tooling": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "gate", "_gate"},
+    # mcpfsm.testing (docs/testing.md): public, shipped, above the client; never reaching the tooling.
+    "testing": {"_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log"},
+    "_tooling": {
+        "_core", "_machines", "_drivers", "_transports", "_client", "__init__", "_log", "gate", "_gate", "testing"
+    },
 }
 
 

@@ -65,6 +65,7 @@ TESTED: Final = {
     "login-interactive",
     "agent-headless",
     "group-from-file",
+    "many-servers",
     "chained-audit-log",
     "fleet-disk",
     "fleet-redis",
@@ -74,6 +75,9 @@ TESTED: Final = {
     "skills",
     "long-task",
     "shared-listings",
+    "cassette-test",
+    "cassette-faults",
+    "sdk-client-replay",
     "gate-verify",
     "gate-threat",
     "gate-middleware",
@@ -269,6 +273,12 @@ def test_the_group_example_opens_http_and_stdio_members_and_survives_one_down(tm
     assert (done.returncode, done.stderr.count("Traceback")) == (0, 0), done.stderr
     assert done.stdout.splitlines() == shown_after("groups.md", "It prints:")
     assert json.loads((tmp_path / "mcp.json").read_text())["mcpServers"]["web"] == {"url": peer.url}
+
+
+def test_the_many_servers_example_lists_from_known_listings_and_starts_one_member(tmp_path: Path) -> None:
+    done = run_example("many-servers", tmp_path)
+    assert (done.returncode, done.stderr.count("Traceback")) == (0, 0), done.stderr
+    assert done.stdout.splitlines() == shown_after("groups.md", "The lazy group prints:")
 
 
 def test_the_chained_audit_log_example_writes_a_log_that_verifies_only_with_its_key(tmp_path: Path) -> None:

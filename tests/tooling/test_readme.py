@@ -119,8 +119,14 @@ _IO: Final = re.compile(
 def test_the_architecture_page_says_which_library_code_opens_sockets_and_subprocesses() -> None:
     library = [p for p in (ROOT / "mcpfsm").rglob("*.py") if "_tooling" not in p.parts]
     opening = sorted(str(p.relative_to(ROOT / "mcpfsm")) for p in library if _IO.search(p.read_text(encoding="utf-8")))
-    assert opening == ["_client/loopback.py", "_transports/pool/connection.py", "_transports/stdio.py"]
+    assert opening == [
+        "_client/loopback.py",
+        "_transports/pool/connection.py",
+        "_transports/stdio.py",
+        "testing/_serve.py",
+    ]
     architecture = " ".join(ARCHITECTURE.split())
+    assert "`mcpfsm.testing`'s replay server (`testing/_serve.py`) listens on a TCP port of 127.0.0.1" in architecture
     assert "`_transports`** hold the sockets and subprocesses that talk to servers" in architecture
     assert "They are not the only I/O: `_client/loopback.py`" in architecture
     assert "listens on a TCP port of the loopback interface for the browser's redirect and starts the" in architecture

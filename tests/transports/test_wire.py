@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import mcpfsm
 from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request, request_prefix
-from mcpfsm._transports.base import Reply
+from mcpfsm._transports.base import Reply, StreamedReply
 from mcpfsm._transports.http import HttpTransport
 from mcpfsm._transports.pool import (
     ConnectError,
@@ -1016,7 +1016,8 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
             ok(b'{"jsonrpc":"2.0","id":8,"result":{}}'),
         )
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp")
-        assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == Reply(response.decode(), 200)
+        streamed = await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}')
+        assert (streamed, type(streamed)) == (Reply(response.decode(), 200), StreamedReply)
         ping = await transport.send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
         assert ping == Reply(
             b'{"jsonrpc":"2.0","id":8,"result":{}}', 200, decoded={"jsonrpc": "2.0", "id": 8, "result": {}}

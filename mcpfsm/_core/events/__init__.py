@@ -11,7 +11,9 @@ named after the machine and imported with it:
   request);
 - :class:`~mcpfsm._core.events.task.TaskEvent` (``machine == "task"``, specs/task.md): a task's states (SEP-2663);
 - :class:`~mcpfsm._core.events.gate.GateEvent` (``machine == "gate"``, specs/gate.md): a request through
-  ``mcpfsm.gate``, published to the gate's own ``on_event``.
+  ``mcpfsm.gate``, published to the gate's own ``on_event``;
+- :class:`~mcpfsm._core.events.group.MemberEvent` (``machine == "group"``, specs/group.md): a client group's
+  member changed status, published on the group's channels (its ``call_id`` is ``None``).
 
 A client's events go to the same ``on_event`` callback and ``events()`` channels. A client that never runs those
 machines never builds their event types (``import mcpfsm`` stays quick: bench/startup.py); :meth:`CallEvent.from_dict`

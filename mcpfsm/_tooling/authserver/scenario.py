@@ -81,6 +81,8 @@ class Scenario:
         sessions: answer ``initialize`` with an ``Mcp-Session-Id`` and accept the session ``DELETE`` (legacy).
         echo_secrets: a careless server: a refused token request's ``error_description`` quotes the secrets it
             was sent (form fields, the Basic secret and the whole Authorization value), as is and percent-encoded.
+        echo_credentials: a careless MCP endpoint: the result of ``test-tool`` quotes the ``Authorization`` and
+            ``DPoP`` headers of the call (a recording must not keep them, docs/testing.md).
     """
 
     issuer_path: str = ""
@@ -119,6 +121,7 @@ class Scenario:
     token_suffix: str = ""
     sessions: bool = False
     echo_secrets: bool = False
+    echo_credentials: bool = False
 
     @property
     def credentials_clients(self) -> list[dict[str, str]]:

@@ -298,7 +298,11 @@ class World:
             self.migrated = True
         if "id" not in message:
             return Response(status_code=202)
-        answer = JSONResponse({"jsonrpc": "2.0", "id": message["id"], **self.answer(method, message.get("params"))})
+        answered = self.answer(method, message.get("params"))
+        if s.echo_credentials and method == "tools/call" and "result" in answered:
+            quoted = {name: request.headers.get(name, "") for name in ("authorization", "dpop")}
+            answered["result"]["content"].append({"type": "text", "text": f"called with {json.dumps(quoted)}"})
+        answer = JSONResponse({"jsonrpc": "2.0", "id": message["id"], **answered})
         if method == "initialize" and s.sessions:
             answer.headers["Mcp-Session-Id"] = "session-1"
         return answer

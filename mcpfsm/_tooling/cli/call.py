@@ -30,6 +30,7 @@ from .common import (
     Exit,
     T,
     add_args_option,
+    add_record_option,
     add_server_options,
     add_yes_option,
     connection_errors,
@@ -40,6 +41,7 @@ from .common import (
     os_reason,
     parse_arguments,
     print_line,
+    refuse_record_for_group,
     target,
 )
 from .configured import find_config, is_url, read_config
@@ -94,6 +96,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " its status shown on stderr",
     )
     add_task_store_option(parser)
+    add_record_option(parser)
     parser.add_argument(
         "--log-level",
         choices=get_args(LogLevel),
@@ -258,6 +261,7 @@ def run(args: argparse.Namespace) -> Exit:
     store = shared_store(args)
     config = group_config(args)
     if config is not None:
+        refuse_record_for_group(args)
 
         async def in_group() -> ToolResult:
             async with entered(store, None):

@@ -54,6 +54,7 @@ __all__ = [
     "add_args_option",
     "add_http_options",
     "add_listing_options",
+    "add_record_option",
     "add_server_options",
     "classify",
     "columns",
@@ -73,6 +74,7 @@ __all__ = [
     "positive",
     "print_line",
     "read_text",
+    "refuse_record_for_group",
     "refused_options",
     "target",
     "tls_verify",
@@ -198,6 +200,22 @@ def add_args_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_record_option(parser: argparse.ArgumentParser) -> None:
+    """``--record PATH``: write the session to a cassette (docs/testing.md) that ``mcpfsm replay`` serves."""
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        help="record the session to this cassette (JSON Lines, replaced if it exists; no secret is written),"
+        " for 'mcpfsm replay PATH' and mcpfsm.testing",
+    )
+
+
+def refuse_record_for_group(args: argparse.Namespace) -> None:
+    """A configuration's group has several servers: ``--record`` needs one."""
+    if getattr(args, "record", None) is not None:
+        raise CliError(Exit.usage, "--record records one server: name it where the URL goes")
+
+
 def add_yes_option(parser: argparse.ArgumentParser) -> None:
     """``--yes``: a command whose server may ask the user something answers without asking."""
     parser.add_argument(
@@ -251,9 +269,9 @@ def error_line(message: str) -> None:
         write(sys.stderr, f"mcpfsm: error: {text}")
 
 
-def configure_logging(verbose: bool) -> None:
+def configure_logging(verbose: bool, *, level: str = "WARNING") -> None:
     # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log's disable, made at the
-    # library's first record, lets the enable below stand).
+    # library's first record, lets the enable below stand). `level`: what a command shows without -v.
     from loguru import logger
 
     logger.remove()
@@ -261,7 +279,7 @@ def configure_logging(verbose: bool) -> None:
     def line(record: Any) -> str:
         return "mcpfsm: " + str(record["level"].name).lower() + ": {message}\n"
 
-    logger.add(log_sink, level="DEBUG" if verbose else "WARNING", format=line, colorize=False, backtrace=False)
+    logger.add(log_sink, level="DEBUG" if verbose else level, format=line, colorize=False, backtrace=False)
     logger.enable("mcpfsm")
 
 
@@ -360,7 +378,13 @@ def make_client(
     headers = header_pairs(args.header)
     # Client sends a progressToken on tools/call whenever on_notification is set.
     with refused_options():
-        options = ClientOptions(protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs)
+        options = ClientOptions(
+            protocol=args.protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            record=getattr(args, "record", None),
+            **inputs,
+        )
     configured = _configured_client(args, headers, options)
     if configured is not None:
         return configured

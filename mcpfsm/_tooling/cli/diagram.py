@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Final
 
 from .. import diagram
-from .common import CliError, Exit, os_reason, print_line
+from .common import CliError, Exit, configure_logging, os_reason, print_line
 
 __all__ = ["configure", "run"]
 
@@ -27,6 +27,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Exit:
     """Regenerate or verify."""
+    # The walkthroughs fail members and servers on purpose (a killed child, a missing command): their warnings are
+    # the story the pages tell, not news for whoever regenerates them; -v shows them.
+    configure_logging(bool(getattr(args, "verbose", 0)), level="ERROR")
     root: Path = args.root if args.root is not None else Path.cwd()
     if not root.is_dir():
         raise CliError(Exit.usage, f"--root {str(root)!r} is not a directory")

@@ -23,7 +23,15 @@ from ..._core.constants import DEFAULT_MAX_RESPONSE_BYTES, is_read_only
 from ..._core.errors import ProtocolError, TransportError
 from ..._log import logger
 from ..background import BackgroundTasks
-from ..base import NO_HEADERS, SESSION_HEADER, InboundHandler, OutgoingMessage, Reply, RequestCredentials
+from ..base import (
+    NO_HEADERS,
+    SESSION_HEADER,
+    InboundHandler,
+    OutgoingMessage,
+    Reply,
+    RequestCredentials,
+    StreamedReply,
+)
 from ..pool import HttpResponse, WireReply
 from ..tls import CertTypes, VerifyTypes
 from .body import media_type, read_body
@@ -252,7 +260,7 @@ class HttpTransport:
                 return Reply(body, status, session_id, dpop_nonce=nonce, decoded=decoded)
             if media == "text/event-stream":
                 answer = await self._streams.answer(response, request_id, sent)
-                return Reply(answer, status, session_id, dpop_nonce=nonce)
+                return StreamedReply(answer, status, session_id, dpop_nonce=nonce)
             raise ProtocolError(
                 f"HTTP {status} with Content-Type {media or 'none'!r}; expected application/json or text/event-stream"
             )
