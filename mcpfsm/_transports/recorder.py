@@ -157,7 +157,7 @@ class RecordingTransport:
         outgoing = OutgoingMessage.of(message)
         if outgoing.method is None:
             return await self.inner.send(message, headers)  # an answer of ours to a server request: not recorded
-        decoded = json.loads(outgoing)
+        decoded = json.loads(outgoing.text)
         current = _Open(outgoing.request_id, _progress_token(decoded))
         if outgoing.request_id is not None:
             self._open.append(current)

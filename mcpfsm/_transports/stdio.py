@@ -183,23 +183,32 @@ class StdioTransport:
     async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
         """Write one message; for a request, wait for and return its response.
 
-        ``headers`` is accepted and ignored: stdio has none.
+        ``headers`` is accepted and ignored: stdio has none. The text is read for its id
+        (:meth:`OutgoingMessage.of`); a session hands :meth:`send_message` both.
 
         Raises:
             TransportError: the child is not running or exited before answering.
+        """
+        return await self.send_message(OutgoingMessage.of(message), headers)
+
+    async def send_message(self, message: OutgoingMessage, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
+        """Write ``message``'s text as :meth:`send` does, waiting for the answer to the id beside it.
+
+        Raises:
+            As :meth:`send`.
         """
         process = self._process
         if process is None or process.stdin is None:
             raise TransportError("the stdio transport is not started (call open() first)")
         if self._failure is not None:
             raise TransportError(str(self._failure)) from self._failure
-        request_id = OutgoingMessage.of(message).request_id
+        request_id = message.request_id
         pending: _Pending | None = None
         if request_id is not None:
             pending = _Pending()
             self._pending[request_id] = pending
         try:
-            await self._write(message)
+            await self._write(message.text)
             if pending is None:
                 return None
             await pending.event.wait()

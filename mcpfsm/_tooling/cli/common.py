@@ -22,7 +22,7 @@ from typing import Any, Final, NoReturn, TypeVar
 from ..._client.assembly import HttpServer, StdioServer
 from ..._client.client import Client
 from ..._client.options import ClientOptions
-from ..._core.codec import HEADER_NAME_TOKEN
+from ..._core.codec import is_token
 from ..._core.config import Config
 from ..._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION
 from ..._core.errors import (
@@ -333,7 +333,7 @@ def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
         if not colon:
             raise CliError(Exit.usage, f"--header number {number} has no ':' (expected 'Name: value')")
         # The RFC 9110 token rule that x-mcp-header values follow too (SEP-2243).
-        if not HEADER_NAME_TOKEN.fullmatch(name):
+        if not is_token(name):
             raise CliError(Exit.usage, f"--header {name!r} is not a valid header name (expected 'Name: value')")
         value = value.strip()
         if connection_header_problem(name) is not None:
