@@ -16,10 +16,10 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from mcpfsm.testing import replay
 from tests.conformance.adapter import headless_authorize
 from tests.testing.agents import cassette_lines
+from tooling.processes import RunningAuthServer, run_authserver
 
 REDIRECT: Final = "http://localhost:3000/callback"
 SECRET_FIELDS: Final = ("code", "code_verifier", "client_secret", "refresh_token", "client_assertion")

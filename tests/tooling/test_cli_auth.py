@@ -22,10 +22,10 @@ import pytest
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.cli import Exit
-from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.clirun import background, finished, line_within
 from tests.peer.fixtures import REPO_ROOT
 from tests.ports import reserved_port
+from tooling.processes import RunningAuthServer, run_authserver
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from tests.peer.fixtures import HttpPeer, start_http_peer
 
 @pytest.fixture(scope="module")
 def served() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
+    with start_http_peer("modern", module="tooling.peer_tasks") as running:
         yield running
 
 
@@ -220,7 +220,7 @@ def test_the_command_files_its_tasks_under_the_server_it_calls(server: HttpPeer,
     # Python client of the first finds the command's task there (pending_tasks()).
     store = tmp_path / "store"
     with (
-        start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as other,
+        start_http_peer("modern", module="tooling.peer_tasks") as other,
         started_call(server, store) as (process, task_id),
     ):
         run = run_mcpfsm("tasks", other.url, "--store", str(store), "--json")

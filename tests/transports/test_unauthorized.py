@@ -15,8 +15,8 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import run_authserver
 from tests.rawserver import HOST, Server, ok, serving
+from tooling.processes import run_authserver
 
 CHALLENGE: Final = [("WWW-Authenticate", 'Bearer realm="mcp"'), ("Content-Type", "text/plain")]
 ASK: Final = (
