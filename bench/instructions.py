@@ -1,4 +1,4 @@
-"""Instructions per tools/call for each client of bench/call.py, counted by callgrind: repeatable on a busy machine.
+"""Instructions per tools/call for each client of bench/call.py against a server in another process, by callgrind.
 
 Run from the repository root (needs valgrind):
 
@@ -9,6 +9,11 @@ Each client runs twice under ``valgrind --tool=callgrind`` (``bench/call.py --on
 difference of the two instruction totals divided by the difference of the call counts is the client's
 instructions per call: interpreter start-up, imports and the first connection cancel out. The peer server
 is a child process, which callgrind does not follow. Ratios are against raw.
+
+What a user gets, and so it moves with the machine's load by a few per cent: whether an answer is already there
+when the client reads, or arrives in two pieces, changes the receives and scheduler passes of a call. Its sibling
+``bench/repeatable.py`` counts the same calls against an in-process peer answering in lock step: the same count
+on a busy machine, which ``.ci/run`` holds to a committed figure.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from ._core.constants import MCPFSM_VERSION
 from ._core.errors import (
     AuthorizationError,
     CallTimeoutError,
+    CassetteError,
     ConfigError,
     HeaderDecodeError,
     HeaderMismatchError,
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
     from ._core.credentials import ClientCredentials, EnterpriseManaged, JwtBearer, OAuth, Store, TokenStore
     from ._core.events.authorization import AuthEvent
     from ._core.events.gate import GateEvent
+    from ._core.events.group import MemberEvent
     from ._core.events.input import InputEvent
     from ._core.events.task import TaskEvent
     from ._core.skills import SkillFile, SkillVerificationError
@@ -99,6 +101,7 @@ Trigger = ToolCallTrigger
 _LAZY = {
     "AuthEvent": "._core.events.authorization",
     "GateEvent": "._core.events.gate",
+    "MemberEvent": "._core.events.group",
     "InputEvent": "._core.events.input",
     "TaskEvent": "._core.events.task",
     "ClientGroup": "._client.group",
@@ -167,6 +170,7 @@ __all__ = [
     "CacheStats",
     "CallEvent",
     "CallTimeoutError",
+    "CassetteError",
     "Client",
     "ClientCredentials",
     "ClientGroup",
@@ -192,6 +196,7 @@ __all__ = [
     "LoopbackAuthorizer",
     "MachineDefinition",
     "McpError",
+    "MemberEvent",
     "MemoryStore",
     "MemoryTokenStore",
     "MirroredParam",

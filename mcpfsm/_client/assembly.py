@@ -115,6 +115,17 @@ class StdioServer(NamedTuple):
     wrap: Wrap | None = None
 
 
+def _recorded(transport: Transport) -> str | list[str]:
+    # What a cassette's header names: the endpoint's URL (HTTP), the command (stdio).
+    url = getattr(transport, "url", None)
+    if isinstance(url, str):
+        return url
+    command = getattr(transport, "command", None)
+    if isinstance(command, list) and command and all(isinstance(word, str) for word in command):
+        return command
+    return type(transport).__name__ if transport.carries_headers else [type(transport).__name__]
+
+
 class Parts:
     """The parts of one client, made in the order the module docstring gives.
 
@@ -167,10 +178,17 @@ class Parts:
             self.telemetry = telemetry.probe(transport)
             redact = self._redact if self.secrets is not None else None
             self.audit = AuditBus(self._observed(options.on_event), server=options.server, redact=redact)
+        if options.record is not None:
+            # docs/testing.md: a recorder around the transport; without record= nothing of it is in the path.
+            from .._transports.recorder import RecordingTransport
+
+            redaction = self._redaction
+            transport = RecordingTransport(transport, options.record, server=_recorded(transport), redaction=redaction)
         self.transport = transport
-        """The transport as made (or given): ``Client.transport``."""
+        """The transport as made (or given), or the recorder around it (``record=``): ``Client.transport``."""
         shared = None
-        if options.store is not None:
+        if options.store is not None and options.record is None:
+            # A recording lists for itself: a listing the store answered would be missing from the cassette.
             from . import sharing
 
             shared = sharing.for_client(
@@ -304,6 +322,10 @@ class Parts:
 
     def _observed(self, on_event: EventSink | None) -> EventSink | None:
         return on_event if self.telemetry is None else self.telemetry.observe(on_event)
+
+    def _redaction(self) -> Callable[[str], str] | None:
+        # What a recording passes every string through: the secrets the client holds at that moment.
+        return None if self.secrets is None else self.secrets().text
 
     def _redact(self, text: str) -> str:
         # No text leaving the client quotes a secret it holds (docs/authorization.md).

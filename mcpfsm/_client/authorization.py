@@ -57,7 +57,7 @@ from .._drivers.authorization import AuthorizationFlow
 from .._drivers.authorization_binding import Binding, Entry
 from .._log import logger
 from .._machines.authorization import State
-from .._transports.base import Reply
+from .._transports.base import OutgoingMessage, Reply
 from .._transports.oauth_http import OAuthHttp
 from .loopback import LoopbackAuthorizer
 from .stores import MemoryStore
@@ -65,7 +65,7 @@ from .telemetry import Telemetry
 
 __all__ = ["AuthorizationLayer", "Send", "StaticToken", "header_secrets"]
 
-Send = Callable[[str, Mapping[str, str]], Awaitable[Reply | None]]
+Send = Callable[[OutgoingMessage, Mapping[str, str]], Awaitable[Reply | None]]
 """One trip of a message through the transport (``Transport.send``)."""
 
 _PROOFS_KEPT: Final = 16
@@ -108,7 +108,9 @@ class StaticToken:
         """``Authorization: Bearer <token>``."""
         return (("Authorization", self._value),)
 
-    async def send(self, send: Send, message: str, headers: Mapping[str, str], *, tool: str = "") -> Reply | None:
+    async def send(
+        self, send: Send, message: OutgoingMessage, headers: Mapping[str, str], *, tool: str = ""
+    ) -> Reply | None:
         """Send as is: a static token has no flow to run."""
         return await send(message, headers)
 
@@ -235,7 +237,9 @@ class AuthorizationLayer:
 
     # --- the session layer --------------------------------------------------------------------------------
 
-    async def send(self, send: Send, message: str, headers: Mapping[str, str], *, tool: str = "") -> Reply | None:
+    async def send(
+        self, send: Send, message: OutgoingMessage, headers: Mapping[str, str], *, tool: str = ""
+    ) -> Reply | None:
         """Send ``message`` through ``send`` with the held token, running flows as the module docstring says.
 
         Raises:
@@ -355,7 +359,9 @@ def _later(stored: TokenSet, held: TokenSet, now: float) -> bool:
     )
 
 
-async def _trip(send: Send, message: str, headers: Mapping[str, str]) -> tuple[Reply | None, TransportError | None]:
+async def _trip(
+    send: Send, message: OutgoingMessage, headers: Mapping[str, str]
+) -> tuple[Reply | None, TransportError | None]:
     """One trip of ``message``: a 401 or 403 comes back as a :class:`Reply` whichever way the transport gave it.
 
     The transport returns a challenge with a JSON-RPC error body as a reply and raises the others as a

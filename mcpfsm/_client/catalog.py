@@ -19,17 +19,32 @@ and each still retries at most once (the tool-call machine's ``joined`` edge tel
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
+from .._core.cache import smallest_ttl
 from .._core.catalog import PageCursor, ToolCatalog, ToolDefinition, build_catalog
 from .._core.constants import INVALID_PARAMS
 from .._core.errors import McpError, ProtocolError, RpcError
 from .._log import logger
 from .session import Session
 
-__all__ = ["Catalog"]
+__all__ = ["Catalog", "Listed"]
+
+
+class Listed(NamedTuple):
+    """The last complete ``tools/list`` of a client: what a client group keeps as a member's known listing.
+
+    Attributes:
+        entries: every page's tool entries, as the server sent them.
+        ttl_ms: the smallest ``ttlMs`` of the pages, or ``None`` when none gave one (SEP-2549).
+        live: every page came from the server (none from the response cache or a shared store).
+    """
+
+    entries: tuple[object, ...]
+    ttl_ms: int | None
+    live: bool
 
 
 class _Flight:
@@ -45,7 +60,7 @@ class _Flight:
 class Catalog:
     """Known tool definitions of one client, the listings that refresh them, and the shared relist."""
 
-    __slots__ = ("_definitions", "_flight", "_latest", "_session", "generation")
+    __slots__ = ("_definitions", "_flight", "_latest", "_session", "generation", "listed", "listings")
 
     def __init__(self, session: Session) -> None:
         """Start with no known definitions."""
@@ -55,34 +70,43 @@ class Catalog:
         self._latest: ToolCatalog | None = None
         self.generation = 0
         """How many uncached tools listings have completed; a call reads it before sending."""
+        self.listed: Listed | None = None
+        """The last complete ``tools/list`` (a client group's known listing of the member), or ``None``."""
+        self.listings = 0
+        """How many complete ``tools/list`` listings this client has made (a client group writes each once)."""
 
     def known(self, name: str) -> ToolDefinition | None:
         """The newest definition of ``name`` this client has listed, or ``None``."""
         return self._definitions.get(name)
 
-    async def list_all(self, method: str, key: str, *, fresh: bool = False) -> list[object]:
+    async def list_all(
+        self, method: str, key: str, *, fresh: bool = False, pages: list[Mapping[str, Any]] | None = None
+    ) -> list[object]:
         """Every entry of every page of ``method`` (the entries are under ``key`` in each result).
 
-        ``fresh=True`` reads no page from the cache (and refreshes it with every page).
+        ``fresh=True`` reads no page from the cache (and refreshes it with every page). ``pages`` receives every
+        page's result, in order (those of a listing that restarted from the first page included).
 
         Raises:
             ProtocolError: a page lacks the ``key`` list, a cursor repeats, or the listing is too long.
             McpError: a request failed.
         """
-        entries = await self._pages(method, key, fresh=fresh)
+        entries = await self._pages(method, key, fresh=fresh, pages=pages)
         if entries is None:
             # SEP-2549 "Pagination": a cursor refused while pages may come from the cache means those
             # pages went stale: drop them all and list again from the first page.
             assert self._session.cache is not None
             self._session.cache.forget(method)
-            entries = await self._pages(method, key, fresh=True)
+            entries = await self._pages(method, key, fresh=True, pages=pages)
             assert entries is not None
         return entries
 
-    async def _pages(self, method: str, key: str, *, fresh: bool) -> list[object] | None:
+    async def _pages(
+        self, method: str, key: str, *, fresh: bool, pages: list[Mapping[str, Any]] | None
+    ) -> list[object] | None:
         # None: the server refused a cursor (-32602) of a listing that may have read cached pages.
         cursor: str | None = None
-        pages = PageCursor(method)
+        guard = PageCursor(method)
         entries: list[object] = []
         while True:
             params: Mapping[str, Any] | None = None if cursor is None else {"cursor": cursor}
@@ -96,7 +120,9 @@ class Catalog:
             if not isinstance(page, list):
                 raise ProtocolError(f'{method} result has no "{key}" list')
             entries.extend(page)
-            cursor = pages.advance(result)
+            if pages is not None:
+                pages.append(result)
+            cursor = guard.advance(result)
             if cursor is None:
                 return entries
 
@@ -111,7 +137,14 @@ class Catalog:
             ProtocolError: a cursor repeats, the listing is too long, or a page is malformed.
             McpError: a request failed.
         """
-        entries = await self.list_all("tools/list", "tools", fresh=fresh)
+        cache = self._session.cache
+        served = None if cache is None else (cache.stats.hits, cache.stats.shared_hits)
+        pages: list[Mapping[str, Any]] = []
+        entries = await self.list_all("tools/list", "tools", fresh=fresh, pages=pages)
+        # Live when no page was served by the cache meanwhile (another request's hit only makes this cautious).
+        live = cache is None or (cache.stats.hits, cache.stats.shared_hits) == served
+        self.listed = Listed(tuple(entries), smallest_ttl(pages), live)
+        self.listings += 1
         catalog = build_catalog(entries, mirroring=self._session.mirrors)
         for exclusion in catalog.excluded:
             logger.warning("excluded MCP tool {!r}: {}", exclusion.name, exclusion.reason)

@@ -1,95 +1,59 @@
-"""Many servers, one agent: :class:`ClientGroup` opens every server of a configuration (docs/groups.md).
+"""Many servers, one agent: :class:`ClientGroup` opens the servers of a configuration (docs/groups.md).
 
-The members are ordinary :class:`~mcpfsm.Client` values, one per enabled server, connected concurrently in
-one nursery and closed concurrently in another; a member that cannot connect is ``"failed"`` and the group
-goes on without it. Listings are aggregated: a tool or prompt is renamed ``{server}{separator}{name}`` (or
-``{prefix}{separator}{name}``, or left alone with ``prefix: ""``), kept to the characters MCP 2025-11-25
-"Tools" recommends (SEP-986), filtered by the server's ``include_tools`` and ``exclude_tools``; a name that
-two servers would still share is a :class:`~mcpfsm.ConfigError`, never an overwrite. A call goes to its
-member's own client, so it carries that member's mirrored headers (SEP-2243), recovers from -32020 there, and
-its events say which server they come from (``CallEvent.server``).
+The members are ordinary :class:`~mcpfsm.Client` values, one per enabled server. An eager member connects when the
+group opens (all of them concurrently); a lazy one (``lazy=True``, or ``"lazy": true`` in its entry) on its first
+use. Each member follows the group machine (``mcpfsm._client.members``, specs/group.md): a member that cannot
+connect, whose stdio child exits or whose server is gone is ``"failed"`` and the group goes on without it until a
+use after its backoff window reconnects it; every change of status is a :class:`~mcpfsm.MemberEvent`.
+
+Listings are aggregated: a tool or prompt is renamed ``{server}{separator}{name}`` (or ``{prefix}{separator}{name}``,
+or left alone with ``prefix: ""``), kept to the characters MCP 2025-11-25 "Tools" recommends (SEP-986), filtered by
+the server's ``include_tools`` and ``exclude_tools``; a name that two servers would still share is a
+:class:`~mcpfsm.ConfigError`, never an overwrite. With ``store=``, an idle member's tools come from its known
+listing while it is fresh (``mcpfsm._client.known``), so listing starts nothing. A call goes to its member's own
+client, so it carries that member's mirrored headers (SEP-2243), recovers from -32020 there, and its events say
+which server they come from (``CallEvent.server``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
-from fnmatch import fnmatchcase
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, Literal, Unpack
+from typing import TYPE_CHECKING, Any, Final, TypeVar, Unpack
 
 import trio
 
 from .._core.catalog import Exclusion
-from .._core.config import TOOL_NAME, Config, ServerConfig, load_config
+from .._core.config import Config, ServerConfig, load_config
 from .._core.errors import ConfigError, McpError, ProtocolError, RpcError, TransportError
 from .._core.events import CallEvent
+from .._core.known_listings import DEFAULT_KNOWN_TTL, KnownListing
 from .._core.oauth.redaction import Secrets
 from .._core.results import ToolResult
 from .._core.surface import Prompt, PromptResult, Resource, ResourceResult
 from .._drivers.audit import AuditBus
 from .._log import logger
+from .._machines.group import Trigger
+from .._transports.background import BackgroundTasks
+from .aggregation import GroupTool, aggregated, claim, selected, valid_separator
 from .assembly import HttpServer, StdioServer, Wrap
 from .client import Client
+from .known import KnownListings, known_definitions
+from .members import DEFAULT_BACKOFF, Member, Status, member_event
 from .options import ClientKeywords, ClientOptions
-from .tools import CallTool, Tool, ToolList
+from .tools import NO_DEFINITIONS, Tool, ToolList
 
 if TYPE_CHECKING:
     from .._transports.tls import VerifyTypes
 
 __all__ = ["ClientGroup", "GroupTool", "Status", "member_client"]
 
-Status = Literal["connected", "failed", "disabled"]
-"""What :attr:`ClientGroup.status` says of a member."""
+T = TypeVar("T")
 
 _CONNECT_TIMEOUT: Final = 30.0
-_INVALID: Final = re.compile(r"[^A-Za-z0-9_.\-]")
-
-
-class GroupTool(Tool):
-    """A tool of a :class:`ClientGroup`'s aggregated listing: a member's tool under its aggregated name.
-
-    :attr:`name` is the aggregated name (``github_search``); :attr:`server` the member, :attr:`member_tool`
-    the member's own handle (whose ``name`` is the server's). ``call()`` goes to the member's client with
-    that member's headers and -32020 recovery.
-    """
-
-    __slots__ = ("_member", "_public", "_server")
-
-    def __init__(self, member: Tool, public: str, server: str, call: CallTool) -> None:
-        """Wrap ``member``; users get these from :meth:`ClientGroup.tools`."""
-        super().__init__(member.definition, member._catalog, call)
-        self._member = member
-        self._public = public
-        self._server = server
-
-    @property
-    def name(self) -> str:
-        """The aggregated name, unique in the group's listing."""
-        return self._public
-
-    @property
-    def server(self) -> str:
-        """The name of the member that listed the tool."""
-        return self._server
-
-    @property
-    def member_tool(self) -> Tool:
-        """The member's own handle (its ``name`` is the server's name for the tool)."""
-        return self._member
-
-    @property
-    def mirrored(self) -> dict[tuple[str, ...], str]:
-        """Argument path -> ``Mcp-Param-*`` header name, as the member mirrors them (SEP-2243)."""
-        return self._member.mirrored
-
-    def __repr__(self) -> str:
-        """Show the aggregated name, the member and the server's name."""
-        return f"GroupTool({self._public!r}, server={self._server!r}, tool={self._member.name!r})"
 
 
 class _GroupBus(AuditBus):
@@ -100,23 +64,41 @@ class _GroupBus(AuditBus):
         return
 
 
-class _Member:
-    __slots__ = ("client", "config", "error", "status")
+class _Port:
+    # What the members see of their group (members.GroupPort).
+    __slots__ = ("_group", "connect_timeout", "reconnect_backoff", "tasks")
 
-    def __init__(self, config: ServerConfig) -> None:
-        self.config = config
-        self.client: Client | None = None
-        self.error: BaseException | None = None
-        self.status: Status = "disabled" if not config.enabled else "failed"
+    def __init__(self, group: ClientGroup, connect_timeout: float, reconnect_backoff: float) -> None:
+        self._group = group
+        self.connect_timeout = connect_timeout
+        self.reconnect_backoff = reconnect_backoff
+        self.tasks = BackgroundTasks()
+
+    @property
+    def closed(self) -> bool:
+        return self._group._closed
+
+    def client_for(self, server: ServerConfig) -> Client:
+        return self._group._client(server)
+
+    def scrub(self, member: Member, error: BaseException) -> BaseException:
+        return self._group._hide(member, error)
+
+    def publish(self, member: Member, status: str, previous: str, trigger: str, error: BaseException | None) -> None:
+        self._group._publish(member, status, previous, trigger, error)
+
+    async def settled(self, member: Member, client: Client) -> None:
+        await self._group._known.settle(member, client)
 
 
 class ClientGroup:
-    """Every enabled server of a configuration as one agent's toolbox (docs/groups.md).
+    """The servers of a configuration as one agent's toolbox (docs/groups.md).
 
-    ``async with ClientGroup(config, on_event=...) as group:`` connects the members concurrently; one that
-    fails to connect is ``"failed"`` (:attr:`errors` says why) and does not fail the group. Leaving the block
-    closes every member concurrently, each bounded (a stdio child is terminated, then killed; a legacy HTTP
-    session's ``DELETE`` gets 5 s).
+    ``async with ClientGroup(config, on_event=...) as group:`` connects the eager members concurrently; one that
+    fails to connect is ``"failed"`` (:attr:`errors` says why) and does not fail the group. A lazy member stays
+    ``"idle"`` until its first use: a call routed to it, ``await group.client(name)``, or a listing its known
+    listing cannot answer. Leaving the block closes every member concurrently, each bounded (a stdio child is
+    terminated, then killed; a legacy HTTP session's ``DELETE`` gets 5 s).
 
     Args:
         config: a :class:`~mcpfsm.Config`, the configuration as a dict, or the path of a JSON file
@@ -124,16 +106,25 @@ class ClientGroup:
         separator: between a server's name (or ``prefix``) and a tool's or prompt's name (default ``_``).
         connect_timeout: seconds a member may take to connect before it is ``"failed"``.
         environ: the variables the configuration's ``${env:NAME}`` read (default ``os.environ``).
+        lazy: connect every member on its first use instead of when the group opens; a server's own ``"lazy"``
+            key wins.
+        known_ttl: seconds a known listing stays fresh when its server gave no ``ttlMs`` (default one day).
+        reconnect_backoff: seconds after a member failed before a use reconnects it (default 1); the window
+            doubles after each failure that follows another, up to 60 s, and a success resets it. 0 reconnects at
+            every use.
         options: the options of every member (:class:`~mcpfsm.ClientOptions`), as one value.
         **keywords: the same options as keywords (they replace those of ``options``): input handlers,
             ``cache``, ``validate_output``, ...; ``on_event`` is called with every event of every member
-            (``event.server`` names it); ``store=`` gives every member one store (docs/stores.md), each member
-            bounding it on its own; a ``protocol`` other than ``"auto"`` pins every member, which otherwise
-            speaks the ``protocol`` its server's configuration names. ``server`` is each member's name.
+            (``event.server`` names it) and every :class:`~mcpfsm.MemberEvent`; ``store=`` gives every member one
+            store (docs/stores.md), each member bounding it on its own, and keeps the members' known listings; a
+            ``protocol`` other than ``"auto"`` pins every member, which otherwise speaks the ``protocol`` its
+            server's configuration names. ``server`` is each member's name.
 
     Raises:
         ConfigError: the configuration is malformed, or ``separator`` is not made of ``A-Z a-z 0-9 _ - .``.
-        ValueError, TypeError: an option as :class:`~mcpfsm.ClientOptions` says.
+        ValueError, TypeError: an option as :class:`~mcpfsm.ClientOptions` says; ``record=`` (a cassette records
+            one server: give it to a member's client); ``lazy`` is not a bool, ``known_ttl`` not a positive number
+            of seconds, or ``reconnect_backoff`` not a number of seconds of at least 0.
     """
 
     def __init__(
@@ -143,37 +134,65 @@ class ClientGroup:
         separator: str = "_",
         connect_timeout: float = _CONNECT_TIMEOUT,
         environ: Mapping[str, str] | None = None,
+        lazy: bool = False,
+        known_ttl: float = DEFAULT_KNOWN_TTL,
+        reconnect_backoff: float = DEFAULT_BACKOFF,
         options: ClientOptions | None = None,
         **keywords: Unpack[ClientKeywords],
     ) -> None:
         """Read the configuration; nothing connects until the group is entered."""
-        if not isinstance(separator, str) or _INVALID.search(separator):
+        if not isinstance(separator, str) or not valid_separator(separator):
             raise ConfigError("separator must be made of A-Z a-z 0-9 _ - . (SEP-986)", path=None)
+        if not isinstance(lazy, bool):
+            raise TypeError(f"lazy must be True or False, got {type(lazy).__name__}")
+        if not _seconds(known_ttl) or not known_ttl > 0:
+            raise ValueError(f"known_ttl must be a positive number of seconds, got {known_ttl!r}")
+        if not _seconds(reconnect_backoff) or not reconnect_backoff >= 0:
+            raise ValueError(f"reconnect_backoff must be a number of seconds of at least 0, got {reconnect_backoff!r}")
         chosen = ClientOptions.of(options, keywords)
+        if chosen.record is not None:
+            raise ValueError("record= records one server's session: give it to the member's Client, not to the group")
+        self._environ = environ
         self._config = load_config(config, environ=environ)
         self._separator = separator
-        self._connect_timeout = connect_timeout
+        self._lazy = lazy
         self._bus = _GroupBus(chosen.on_event)
         self._options = replace(chosen, on_event=self._bus.publish)
-        self._members = {name: _Member(server) for name, server in self._config.servers.items()}
+        self._port = _Port(self, connect_timeout, float(reconnect_backoff))
+        self._known = KnownListings(chosen.store, known_ttl=float(known_ttl))
+        self._members = {name: self._member(server) for name, server in self._config.servers.items()}
         self._tools: dict[str, GroupTool] = {}
         self._prompts: dict[str, tuple[str, str]] = {}
         self._resources: dict[str, list[str]] = {}
+        self._opened_at: float | None = None
+        self._seq = 0
         self._closed = False
+
+    def _member(self, server: ServerConfig) -> Member:
+        member = Member(server, lazy=self._lazy if server.lazy is None else server.lazy, group=self._port)
+        self._known.key(member)  # its store key, once, with the member (not in the listing: bench/group.py)
+        return member
 
     # --- lifecycle ----------------------------------------------------------------------------------
 
     async def __aenter__(self) -> ClientGroup:
-        """Connect every enabled member concurrently."""
+        """Connect every enabled eager member concurrently; lazy members stay idle."""
+        if self._opened_at is not None:
+            raise McpError("a client group is entered once")
+        self._opened_at = trio.current_time()
         try:
-            async with trio.open_nursery() as nursery:
-                for name, member in self._members.items():
-                    if member.config.enabled:
-                        nursery.start_soon(self._connect, name)
+            await self._open(list(self._members.values()))
         except BaseException:
             await self.aclose()
             raise
         return self
+
+    async def _open(self, members: list[Member]) -> None:
+        eager = [member for member in members if member.status == "idle" and not member.lazy]
+        for member in eager:
+            member.start(Trigger.opened)
+        for member in eager:
+            await member.opened()
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -182,80 +201,108 @@ class ClientGroup:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close every member concurrently (stdio children reaped, legacy sessions deleted). Idempotent."""
+        """Close every member concurrently (stdio children reaped, legacy sessions deleted). Idempotent.
+
+        A connected member's last listing is kept as its known listing first (with ``store=``, bounded).
+        """
         if self._closed:
             return
         self._closed = True
         with trio.CancelScope(shield=True):
+            await self._port.tasks.aclose()
             async with trio.open_nursery() as nursery:
                 for member in self._members.values():
-                    client, member.client = member.client, None
-                    if client is not None:
-                        nursery.start_soon(client.aclose)
+                    nursery.start_soon(self._close, member)
+
+    async def _close(self, member: Member) -> None:
+        client = member.client
+        if client is not None:
+            await self._known.remember(member, client)
+        await member.close()
 
     async def reconnect(self, name: str) -> Status:
-        """Close member ``name`` if it is open and connect it again; returns its new status.
+        """Close member ``name`` if it is open and connect it again now, whatever its backoff; returns its status.
 
         A failure to connect is not raised: the status is ``"failed"`` and :attr:`errors` holds why.
 
         Raises:
             KeyError: no server has that name.
             ConfigError: the server is disabled in the configuration.
-            McpError: the group is closed.
+            McpError: the group is closed or not entered.
         """
         member = self._members[name]
         if not member.config.enabled:
             raise ConfigError(f"server {name!r} is disabled in the configuration", path=None)
-        if self._closed:
-            raise McpError("the client group is closed")
-        client, member.client = member.client, None
-        if client is not None:
-            await client.aclose()
-        await self._connect(name)
+        self._check_open()
+        await member.reconnect()
         return member.status
 
-    async def _connect(self, name: str) -> None:
-        member = self._members[name]
-        error: BaseException | None = None
-        client: Client | None = None
-        try:
-            client = self._client(member.config)
-            with trio.fail_after(self._connect_timeout):
-                await client.connect()
-        except trio.TooSlowError:
-            error = TransportError(f"server {name!r} did not connect within {self._connect_timeout:g} s")
-        except Exception as exc:  # whatever one member raises fails that member, never the group
-            error = exc
-        if error is None:
-            member.client, member.status, member.error = client, "connected", None
-            return
-        if client is not None:
-            await client.aclose()
-        self._hide(name, error)
-        member.client, member.status, member.error = None, "failed", error
-        logger.warning("server {!r} of the group failed to connect: {}", name, error)
+    async def reload(self, config: Config | Mapping[str, Any] | str | os.PathLike[str]) -> None:
+        """Apply a new configuration: added members open (or stay idle), removed ones close, changed ones reopen.
 
-    def _hide(self, name: str, error: BaseException) -> None:
+        A member whose entry is unchanged keeps its client, its session and its listing; a changed one (any
+        field) is closed and made anew, as an added one. Each removed or changed member emits one
+        :class:`~mcpfsm.MemberEvent` with status ``"disabled"``. An identical configuration changes nothing.
+
+        Raises:
+            ConfigError: the new configuration is malformed (the group is left as it was).
+            McpError: the group is closed or not entered.
+        """
+        self._check_open()
+        new = load_config(config, environ=self._environ)
+        old = self._members
+        kept = {name: old[name] for name, server in new.servers.items() if name in old and old[name].config == server}
+        gone = [member for name, member in old.items() if kept.get(name) is not member]
+        if not gone and list(kept) == list(new.servers):
+            self._config = new
+            return
+        self._members = {name: kept.get(name) or self._member(server) for name, server in new.servers.items()}
+        self._config = new
+        self._tools, self._prompts, self._resources = {}, {}, {}
+        async with trio.open_nursery() as nursery:
+            for member in gone:
+                nursery.start_soon(_remove, member)
+        await self._open([member for member in self._members.values() if member not in kept.values()])
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise McpError("the client group is closed")
+        if self._opened_at is None:
+            raise McpError("the client group is not open: enter it with async with")
+
+    @staticmethod
+    def _hide(member: Member, error: BaseException) -> BaseException:
         # The values the configuration's variables were replaced by (an API key in the URL's query, a token in
-        # args, a working directory) never reach `errors`, a log line or the caller: taken out in place, along
-        # the error's causes (an OSError's file name included).
-        secrets = self._members[name].config.secrets
+        # args, a working directory) never reach `errors`, an event, a log line or the caller: taken out in place,
+        # along the error's causes (an OSError's file name included).
+        secrets = member.config.secrets
         if secrets:
             Secrets(secrets).scrub(error)
+        return error
 
     def _client(self, server: ServerConfig) -> Client:
         return member_client(server, self._options)
+
+    def _publish(self, member: Member, status: str, previous: str, trigger: str, error: BaseException | None) -> None:
+        seq, self._seq = self._seq, self._seq + 1
+        opened = self._opened_at
+        elapsed = 0.0 if opened is None else trio.current_time() - opened
+        self._bus.publish(member_event(member, seq, status, previous, trigger, error, elapsed))
 
     # --- members ------------------------------------------------------------------------------------
 
     @property
     def config(self) -> Config:
-        """The configuration the group was made from."""
+        """The configuration in effect (the last one :meth:`reload` applied)."""
         return self._config
 
     @property
     def status(self) -> dict[str, Status]:
-        """Each server's status by name, in the configuration's order: connected, failed or disabled."""
+        """Each server's status by name, in the configuration's order.
+
+        ``"idle"`` (not connected yet: lazy, or the group is not open), ``"connecting"``, ``"connected"``,
+        ``"failed"`` or ``"disabled"``.
+        """
         return {name: member.status for name, member in self._members.items()}
 
     @property
@@ -267,20 +314,53 @@ class ClientGroup:
             if member.status == "failed" and member.error is not None
         }
 
-    def __getitem__(self, name: str) -> Client:
-        """The connected member ``name``'s :class:`Client`.
+    def backoff(self, name: str) -> float:
+        """Seconds until a use may reconnect the failed member ``name`` (0 when it may now, or it is not failed).
 
         Raises:
             KeyError: no server has that name.
-            McpError: the member is not connected (failed or disabled), or the group is closed.
+        """
+        return self._members[name].backoff_left()
+
+    def known_at(self, name: str) -> float | None:
+        """When the known listing the group holds for member ``name`` was listed (UNIX seconds), or ``None``.
+
+        Raises:
+            KeyError: no server has that name.
+        """
+        known = self._members[name].known
+        return None if known is None else known.listed_at
+
+    def __getitem__(self, name: str) -> Client:
+        """The connected member ``name``'s :class:`Client` (``await group.client(name)`` connects it first).
+
+        Raises:
+            KeyError: no server has that name.
+            McpError: the member is not connected (idle, connecting, failed or disabled), or the group is closed.
         """
         member = self._members[name]
         if self._closed:
             raise McpError("the client group is closed")
         if member.client is None:
-            reason = f": {member.error}" if member.error is not None else ""
+            reason = f": {member.error}" if member.status == "failed" and member.error is not None else ""
+            if member.status == "idle":
+                reason = f"; await group.client({name!r}) connects it"
             raise McpError(f"server {name!r} is {member.status}{reason}")
         return member.client
+
+    async def client(self, name: str) -> Client:
+        """Member ``name``'s :class:`Client`, connected: a use, which connects an idle member.
+
+        A failed member is reconnected when its backoff window is over; inside it, its last error is raised.
+
+        Raises:
+            KeyError: no server has that name.
+            McpError: the group is closed or not entered, or the member is disabled.
+            Exception: what connecting the member raised, or its last error.
+        """
+        member = self._members[name]
+        self._check_open()
+        return await member.ready()
 
     def __contains__(self, name: object) -> bool:
         """``name in group``: a server of the configuration, whatever its status."""
@@ -289,9 +369,6 @@ class ClientGroup:
     def __iter__(self) -> Iterator[str]:
         """The server names, in the configuration's order."""
         return iter(self._members)
-
-    def _connected(self) -> list[tuple[str, Client]]:
-        return [(name, member.client) for name, member in self._members.items() if member.client is not None]
 
     def events(self, buffer: int = 1024) -> AbstractAsyncContextManager[trio.MemoryReceiveChannel[CallEvent]]:
         """Subscribe to every event of every member (``async with group.events() as events``).
@@ -312,66 +389,122 @@ class ClientGroup:
         Raises:
             KeyError: no server has that name.
         """
-        prefix = self._members[server].config.prefix
-        if prefix is None:
-            prefix = server
-        public = f"{prefix}{self._separator}{name}" if prefix else name
-        if TOOL_NAME.fullmatch(public):
-            return public
-        cleaned = _INVALID.sub("_", public) or "_"
-        if len(cleaned) > 128:
-            cleaned = cleaned[:119] + "_" + hashlib.sha256(public.encode()).hexdigest()[:8]
-        return cleaned
+        return aggregated(self._members[server].config, name, self._separator)
 
-    async def _gather(self, what: str, list_one: Any) -> dict[str, Any]:
-        # One listing per connected member, concurrently. A member that answers a JSON-RPC error or a malformed
-        # listing is left out of this listing; one whose connection broke is "failed" (and closed): the group
-        # goes on without it.
+    async def _listed(self, member: Member, what: str, list_one: Callable[[Client], Awaitable[Any]]) -> Any:
+        # One member's listing: a use (connecting it if idle). A member in its backoff window, one that cannot
+        # connect, or one that answers a JSON-RPC error or a malformed listing is left out of this listing (None);
+        # one whose server is gone becomes "failed": the group goes on without it.
+        if member.status == "disabled" or member.backoff_left() > 0:
+            return None
+        try:
+            client = await member.ready()
+        except Exception as exc:  # the member is failed; errors says why (its secrets taken out already)
+            logger.info("server {!r} is left out of the {} listing: {}", member.name, what, exc)
+            return None
+        try:
+            listing = await list_one(client)
+        except (RpcError, ProtocolError) as exc:
+            self._hide(member, exc)
+            logger.warning("server {!r} could not list {}: {}", member.name, what, exc)
+            return None
+        except TransportError as exc:
+            self._hide(member, exc)
+            logger.warning("server {!r} failed while listing {}: {}", member.name, what, exc)
+            await member.broke(client, exc)
+            return None
+        return listing
+
+    async def _gather(self, what: str, list_one: Callable[[Client], Awaitable[Any]]) -> dict[str, Any]:
+        # One listing per member, concurrently, in the configuration's order.
+        self._check_open()
         results: dict[str, Any] = {}
 
-        async def one(name: str, client: Client) -> None:
-            try:
-                results[name] = await list_one(client)
-            except (RpcError, ProtocolError) as exc:
-                self._hide(name, exc)
-                logger.warning("server {!r} could not list {}: {}", name, what, exc)
-            except TransportError as exc:
-                self._hide(name, exc)
-                logger.warning("server {!r} failed while listing {}: {}", name, what, exc)
-                member = self._members[name]
-                if member.client is client:
-                    member.client, member.status, member.error = None, "failed", exc
-                    await client.aclose()
+        async def one(name: str, member: Member) -> None:
+            listing = await self._listed(member, what, list_one)
+            if listing is not None:
+                results[name] = listing
 
         async with trio.open_nursery() as nursery:
-            for name, client in self._connected():
-                nursery.start_soon(one, name, client)
+            for name, member in self._members.items():
+                nursery.start_soon(one, name, member)
         return {name: results[name] for name in self._members if name in results}
 
     async def tools(self, *, fresh: bool = False) -> ToolList:
-        """Every connected member's tools under their aggregated names, in the configuration's order.
+        """Every member's tools under their aggregated names, in the configuration's order.
 
-        Each member's ``include_tools`` keeps the tools whose listed name equals one of its entries or
-        matches it as an ``fnmatch`` pattern; then ``exclude_tools`` removes those matching one of its.
+        An idle member with a fresh known listing (``store=``) is answered from it without connecting (its
+        tools have :attr:`~mcpfsm.Tool.known_at`); any other idle member is connected and listed. ``fresh=True``
+        lists every member live. Each member's ``include_tools`` keeps the tools whose listed name equals one of
+        its entries or matches it as an ``fnmatch`` pattern; then ``exclude_tools`` removes those matching one of
+        its. A complete live listing is kept as the member's known listing.
 
         Raises:
             ConfigError: two tools would have the same aggregated name (it names both servers).
+            McpError: the group is closed or not entered.
         """
-        listings = await self._gather("tools", lambda client: client.tools(fresh=fresh))
+        self._check_open()
+        listings: dict[str, tuple[list[Tool], tuple[Exclusion, ...]]] = {}
+
+        async def one(name: str, member: Member) -> None:
+            if not fresh and member.status == "idle" and self._known.kept:
+                known = await self._known.fresh(member)
+                if known is not None:
+                    listings[name] = self._known_tools(member, known)
+                    return
+
+            async def live(client: Client) -> ToolList:
+                listing = await client.tools(fresh=fresh)
+                await self._known.remember(member, client)
+                return listing
+
+            listing = await self._listed(member, "tools", live)
+            if listing is not None:
+                listings[name] = (list(listing), listing.excluded)
+
+        async with trio.open_nursery() as nursery:
+            for name, member in self._members.items():
+                nursery.start_soon(one, name, member)
         tools: list[GroupTool] = []
         owners: dict[str, tuple[str, str]] = {}
         excluded: list[Exclusion] = []
-        for server, listing in listings.items():
+        for server in self._members:
+            if server not in listings:
+                continue
+            listed, left_out = listings[server]
             config = self._members[server].config
-            for tool in listing:
-                if not _selected(tool.name, config):
+            for tool in listed:
+                if not selected(tool.name, config):
                     continue
                 public = self.aggregated_name(server, tool.name)
-                _claim(owners, public, server, tool.name, "tool")
+                claim(owners, public, server, tool.name, "tool")
                 tools.append(GroupTool(tool, public, server, self._call_group_tool))
-            excluded.extend(listing.excluded)
+            excluded.extend(left_out)
         self._tools = {tool.name: tool for tool in tools}
         return ToolList(tools, excluded)
+
+    def _known_tools(self, member: Member, known: KnownListing) -> tuple[list[Tool], tuple[Exclusion, ...]]:
+        # SEP-2243: annotations are checked as the member's connection would (HTTP, 2026-07-28: mirrored).
+        definitions, excluded = known_definitions(known, mirroring=member.config.transport == "http" and known.modern)
+        server = member.name
+
+        async def call(tool: Tool, arguments: Mapping[str, Any] | None) -> ToolResult:
+            return await self._route(server, tool, arguments)
+
+        return [Tool(each, NO_DEFINITIONS, call, known_at=known.listed_at) for each in definitions], excluded
+
+    async def search(self, query: str, *, limit: int = 10) -> ToolList:
+        """The group's tools that match ``query`` best (:meth:`ToolList.search` over :meth:`tools`).
+
+        Idle members with a fresh known listing are searched through it, without connecting them.
+
+        Raises:
+            ValueError: ``query`` is empty or only whitespace, or ``limit`` is not a positive integer (before
+                anything is listed).
+            ConfigError, McpError: as :meth:`tools`.
+        """
+        ToolList(()).search(query, limit=limit)
+        return (await self.tools()).search(query, limit=limit)
 
     async def _call_group_tool(self, tool: Tool, arguments: Mapping[str, Any] | None) -> ToolResult:
         assert isinstance(tool, GroupTool)
@@ -381,10 +514,14 @@ class ClientGroup:
         """Call a tool of the aggregated listing on its member, as ``tool.call(arguments)`` does.
 
         A name is looked up in the last listing, and the group lists first when the name is not in it; the
-        member's listed handle is used, so its annotated arguments are mirrored (SEP-2243).
+        member's listed handle is used, so its annotated arguments are mirrored (SEP-2243). An idle member is
+        connected first; a tool from a known listing is planned from that listing's schema (a server whose schema
+        changed answers -32020, and the member's client relists and retries once). A tool the server no longer
+        lists raises what calling an unknown tool raises on that member's client.
 
         Raises:
-            McpError: no member lists a tool of that name, or its member is not connected.
+            McpError: no member lists a tool of that name, its member is disabled or failed (its last error,
+                inside the backoff window), or the group is closed.
             ConfigError: listing found two tools of the same aggregated name.
             MirroringError, HeaderMismatchError, RpcError, TransportError, ProtocolError: as ``Client.call_tool``.
         """
@@ -400,7 +537,25 @@ class ClientGroup:
             target = found
         else:
             raise TypeError(f"tool must be a GroupTool or an aggregated tool name, got {type(tool).__name__}")
-        return await self[target.server].call_tool(target.member_tool, arguments)
+        return await self._route(target.server, target.member_tool, arguments)
+
+    async def _route(self, server: str, tool: Tool, arguments: Mapping[str, Any] | None) -> ToolResult:
+        member = self._members.get(server)
+        if member is None:
+            raise McpError(f"server {server!r} is no longer in the group's configuration")
+        client = member.client if member.status == "connected" else None
+        if client is None:
+            self._check_open()
+            client = await member.ready()
+        try:
+            return await client.call_tool(tool, arguments)
+        except TransportError as exc:
+            await member.broke(client, exc)
+            raise
+        finally:
+            # A -32020 recovery relisted: that complete listing is the member's known one now.
+            if self._known.kept and client._catalog.listings != member.written:
+                await self._known.remember(member, client)
 
     async def prompts(self, *, fresh: bool = False) -> list[Prompt]:
         """Every connected member's prompts, renamed as tools are; ``Prompt.server`` names the member.
@@ -414,7 +569,7 @@ class ClientGroup:
         for server, listing in listings.items():
             for prompt in listing:
                 public = self.aggregated_name(server, prompt.name)
-                _claim(owners, public, server, prompt.name, "prompt")
+                claim(owners, public, server, prompt.name, "prompt")
                 prompts.append(replace(prompt, name=public, server=server))
         self._prompts = owners
         return prompts
@@ -428,7 +583,8 @@ class ClientGroup:
         """
         if isinstance(name, Prompt):
             if name.server is not None:
-                return await self[name.server].get_prompt(str(name.raw.get("name", name.name)), arguments)
+                own = str(name.raw.get("name", name.name))
+                return await self._use(name.server, lambda client: client.get_prompt(own, arguments))
             name = name.name
         owner = self._prompts.get(name)
         if owner is None:
@@ -437,7 +593,7 @@ class ClientGroup:
             if owner is None:
                 raise McpError(f"no server of the group lists a prompt named {name!r}")
         server, own = owner
-        return await self[server].get_prompt(own, arguments)
+        return await self._use(server, lambda client: client.get_prompt(own, arguments))
 
     async def resources(self, *, fresh: bool = False) -> list[Resource]:
         """Every connected member's resources, URIs unchanged; ``Resource.server`` names the member."""
@@ -481,7 +637,21 @@ class ClientGroup:
                     path=None,
                 )
             server = owners[0]
-        return await self[server].read_resource(uri, fresh=fresh)
+        target = uri
+        return await self._use(server, lambda client: client.read_resource(target, fresh=fresh))
+
+    async def _use(self, server: str, request: Callable[[Client], Awaitable[T]]) -> T:
+        # A request routed to a member: a use (an idle member connects); a gone server makes it failed.
+        member = self._members.get(server)
+        if member is None:
+            raise McpError(f"server {server!r} is no longer in the group's configuration")
+        self._check_open()
+        client = await member.ready()
+        try:
+            return await request(client)
+        except TransportError as exc:
+            await member.broke(client, exc)
+            raise
 
 
 def member_client(
@@ -522,23 +692,10 @@ def member_client(
     return Client(connection, options=options)
 
 
-def _selected(name: str, config: ServerConfig) -> bool:
-    # Filters match the names the server lists: include first, then exclude (exact names or fnmatch patterns).
-    if config.include_tools is not None and not any(_matches(name, rule) for rule in config.include_tools):
-        return False
-    return not any(_matches(name, rule) for rule in config.exclude_tools)
+async def _remove(member: Member) -> None:
+    await member.close(removed=True)
 
 
-def _matches(name: str, rule: str) -> bool:
-    return name == rule or fnmatchcase(name, rule)
-
-
-def _claim(owners: dict[str, tuple[str, str]], public: str, server: str, own: str, what: str) -> None:
-    previous = owners.get(public)
-    if previous is not None:
-        raise ConfigError(
-            f"{what} name {public!r} collides: server {previous[0]!r} lists {what} {previous[1]!r} and server"
-            f" {server!r} lists {what} {own!r} under it; set a prefix or exclude_tools for one of them",
-            path=None,
-        )
-    owners[public] = (server, own)
+def _seconds(value: object) -> bool:
+    # A number of seconds: an int or a float, not a bool, not NaN.
+    return isinstance(value, int | float) and not isinstance(value, bool) and value == value

@@ -13,6 +13,7 @@ its use in the part that reads it.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Union, get_args
@@ -141,6 +142,11 @@ class ClientOptions:
     """Fail a call with :class:`~mcpfsm.TransportError` when it is not over after this many seconds, task polling
     included; off (``None``) by default."""
 
+    record: str | os.PathLike[str] | None = None
+    """Write every exchange of the session to this cassette (docs/testing.md), replacing the file: versioned JSON
+    Lines that ``mcpfsm.testing.replay`` and ``mcpfsm replay`` answer from. No token, secret, code or DPoP proof the
+    client holds is written. A client group refuses it: a cassette records one server."""
+
     def __post_init__(self) -> None:
         """Check every option (the one place they are checked) and keep ``elicitation_modes`` as a tuple."""
         if self.protocol != "auto" and self.protocol not in SPOKEN_VERSIONS:
@@ -209,3 +215,4 @@ class ClientKeywords(TypedDict, total=False):
     tasks: bool
     progress_timeout: float | None
     total_timeout: float | None
+    record: str | os.PathLike[str] | None

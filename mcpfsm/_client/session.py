@@ -5,8 +5,11 @@ negotiated version and the legacy session id, cancellation notices, and the answ
 sends unasked. A request goes down through one layer per concern, in the manner of httpx's
 ``send → _send_handling_auth → _send_handling_redirects → _send_single_request``:
 
-- :meth:`Session.request` — the caller's entry point; renews an expired legacy session and follows
-  a ``-32022`` version switch, each at most once, in one bounded loop;
+- :meth:`Session.request` — the caller's entry point; :meth:`Session.renew_and_request` resends a request at
+  most twice, by this policy: a ``-32022`` (UnsupportedProtocolVersion) switches the version once, and only
+  when it answers the first attempt; an expired legacy session (HTTP 404 on a request that carried its id) is
+  renewed once, and nothing is resent after a renewal. So a request goes out at most three times (switch,
+  then renew); any other error, and either one beyond its turn, is raised;
 - the response cache (:func:`~mcpfsm._client.caching.through`, SEP-2549): a fresh entry answers a
   cacheable modern request without sending it;
 - :meth:`Session.exchange` — one request with one id: ``_meta``, headers, the transport, the reply's
@@ -15,6 +18,13 @@ sends unasked. A request goes down through one layer per concern, in the manner 
   (``mcpfsm._client.authorization``: the token on the request, a flow on 401 or 403, the message resent
   unchanged) when the client has credentials, else straight to the transport. Every message goes this
   way (requests, notifications, our answers), and so below era negotiation: a 401 is never an era signal.
+  The message goes as an :class:`~mcpfsm._transports.base.OutgoingMessage` (its id and method beside the
+  text) to a transport with ``send_message``, as its text to any other.
+
+:meth:`Session.exchange` and :meth:`Session.send` are plain functions that return the awaitable of the layer
+below when they have nothing to add (no telemetry; no credentials): each layer exists once, and a request's
+coroutine chain, which trio resumes at every wait for the answer, has no frame of theirs in it
+(bench/repeatable.py).
 
 Telemetry (``mcpfsm._client.telemetry``), when an application configured OpenTelemetry, wraps each
 :meth:`Session.exchange` (one span per JSON-RPC id, the trace context in ``_meta``). Notifications
@@ -36,8 +46,7 @@ Messages from the Server"), "Elicitation", "Sampling", "Roots" and "Ping".
 from __future__ import annotations
 
 import inspect
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 import trio
@@ -57,12 +66,15 @@ from .._core.constants import (
 from .._core.errors import McpError, ProtocolError, RpcError, SessionExpired, TransportError
 from .._core.input import result_type
 from .._core.jsonrpc import (
+    EncodedMeta,
     Notification,
     Request,
     Response,
     decode_message,
     encode_notification,
     encode_request,
+    encode_request_with_meta,
+    encoded_meta,
     modern_meta,
     parse_message,
     success_result,
@@ -88,7 +100,6 @@ if TYPE_CHECKING:
 __all__ = ["Session"]
 
 _CANCEL_NOTICE_TIMEOUT: Final = 2.0
-_SESSION_ID: Final = re.compile(r"[\x21-\x7e]+")
 _NO_CANCEL_NOTICE: Final = frozenset({"initialize", "tasks/get", "tasks/update", "tasks/cancel"})
 
 
@@ -131,7 +142,12 @@ class Session:
         progress_tokens: bool = False,
     ) -> None:
         """Wrap ``transport``; nothing is sent until :meth:`request`."""
-        self.transport = transport
+        self._transport = transport
+        # The message with its metadata to a transport that takes it (send_message), else its text.
+        send_message = getattr(transport, "send_message", None)
+        self._deliver: Callable[[OutgoingMessage, Mapping[str, str]], Awaitable[Reply | None]] = (
+            send_message if send_message is not None else _text_only(transport)
+        )
         self.client_info = dict(client_info)
         self.on_notification = on_notification
         self.inputs = inputs if inputs is not None else InputHandlers()
@@ -171,13 +187,18 @@ class Session:
         """Ask for progress on every ``tools/call`` even without ``on_notification`` (``progress_timeout`` reads it)."""
         self._opened = False
         self._next_id = 0
-        self._meta: dict[str, Any] | None = None
-        self._task_meta: tuple[dict[str, Any], dict[str, Any]] | None = None
+        self._meta: EncodedMeta | None = None
+        self._task_meta: tuple[EncodedMeta, EncodedMeta] | None = None
         self._handshake = trio.Lock()
         self._lost_session: str | None = None
         self._answers = BackgroundTasks()
 
     # --- era and session state ------------------------------------------------------------------
+
+    @property
+    def transport(self) -> Transport:
+        """The connection every message goes through (given to the constructor, never replaced)."""
+        return self._transport
 
     @property
     def mirrors(self) -> bool:
@@ -320,37 +341,44 @@ class Session:
             TransportError, ProtocolError: the request failed.
         """
         # Set for the whole request (renewals and resends included), in this frame: every tool call comes this way.
-        waiting = None if tool is None else WAITING_TOOL.set(tool)
+        # Only a legacy server sends requests on a call's stream (MCP 2025-11-25; in 2026-07-28 nothing but a ping,
+        # answered unaudited): a modern request sets it only if a version switch takes it to the legacy era.
+        waiting = None if tool is None or is_modern(self.version) else WAITING_TOOL.set(tool)
         try:
             if self._lost_session is not None:
                 await self._renew_session(self._lost_session)
                 plan = None
             if method == "tools/call" and (self.on_notification is not None or self.progress_tokens):
                 params = self._with_progress_token(params)
-            renewed = switched = False
-            while True:
-                try:
-                    result = await self.exchange(method, params, plan)
-                except SessionExpired as exc:
-                    if renewed:
-                        # Without a session every later request would fail: the next one opens a new session.
-                        self._lost_session = exc.session_id
-                        raise
-                    renewed = True
-                    await self._renew_session(exc.session_id)
-                except RpcError as exc:
-                    if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switched or renewed:
+            # The resend policy of the module docstring, as two bounded loops: the outer one switches the version
+            # (on the first attempt only), the inner one renews the session (once, and then resends nothing more).
+            for switch in range(2):
+                for renewal in range(2):
+                    try:
+                        result = await self.exchange(method, params, plan)
+                    except SessionExpired as exc:
+                        if renewal:
+                            # Without a session every later request would fail: the next one opens a new session.
+                            self._lost_session = exc.session_id
+                            raise
+                        await self._renew_session(exc.session_id)
+                    except RpcError as exc:
+                        if exc.code != UNSUPPORTED_PROTOCOL_VERSION or switch or renewal:
+                            await self._explain(method, exc)
+                            raise
+                        await negotiation.switch_version(self, exc)
+                        if waiting is None and tool is not None and not is_modern(self.version):
+                            waiting = WAITING_TOOL.set(tool)
+                        plan = None
+                        break
+                    except (TransportError, ProtocolError) as exc:
                         await self._explain(method, exc)
                         raise
-                    switched = True
-                    await negotiation.switch_version(self, exc)
-                except (TransportError, ProtocolError) as exc:
-                    await self._explain(method, exc)
-                    raise
-                else:
-                    self.unconfirmed = False
-                    return result
-                plan = None
+                    else:
+                        self.unconfirmed = False
+                        return result
+                    plan = None
+            raise AssertionError("unreachable")  # pragma: no cover - each attempt returns, resends or raises
         finally:
             if waiting is not None:
                 WAITING_TOOL.reset(waiting)
@@ -375,17 +403,18 @@ class Session:
         self._next_id += 1
         return self._next_id
 
-    async def exchange(
+    def exchange(
         self,
         method: str,
         params: Mapping[str, Any] | None,
         plan: HeaderPlan | None = None,
         *,
         request_id: int | None = None,
-    ) -> dict[str, Any]:
+    ) -> Coroutine[Any, Any, dict[str, Any]]:
         """One request, one JSON-RPC id (``request_id`` from :meth:`reserve_id`, or a new one): the innermost layer.
 
-        With telemetry on, the request goes through its layer (a span, the trace context in ``_meta``).
+        With telemetry on, the request goes through its layer (a span, the trace context in ``_meta``). Returns
+        the awaitable of the request (the id is taken now).
 
         Raises:
             RpcError: the server answered an error (``.status`` is the HTTP status it came with).
@@ -395,9 +424,9 @@ class Session:
         if request_id is None:
             request_id = self.reserve_id()
         if self.telemetry is None:
-            return await self._exchange(method, params, plan, request_id)
+            return self._exchange(method, params, plan, request_id)
         sent = request_id
-        return await self.telemetry.request(self, method, params, sent, lambda p: self._exchange(method, p, plan, sent))
+        return self.telemetry.request(self, method, params, sent, lambda p: self._exchange(method, p, plan, sent))
 
     async def _exchange(
         self, method: str, params: Mapping[str, Any] | None, plan: HeaderPlan | None, request_id: int
@@ -410,17 +439,14 @@ class Session:
             if plan is None:
                 plan = plan_request(method, params, protocol_version=version)
             if modern:
-                params = dict(params or {})
-                meta = params.get("_meta")
                 common = self._modern_meta() if not self.tasks or method not in DECLARES_TASKS else self._tasks_meta()
-                params["_meta"] = {**meta, **common} if isinstance(meta, dict) else common
-            message = OutgoingMessage(
-                encode_request(request_id, method, params), request_id, method, long_lived=is_long_lived(method)
-            )
-            headers = plan.as_dict()
+                text = encode_request_with_meta(request_id, method, params, common)
+            else:
+                text = encode_request(request_id, method, params)
+            message = OutgoingMessage(text, request_id, method, is_long_lived(method))
             session = self.session_id
-            if session is not None:
-                headers[SESSION_HEADER] = session
+            # The plan's read-only view as it is (no copy), unless a legacy session adds its id.
+            headers = plan.mapping if session is None else {**plan.mapping, SESSION_HEADER: session}
             tool = params.get("name") if method == "tools/call" and params is not None else None
             try:
                 reply = await self.send(message, headers, tool=tool if isinstance(tool, str) else "")
@@ -441,12 +467,12 @@ class Session:
             if reply.session_id is not None and assigns and not is_modern(self.version):
                 # Only a successful answer assigns a session: some servers name a discarded session on
                 # their 400 to a probe. The modern era has no sessions: it neither checks nor keeps one.
-                if not _SESSION_ID.fullmatch(reply.session_id):
+                if not _visible_ascii(reply.session_id):
                     # MCP 2025-11-25 "Session Management": visible ASCII only. Keeping another would make
                     # every later request unsendable; the session in effect (if any) stays.
                     raise ProtocolError(
                         f"the server's answer to {method} carries an Mcp-Session-Id that is not visible ASCII"
-                        " (0x21-0x7E, MCP 2025-11-25 \"Session Management\"); the answer is refused and the id not kept"
+                        ' (0x21-0x7E, MCP 2025-11-25 "Session Management"); the answer is refused and the id not kept'
                     )
                 self.session_id = reply.session_id
             payload = decode_message(reply.body) if reply.decoded is None else reply.decoded
@@ -490,35 +516,44 @@ class Session:
         params["_meta"] = meta
         return params
 
-    def _tasks_meta(self) -> dict[str, Any]:
-        # The common _meta with the tasks extension declared (SEP-2663), built once like it.
+    def _tasks_meta(self) -> EncodedMeta:
+        # The common _meta with the tasks extension declared (SEP-2663), built and encoded once like it.
         base = self._modern_meta()
         cached = self._task_meta
         if cached is None or cached[0] is not base:
-            meta = dict(base)
+            meta = dict(base[0])
             capabilities = dict(meta[CLIENT_CAPABILITIES_KEY])
             capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
             meta[CLIENT_CAPABILITIES_KEY] = capabilities
-            cached = self._task_meta = (base, meta)
+            cached = self._task_meta = (base, encoded_meta(meta))
         return cached[1]
 
-    def _modern_meta(self) -> dict[str, Any]:
+    def _modern_meta(self) -> EncodedMeta:
+        # The _meta of every modern request, with its JSON text: both made once (None: made again on next use).
         if self._meta is None:
-            self._meta = modern_meta(MODERN_VERSION, self.client_info, self.inputs.capabilities())
+            meta = modern_meta(MODERN_VERSION, self.client_info, self.inputs.capabilities())
             if self.log_level is not None:
                 # MCP 2026-07-28 "Logging": log messages are sent only for requests that ask for them.
-                self._meta[LOG_LEVEL_KEY] = self.log_level
+                meta[LOG_LEVEL_KEY] = self.log_level
+            self._meta = encoded_meta(meta)
         return self._meta
 
-    async def send(self, message: str, headers: Mapping[str, str], *, tool: str = "") -> Reply | None:
+    def send(self, message: OutgoingMessage, headers: Mapping[str, str], *, tool: str = "") -> Awaitable[Reply | None]:
         """One message's trip: through the authorization layer when there is one, else to the transport.
 
-        ``tool`` names the tool of a ``tools/call`` for the authorization events.
+        ``tool`` names the tool of a ``tools/call`` for the authorization events. Returns the trip's awaitable.
         """
+        if self.authorization is None and self.secrets is None:
+            # Nothing to add: the transport's own coroutine (bench/repeatable.py: no frame of this layer's).
+            return self._deliver(message, headers)
+        return self._guarded_send(message, headers, tool)
+
+    async def _guarded_send(self, message: OutgoingMessage, headers: Mapping[str, str], tool: str) -> Reply | None:
+        # With credentials: through the authorization layer, and every error scrubbed of the client's secrets.
         try:
             if self.authorization is None:
-                return await self.transport.send(message, headers)
-            return await self.authorization.send(self.transport.send, message, headers, tool=tool)
+                return await self._deliver(message, headers)
+            return await self.authorization.send(self._deliver, message, headers, tool=tool)
         except McpError as exc:
             if self.secrets is not None:
                 self.secrets().scrub(exc)
@@ -595,3 +630,16 @@ class Session:
                 await outcome
         except Exception as exc:
             logger.warning("on_notification callback raised {!r}; the request goes on", exc)
+
+
+def _text_only(transport: Transport) -> Callable[[OutgoingMessage, Mapping[str, str]], Awaitable[Reply | None]]:
+    # A transport without send_message (a custom one) gets the text of each message, as its contract says.
+    def deliver(message: OutgoingMessage, headers: Mapping[str, str]) -> Awaitable[Reply | None]:
+        return transport.send(message.text, headers)
+
+    return deliver
+
+
+def _visible_ascii(text: str) -> bool:
+    # One or more of 0x21-0x7E (what [\x21-\x7e]+ matches), without a pattern to compile at `import mcpfsm`.
+    return bool(text) and text.isascii() and text.isprintable() and " " not in text

@@ -106,6 +106,19 @@ class GuardedStore:
                 return value
         return await self.memory.get(key)
 
+    async def peek(self, key: str) -> dict[str, Any] | None:
+        """The store's value, bounded as :meth:`get`, but not kept in memory: ``None`` while the store is down.
+
+        For a caller that keeps what it reads itself (a client group's known listings), so nothing is copied
+        twice (bench/group.py, the lazy group's listing).
+        """
+        if self.down:
+            return None
+        try:
+            return await self._bounded("get", lambda: self.store.get(key))
+        except _Failed:
+            return None
+
     async def set(self, key: str, value: Mapping[str, Any]) -> None:
         """Store ``value`` in memory and, unless it is down, in the store."""
         await self.memory.set(key, value)

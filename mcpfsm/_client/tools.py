@@ -3,20 +3,39 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 from .._core.catalog import Exclusion, ToolDefinition
 from .._core.results import ToolResult
-from .catalog import Catalog
+from .._core.tool_search import DefinitionStyle, SearchIndex, context_bytes, definition, tool_words
 
 if TYPE_CHECKING:
     from .._core.tool_annotations import ToolAnnotations
     from .task import Task
 
-__all__ = ["Tool", "ToolList"]
+__all__ = ["NO_DEFINITIONS", "Definitions", "Tool", "ToolList"]
 
 CallTool = Callable[["Tool", "Mapping[str, Any] | None"], Awaitable[ToolResult]]
 StartTool = Callable[["Tool", "Mapping[str, Any] | None"], Awaitable["Task"]]
+
+
+class Definitions(Protocol):
+    """Where a handle finds the newest definition of its tool: a client's catalog (``mcpfsm._client.catalog``)."""
+
+    def known(self, name: str) -> ToolDefinition | None:
+        """The newest definition of ``name`` listed, or ``None``."""
+        ...
+
+
+class _NoDefinitions:
+    __slots__ = ()
+
+    def known(self, name: str) -> ToolDefinition | None:
+        return None
+
+
+NO_DEFINITIONS: Definitions = _NoDefinitions()
+"""The definitions of a handle that no client listed: a tool from a client group's known listing."""
 
 
 class Tool:
@@ -26,16 +45,32 @@ class Tool:
     client has seen, so a handle kept across a -32020 recovery uses the fresh schema.
     """
 
-    __slots__ = ("_call", "_catalog", "_definition", "_start")
+    __slots__ = ("_call", "_catalog", "_definition", "_known_at", "_start")
 
     def __init__(
-        self, definition: ToolDefinition, catalog: Catalog, call: CallTool, start: StartTool | None = None
+        self,
+        definition: ToolDefinition,
+        catalog: Definitions,
+        call: CallTool,
+        start: StartTool | None = None,
+        *,
+        known_at: float | None = None,
     ) -> None:
         """Bind ``definition``; users get tools from :meth:`mcpfsm.Client.tools`."""
         self._definition = definition
         self._catalog = catalog
         self._call = call
         self._start = start
+        self._known_at = known_at
+
+    @property
+    def known_at(self) -> float | None:
+        """When the known listing this tool comes from was listed (UNIX seconds); ``None`` for a live listing.
+
+        A :class:`~mcpfsm.ClientGroup` given ``store=`` answers for an idle member from its known listing while it
+        is fresh (docs/groups.md, "Many servers"); calling such a tool connects the member first.
+        """
+        return self._known_at
 
     @property
     def name(self) -> str:
@@ -122,7 +157,7 @@ class ToolList:
     not a ``Sequence[Tool]``: ``"name" in tools`` must type-check under ``mypy --strict``.
     """
 
-    __slots__ = ("_by_name", "_tools", "excluded")
+    __slots__ = ("_by_name", "_index", "_tools", "excluded")
 
     def __init__(self, tools: Sequence[Tool], excluded: Sequence[Exclusion] = ()) -> None:
         """Wrap listed tools; users get lists from :meth:`mcpfsm.Client.tools`."""
@@ -130,6 +165,40 @@ class ToolList:
         self._by_name = {tool.name: tool for tool in self._tools}
         self.excluded: tuple[Exclusion, ...] = tuple(excluded)
         """Tools left out of this listing and why (SEP-2243: invalid annotations exclude a tool)."""
+        self._index: SearchIndex | None = None
+
+    def search(self, query: str, *, limit: int = 10) -> ToolList:
+        """The tools that match ``query`` best, ranked by BM25, at most ``limit`` of them.
+
+        Each tool is ranked on the words of its name (split at ``_``, ``-``, ``.``, ``/`` and camelCase), title,
+        description and its parameters' names and descriptions (docs/groups.md, "Many servers"). Only tools
+        with at least one of the query's words are returned; equal scores keep this list's order. The index is
+        built on the first search of a list and kept with it.
+
+        Raises:
+            ValueError: ``query`` is empty or only whitespace, or ``limit`` is not a positive integer.
+        """
+        if self._index is None:
+            self._index = SearchIndex.build(tool_words(tool.name, tool.raw) for tool in self._tools)
+        return ToolList([self._tools[position] for position in self._index.rank(query, limit)])
+
+    def definitions(self, style: DefinitionStyle = "mcp") -> list[dict[str, Any]]:
+        """The tools' definitions in the shape an LLM API takes, named as in this list, ``inputSchema`` unchanged.
+
+        ``"mcp"`` gives MCP ``Tool`` objects (``name``, ``title``, ``description``, ``inputSchema``,
+        ``outputSchema`` where the tool has them); ``"openai"`` gives function tools (``{"type": "function",
+        "function": {"name", "description", "parameters"}}``); ``"anthropic"`` gives ``{"name", "description",
+        "input_schema"}``.
+
+        Raises:
+            ValueError: ``style`` is none of those three.
+        """
+        return [definition(tool.name, tool.raw, style) for tool in self._tools]
+
+    @property
+    def context_bytes(self) -> int:
+        """What this listing costs a model's context: the UTF-8 bytes of the compact JSON of ``definitions()``."""
+        return context_bytes(self.definitions("mcp"))
 
     def get(self, name: str) -> Tool | None:
         """The tool named exactly ``name``, or ``None``."""

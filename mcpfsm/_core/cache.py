@@ -31,7 +31,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple
 
@@ -142,6 +142,15 @@ def cache_key(version: str, method: str, params: Mapping[str, Any] | None) -> Ca
     if selector is not None and not isinstance(selector, str):
         return None
     return (version, method, selector)
+
+
+def smallest_ttl(pages: Iterable[Mapping[str, Any]]) -> int | None:
+    """The smallest ``ttlMs`` of a listing's pages, or ``None`` when none gave one (a client group's known listing).
+
+    A negative ``ttlMs`` counts as 0; one that is not an integer counts as absent, as for :func:`cache_hint`.
+    """
+    ttls = [max(0, ttl) for page in pages if isinstance(ttl := page.get("ttlMs"), int) and not isinstance(ttl, bool)]
+    return min(ttls) if ttls else None
 
 
 def cache_hint(result: Mapping[str, Any]) -> CacheHint | None:

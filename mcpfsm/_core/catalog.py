@@ -67,12 +67,14 @@ class ToolCatalog(NamedTuple):
         return None
 
 
-def build_catalog(entries: Iterable[object], *, mirroring: bool) -> ToolCatalog:
+def build_catalog(entries: Iterable[object], *, mirroring: bool, inert_reasons: bool = True) -> ToolCatalog:
     """Check every listed tool entry (SEP-2243).
 
     ``mirroring`` is true on connections that send ``Mcp-Param-*`` headers (HTTP, modern era).
     Entries that are not tool objects (no string ``name``, a non-object ``inputSchema``) are
-    excluded with a reason rather than failing the whole listing. Never raises.
+    excluded with a reason rather than failing the whole listing. ``inert_reasons=False`` skips reading the
+    annotations where they are inert (``mirroring`` false): ``ToolCatalog.inert`` is then empty (a client group
+    reading a known listing, which logs nothing; bench/group.py). Never raises.
     """
     tools: list[ToolDefinition] = []
     excluded: list[Exclusion] = []
@@ -90,6 +92,19 @@ def build_catalog(entries: Iterable[object], *, mirroring: bool) -> ToolCatalog:
         if name in names:
             # Two definitions of one name make "the tool by exact name" ambiguous (SEP-2243).
             excluded.append(Exclusion(name=name, reason="listed more than once; the first definition is kept"))
+            continue
+        if not mirroring and not inert_reasons:
+            names.add(name)
+            description = entry.get("description")
+            tools.append(
+                ToolDefinition(
+                    name=name,
+                    description=description if isinstance(description, str) else "",
+                    input_schema=schema,
+                    mirrored=(),
+                    raw=entry,
+                )
+            )
             continue
         verdict = inspect_input_schema(schema)
         if verdict.reason is not None:

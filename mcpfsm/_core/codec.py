@@ -23,7 +23,6 @@ from typing import Final
 from .errors import HeaderDecodeError
 
 __all__ = [
-    "HEADER_NAME_TOKEN",
     "SENTINEL_PREFIX",
     "SENTINEL_SUFFIX",
     "decode_header_value",
@@ -31,6 +30,7 @@ __all__ = [
     "encode_header_value",
     "is_literal",
     "is_sentinel_shaped",
+    "is_token",
 ]
 
 SENTINEL_PREFIX = "=?base64?"
@@ -38,8 +38,16 @@ SENTINEL_PREFIX = "=?base64?"
 SENTINEL_SUFFIX = "?="
 """Marker closing a Base64-encoded header value."""
 
-HEADER_NAME_TOKEN: Final = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-"""RFC 9110 §5.6.2 token, the only characters a header name may hold; use with ``fullmatch``."""
+_TCHARS: Final = "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def is_token(text: str) -> bool:
+    """True when ``text`` is an RFC 9110 §5.6.2 token: the only characters a header name (or a method) may hold.
+
+    The characters ``!#$%&'*+-.^_`|~``, digits and ASCII letters, one or more: checked without a pattern to
+    compile at ``import mcpfsm``.
+    """
+    return bool(text) and not text.strip(_TCHARS)
 
 # Compiled on first use (re keeps it): only decode_header_value reads it, which the client never calls.
 _CANONICAL_B64: Final = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"

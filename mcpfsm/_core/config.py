@@ -13,7 +13,7 @@ are replaced by the variable, eagerly: an unset one is a :class:`~mcpfsm.ConfigE
 field and the variable, never an empty string. An optional ``auth`` object maps onto the client's ``auth=``:
 ``{"type": "bearer", "token": ...}``, ``{"type": "oauth", ...}`` (:class:`~mcpfsm.OAuth`) or
 ``{"type": "client_credentials", ...}`` (:class:`~mcpfsm.ClientCredentials`). mcpfsm's own per-server options are
-``protocol``, ``timeout``, ``tasks``, ``include_tools``, ``exclude_tools``, ``prefix`` and ``enabled``. Keys
+``protocol``, ``timeout``, ``tasks``, ``include_tools``, ``exclude_tools``, ``prefix``, ``enabled`` and ``lazy``. Keys
 mcpfsm does not know are kept (:attr:`ServerConfig.extra`) and ignored.
 
 Pure: reads the file it is given and the environment mapping, nothing else. No error message quotes a value
@@ -66,6 +66,7 @@ _KNOWN: Final = frozenset(
         "prefix",
         "enabled",
         "disabled",
+        "lazy",
     }
 )
 _HTTP_TYPES: Final = frozenset({"http", "streamable-http", "streamableHttp", "streamable_http"})
@@ -93,6 +94,8 @@ class ServerConfig:
         prefix: what aggregated names start with instead of the server's name (``""``: no prefix); ``None``
             for the name.
         enabled: ``False`` keeps the server out of a group (its status is ``"disabled"``).
+        lazy: ``True`` makes the server a lazy member of a group (connected on its first use), ``False`` an eager
+            one (connected when the group opens); ``None`` (absent) leaves it to the group's ``lazy=``.
         extra: the entry's keys mcpfsm does not know, as written (variables not replaced).
         secrets: the values ``${env:NAME}`` and ``${NAME}`` were replaced by, anywhere in the entry: no ``repr``
             shows them, and a client group takes them out of its members' errors and log lines.
@@ -113,6 +116,7 @@ class ServerConfig:
     exclude_tools: tuple[str, ...] = ()
     prefix: str | None = None
     enabled: bool = True
+    lazy: bool | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, repr=False)
     secrets: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
@@ -384,6 +388,8 @@ def _options(reader: _Entry, entry: Mapping[str, Any], path: str, options: dict[
     if "disabled" in entry:  # Cline and Roo write this one
         enabled = enabled and not reader.boolean(entry["disabled"], f"{path}.disabled")
     options["enabled"] = enabled
+    if "lazy" in entry:
+        options["lazy"] = reader.boolean(entry["lazy"], f"{path}.lazy")
 
 
 _OAUTH_FIELDS: Final = {

@@ -20,6 +20,8 @@ Every error mcpfsm raises on purpose derives from :class:`McpError`::
     │                            .error_description); never quotes a token, code or secret
     ├── ConfigError              an ``mcpServers`` configuration is malformed (.path: where), or a
     │                            client group's aggregated names collide
+    ├── CassetteError            a recorded session (docs/testing.md) is unreadable, of an unknown
+    │                            version, or served on another transport than it was recorded on (.line)
     ├── StoreError               a store cannot keep or give back a value, or do what was asked
     │   ├── StoreLockTimeout     ``store.lock(key, ttl, wait=…)`` did not get the lock within ``wait``
     │   └── UnsafeStoreError     a file store's directory or file that someone else could have written,
@@ -40,6 +42,7 @@ from .constants import HEADER_MISMATCH
 __all__ = [
     "AuthorizationError",
     "CallTimeoutError",
+    "CassetteError",
     "ConfigError",
     "HeaderDecodeError",
     "HeaderMismatchError",
@@ -256,6 +259,22 @@ class ConfigError(McpError):
     def __init__(self, message: str, *, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class CassetteError(McpError):
+    """A cassette cannot be replayed: unreadable, malformed, of an unknown version, or on the wrong transport.
+
+    Raised by :func:`mcpfsm.testing.replay`, :func:`mcpfsm.testing.serve` and ``mcpfsm replay`` before anything
+    is served (docs/testing.md).
+
+    Attributes:
+        line: the 1-based line of the cassette at fault (the header is line 1), or ``None`` when the fault is
+            the whole file's (it cannot be read, it is empty, or it was recorded on another transport).
+    """
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
 
 
 class StoreError(McpError):

@@ -16,10 +16,11 @@ not reusable (:attr:`ResponseReader.reusable`).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final, NamedTuple
 
-from .codec import HEADER_NAME_TOKEN
+from .codec import is_token
 
 __all__ = [
     "MAX_HEAD_BYTES",
@@ -68,6 +69,10 @@ _MAX_STATUS_LINES: Final = 64
 # no cookie and carry no session id or challenge.
 _HEADS: dict[bytes, tuple[tuple[int, int, str], dict[str, str]]] = {}
 _MAX_HEADS: Final = 64
+# Of those, the ones that answered a request of a method with a Content-Length body, by (bytes, method): the head
+# with its fields read-only (shared by every response with those bytes) and the body's length. Hot path
+# (bench/repeatable.py): the usual answer's framing is then worked out once, not for each response.
+_FRAMED: dict[tuple[bytes, str], tuple[ResponseHead, int]] = {}
 _MAX_CACHED_HEAD: Final = 1024
 _PRIVATE_FIELDS: Final = frozenset({"mcp-session-id", "www-authenticate", "dpop-nonce", "authentication-info"})
 _NO_BODY_STATUS: Final = frozenset({204, 304})
@@ -93,7 +98,7 @@ class ResponseHead(NamedTuple):
 
     status: int
     reason: str
-    headers: dict[str, str]
+    headers: Mapping[str, str]
     keep_alive: bool
     set_cookie: tuple[str, ...] = ()
 
@@ -150,7 +155,7 @@ def request_prefix(method: str, target: str, host: str, headers: Sequence[tuple[
     Raises:
         H1Error: as :func:`encode_request`.
     """
-    if not HEADER_NAME_TOKEN.fullmatch(method) or not _TARGET.fullmatch(target):
+    if not is_token(method) or not _TARGET.fullmatch(target):
         raise H1Error(f"malformed request line {method!r} {target!r}")
     lines = [f"{method} {target} HTTP/1.1\r\n", f"Host: {host}\r\n"]
     for name, value in headers:
@@ -166,7 +171,7 @@ def _checked_line(pair: tuple[str, str], *, remember: bool = True) -> str | None
     # The header line of `pair` once checked (remembered, bounded, unless `remember` is False), or None for a
     # Host header.
     name, value = pair
-    if not HEADER_NAME_TOKEN.fullmatch(name):
+    if not is_token(name):
         raise H1Error(f"header name {name!r} is not an HTTP token")
     if not _FIELD_VALUE.fullmatch(value):
         raise H1Error(_unsendable(name))
@@ -206,7 +211,7 @@ def field_problem(name: object, value: object) -> str | None:
     The reason names the header and never quotes its value: values are often credentials (a token read
     from a file with its trailing newline, an API key with a stray character).
     """
-    if not isinstance(name, str) or not HEADER_NAME_TOKEN.fullmatch(name):
+    if not isinstance(name, str) or not is_token(name):
         return f"header name {name!r} is not an HTTP token"
     if not isinstance(value, str) or not _FIELD_VALUE.fullmatch(value):
         return _unsendable(name)
@@ -354,7 +359,18 @@ class ResponseReader:
         known = _HEADS.get(raw)
         if known is not None:
             # The same bytes as a head parsed before (a server answers alike within the second of its Date).
-            return self._head_of(known[0], known[1].copy(), [])
+            framed = _FRAMED.get((raw, self._method))
+            if framed is not None:
+                self._remaining, self._state = framed[1], "data"
+                return framed[0]
+            head = self._head_of(known[0], known[1].copy(), [])
+            remaining = self._remaining
+            if head is not None and not self._chunked and self._state == "data" and remaining:
+                if len(_FRAMED) >= _MAX_HEADS:
+                    _FRAMED.clear()
+                shared = head._replace(headers=MappingProxyType(head.headers))
+                _FRAMED[(raw, self._method)] = (shared, remaining)
+            return head
         text = raw.decode("latin-1")
         status_line, _, fields = text.partition("\r\n")
         if fields:
@@ -377,6 +393,7 @@ class ResponseReader:
             # in the client it came to (this cache is the process's).
             if len(_HEADS) >= _MAX_HEADS:
                 _HEADS.clear()
+                _FRAMED.clear()
             _HEADS[raw] = (status, headers.copy())
         return self._head_of(status, headers, cookies)
 
@@ -400,7 +417,7 @@ class ResponseReader:
             # The value is never quoted: it may be a cookie, a session id or a challenge.
             if not colon:
                 raise H1Error("malformed HTTP/1.1 header line: no colon")
-            if not HEADER_NAME_TOKEN.fullmatch(name):
+            if not is_token(name):
                 raise H1Error(f"malformed HTTP/1.1 header line: the field name {name[:40]!r} is not a token")
             name = name.lower()
             value = value.strip(_OWS)
@@ -494,6 +511,28 @@ class ResponseReader:
         if self._eof:
             raise H1Error("the server closed the connection in the middle of the response body")
         return b""
+
+    def whole_body(self) -> bytes | None:
+        """The whole of a ``Content-Length`` body once all of it has been received, else ``None``.
+
+        What :meth:`read_body` returns piece by piece, in one step when it can be: the body is then read. With
+        ``None``, nothing is taken.
+        """
+        remaining = self._remaining
+        if self._head is None or self._chunked or self._state != "data" or remaining is None:
+            return None
+        buffer = self._buffer
+        if len(buffer) < remaining:
+            return None
+        if len(buffer) == remaining:
+            piece = bytes(buffer)
+            buffer.clear()
+        else:
+            piece = bytes(buffer[:remaining])
+            del buffer[:remaining]
+        self._remaining = 0
+        self._state = "done"
+        return piece
 
     def _read_chunked(self) -> bytes | None:
         buffer = self._buffer

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from .codec import HEADER_NAME_TOKEN
+from .codec import is_token
 
 __all__ = [
     "ANNOTATION",
@@ -198,7 +198,7 @@ def _check_annotation(
     pointer = json_pointer(path)
     if not isinstance(token, str):
         return f"x-mcp-header {_describe(token)} at {pointer} is not a string"
-    if not HEADER_NAME_TOKEN.fullmatch(token):
+    if not is_token(token):
         return f"x-mcp-header {_describe(token)} at {pointer} is not a valid header-name token"
     declared = node.get("type")
     if not isinstance(declared, str) or declared not in MIRRORABLE_TYPES:

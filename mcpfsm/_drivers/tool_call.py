@@ -17,8 +17,7 @@ from __future__ import annotations
 import itertools
 import secrets
 from collections.abc import Callable, Mapping
-from time import time_ns
-from types import MappingProxyType
+from time import perf_counter, time_ns
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import trio
@@ -26,7 +25,7 @@ import trio
 from .._core.catalog import ToolCatalog, ToolDefinition
 from .._core.constants import MISSING_REQUIRED_CAPABILITY, is_modern
 from .._core.errors import HeaderMismatchError, McpError, MirroringError, RpcError
-from .._core.events import error_summary, input_failure_summary, tool_call_event, utc_timestamp
+from .._core.events import error_summary, input_failure_summary, tool_call_event
 from .._core.input import INPUT_REQUIRED, TASK
 from .._core.plan import HeaderPlan, plan_request
 from .._core.results import ToolResult
@@ -46,6 +45,18 @@ _CALL_COUNTER = itertools.count(1)
 
 def _no_clock() -> float:
     raise RuntimeError("the call's clock is read before the call runs")
+
+
+def _call_clock() -> Callable[[], float]:
+    # What the run's clock reads, for the elapsed times of a call's events (differences of its readings). trio's
+    # own clock is perf_counter plus a fixed offset: read directly, the differences are the same, at the cost of a C
+    # call instead of a Python method (bench/repeatable.py: five readings per call). Any other clock (trio.testing's
+    # MockClock, a caller's) is read as it is.
+    clock = trio.lowlevel.current_clock()
+    kind = type(clock)
+    if kind.__name__ == "SystemClock" and kind.__module__.startswith("trio."):
+        return perf_counter
+    return clock.current_time
 
 
 class CallPort(Protocol):
@@ -194,8 +205,8 @@ class ToolCall:
         except MirroringError as exc:
             self.error = exc
             return Trigger.unmirrorable
-        # One read-only copy of the plan, shared by the events of the call that carry it.
-        self.headers = MappingProxyType(self.plan.as_dict())
+        # The plan's read-only view, shared by the events that carry it.
+        self.headers = self.plan.mapping
         return _PLANNED
 
     async def _sending(self) -> Trigger:
@@ -292,7 +303,7 @@ class ToolCall:
             self.error = self.mismatch
             return Trigger.unchanged
         self.plan = fresh
-        self.headers = MappingProxyType(fresh.as_dict())
+        self.headers = fresh.mapping
         return Trigger.changed
 
     # --- the driver ---------------------------------------------------------------------------
@@ -309,7 +320,7 @@ class ToolCall:
             Exception: whatever an input handler raised, unchanged.
             trio.Cancelled: the caller was cancelled; the call ends in ``cancelled``.
         """
-        self.clock = trio.lowlevel.current_clock().current_time
+        self.clock = _call_clock()
         self.started = self.clock()
         if await drive(COMPILED, _EFFECTS, self, _STEPS) == _SUCCEEDED:
             assert self.result is not None
@@ -324,7 +335,7 @@ class ToolCall:
         :class:`ToolResult`. Raises as :meth:`run`.
         """
         self.starting = True
-        self.clock = trio.lowlevel.current_clock().current_time
+        self.clock = _call_clock()
         self.started = self.clock()
         if await drive(COMPILED, _EFFECTS, self, _STEPS) == _SUCCEEDED:
             return self.task if self.task is not None else self.result
@@ -355,13 +366,14 @@ class ToolCall:
                 previous,
                 trigger,
                 self.attempt,
-                utc_timestamp(time_ns()),
+                time_ns(),
                 self.clock() - self.started,
                 self.headers,
                 error,
                 0 if self.rounds is None else self.rounds.round,
                 requests,
                 responses,
+                audit.server,
             )
         )
 

@@ -28,7 +28,7 @@ from .._machines.registry import MACHINES
 from .diagram import svg
 from .render import banner, dot
 from .report_assets import SCRIPT, STYLE
-from .trace import parse_records
+from .trace import parse_records, run_id
 
 __all__ = ["Run", "machine_svg", "parse_trail", "report_html", "runs_of"]
 
@@ -40,6 +40,8 @@ _RUN_FIELDS: Final = frozenset({"call_id", "machine", "tool", "server"})
 # and the wall-clock time (the run keeps its first; each event has its elapsed time). A third less to parse for
 # a large trail (bench/report.py).
 _LEFT_OUT: Final = frozenset({"log_prev", "log_sha256", "log_hmac", "at"})
+# Machines whose runs are a member's statuses, not work that ends (the page shows the last status as the outcome).
+_STATUS_RUNS: Final = frozenset({"group"})
 # Values the page assumes when an event leaves them out.
 _DEFAULTS: Final = {"attempt": 1, "round": 0}
 
@@ -84,9 +86,12 @@ class Run:
     def label(self) -> str:
         """What the index calls the run: the tool, or the request and its target, or the issuer.
 
-        A run of the gate: its method and the name it carries (``tools/call execute-sql``).
+        A run of the gate: its method and the name it carries (``tools/call execute-sql``). A group member's run:
+        ``member NAME``.
         """
         first = self.events[0]
+        if self.machine == "group":
+            return f"member {self.server()}"
         for event in self.events:
             if event.get("request"):
                 return f"{event['request']} {event.get('target', '')}".strip()
@@ -108,10 +113,10 @@ class Run:
 
 
 def runs_of(records: Iterable[Mapping[str, Any]]) -> list[Run]:
-    """Group event records into runs by ``call_id``, in the order each run first appears."""
+    """Group event records into runs by ``call_id`` (a group member's by ``group:NAME``), in order of appearance."""
     grouped: dict[str, list[Mapping[str, Any]]] = {}
     for record in records:
-        grouped.setdefault(str(record["call_id"]), []).append(record)
+        grouped.setdefault(run_id(record), []).append(record)
     return [
         Run(
             call_id=call_id,
@@ -176,6 +181,8 @@ def _compact(run: Run, machines: Mapping[str, MachineDefinition[Any, Any]]) -> d
     last = run.events[-1]
     definition = machines.get(run.machine)
     ended = definition is not None and last["state"] in {str(state) for state in definition.terminal}
+    # A group member's run is its statuses: the last one is where the member stands, not an unfinished run.
+    ended = ended or run.machine in _STATUS_RUNS
     return {
         "id": run.call_id,
         "machine": run.machine,

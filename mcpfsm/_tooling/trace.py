@@ -22,6 +22,11 @@ For a request through the gate (``GateEvent``, specs/gate.md), three participant
 ``Upstream``: the request arriving, the ``tools/list`` a run that learns sends, the request passed on and its
 answer, or the gate's refusal with its status and reason; each state a note over ``Gate``.
 
+For a member of a client group (``MemberEvent``, specs/group.md), its run is every status change of that member
+(its id is ``group:NAME``: member events belong to no call): ``Group`` and the member's server, a connect arrow for
+each ``connecting``, the server's answer (``connected``, or ``--x`` with the error), and a child's exit or a server
+gone as a ``--x`` arrow.
+
 ``mcpfsm trace EVENTS.jsonl`` is the command-line front end.
 """
 
@@ -33,9 +38,18 @@ from typing import Any, Final
 
 from .._core.events import CallEvent
 from .._core.events.gate import GateEvent
+from .._core.events.group import MemberEvent
 from .._core.events.input import InputEvent
 
-__all__ = ["parse_events", "parse_records", "select_call", "sequence_diagram", "servers_of", "summary_by_server"]
+__all__ = [
+    "parse_events",
+    "parse_records",
+    "run_id",
+    "select_call",
+    "sequence_diagram",
+    "servers_of",
+    "summary_by_server",
+]
 
 # Mermaid reads `;` as a statement separator and `#…;` as an entity code, and renders message text
 # as HTML, so these characters are written as Mermaid entity codes (`#59;` is `;`). Line breaks
@@ -53,7 +67,15 @@ _ESCAPES: Final[Mapping[int, str]] = {
 _BREAK: Final = "<br/>"
 _REQUEST_STATES: Final = frozenset({"sending", "resending", "retrying", "retry_resending"})
 _REQUIRED: Final = ("call_id", "seq", "tool", "state", "attempt", "at", "elapsed")
-_DRAWN: Final = frozenset({"tool-call", InputEvent.MACHINE, GateEvent.MACHINE})
+_DRAWN: Final = frozenset({"tool-call", InputEvent.MACHINE, GateEvent.MACHINE, MemberEvent.MACHINE})
+
+
+def run_id(event: CallEvent | Mapping[str, Any]) -> str:
+    """The id of the run an event (or its record) belongs to: its ``call_id``, or ``group:NAME`` for a member's."""
+    if isinstance(event, CallEvent):
+        return event.call_id if event.call_id is not None else f"{event.machine}:{event.server}"
+    call_id, machine, server = event.get("call_id"), event.get("machine"), event.get("server")
+    return str(call_id) if call_id is not None else f"{machine}:{server}"
 
 
 def _text(value: object) -> str:
@@ -167,10 +189,12 @@ def sequence_diagram(events: Iterable[CallEvent]) -> str:
     ordered = sorted(events, key=lambda event: event.seq)
     if not ordered:
         raise ValueError("no events to draw")
-    call_ids = {event.call_id for event in ordered}
+    call_ids = {run_id(event) for event in ordered}
     if len(call_ids) > 1:
         raise ValueError(f"events of {len(call_ids)} calls given; draw one call at a time")
     first = ordered[0]
+    if isinstance(first, MemberEvent):
+        return _member_diagram(ordered)
     if isinstance(first, InputEvent):
         return _input_diagram([event for event in ordered if isinstance(event, InputEvent)], first)
     if isinstance(first, GateEvent):
@@ -262,6 +286,30 @@ def _gate_diagram(events: Sequence[GateEvent]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _member_diagram(events: Sequence[CallEvent]) -> str:
+    server = events[0].server or ""
+    lines = [
+        "sequenceDiagram",
+        f"    %% mcpfsm group member {_text(server)}, drawn by `mcpfsm trace`",
+        "    participant Group",
+        f"    participant Server as {_text(server)}",
+    ]
+    for event in events:
+        if event.trigger in ("connected", "refused"):
+            arrow = "-->>" if event.trigger == "connected" else "--x"
+            said = "connected" if event.trigger == "connected" else _error_text(event.error)
+            lines.append(f"    Server{arrow}Group: {_lines(said)}")
+        elif event.trigger in ("exited", "broke"):
+            lines.append(f"    Server--xGroup: {_lines(event.trigger, _error_text(event.error))}")
+        title = event.state if event.trigger is None else f"{event.state} ({event.trigger})"
+        lines.append(f"    Note over Group: {_lines(title)}")
+        if event.state == "connecting":
+            lines.append(f"    Group->>Server: {_lines(f'connect (attempt {event.attempt})')}")
+        elif event.state == "disabled":
+            lines.append("    Group-xServer: close")
+    return "\n".join(lines) + "\n"
+
+
 def _server_participant(first: CallEvent) -> str:
     # A member of a client group: the server participant shows the member's name (CallEvent.server).
     if first.server is None:
@@ -286,7 +334,7 @@ def summary_by_server(events: Sequence[CallEvent]) -> str:
     runs: dict[str | None, dict[str, list[CallEvent]]] = {}
     for event in events:
         if event.machine in _DRAWN:
-            runs.setdefault(event.server, {}).setdefault(event.call_id, []).append(event)
+            runs.setdefault(event.server, {}).setdefault(run_id(event), []).append(event)
     if not runs:
         raise ValueError("no events recorded")
     lines = []
@@ -302,6 +350,8 @@ def summary_by_server(events: Sequence[CallEvent]) -> str:
                 subject = f"{last.request} {last.target}"
             elif isinstance(last, GateEvent):
                 subject = _gate_subject([each for each in run if isinstance(each, GateEvent)])
+            elif isinstance(last, MemberEvent):
+                subject = "member"
             else:
                 subject = last.tool
             lines.append(f"  {call_id}  {last.machine}  {subject}  {last.state} ({len(run)} events)")
@@ -353,8 +403,8 @@ def select_call(
 ) -> list[CallEvent]:
     """The events of run ``call_id``, or of the last run recorded when ``call_id`` is ``None``.
 
-    A run is a tool call, a run of the input machine or a request through the gate (its ``call_id``); authorization
-    flows and tasks are skipped.
+    A run is a tool call, a run of the input machine or a request through the gate (its ``call_id``), or a group
+    member's status changes (``group:NAME``); authorization flows and tasks are skipped.
     With ``server``, only the runs of that member of a client group count (``CallEvent.server``).
 
     Raises:
@@ -370,9 +420,9 @@ def select_call(
         events = [event for event in events if event.server == server]
         if not events:
             raise ValueError(f"no events of server {server!r} (servers recorded: {known_servers})")
-    wanted = events[-1].call_id if call_id is None else call_id
-    chosen = [event for event in events if event.call_id == wanted]
+    wanted = run_id(events[-1]) if call_id is None else call_id
+    chosen = [event for event in events if run_id(event) == wanted]
     if not chosen:
-        known = ", ".join(dict.fromkeys(event.call_id for event in events))
+        known = ", ".join(dict.fromkeys(run_id(event) for event in events))
         raise ValueError(f"no events of call {wanted!r} (calls recorded: {known})")
     return chosen

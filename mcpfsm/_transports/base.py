@@ -7,12 +7,15 @@ sessions: the client's session layer decides which headers a message carries (th
 implementations live in ``http/`` and ``stdio.py``; a custom transport implements the same six
 members (MCP 2026-07-28, "Transports": a client may use any transport that carries JSON-RPC).
 
-The session hands each message over as an :class:`OutgoingMessage`: the JSON text (a ``str``, so the
-contract stays ``send(message: str, headers)``) with what the session already knows of it: its request id,
-its method and whether its answer is a long-lived stream. A transport need not read them out of the text.
+The session knows more of each message than its text: its request id, its method and whether its answer is a
+long-lived stream. A transport that also has ``async send_message(message: OutgoingMessage, headers) -> Reply |
+None`` (mcpfsm's HTTP and stdio transports: the same trip as ``send``, raising the same errors) is handed an
+:class:`OutgoingMessage`, the text with that metadata beside it, and need not read them out of the text again;
+any other transport gets the text alone, through the ``send(message: str, headers)`` of the contract.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: Reply's fields are read as the objects they are, not compiled from
+# their text as a NamedTuple of string annotations has typing do at `import mcpfsm` (bench/startup.py).
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
@@ -28,6 +31,7 @@ __all__ = [
     "OutgoingMessage",
     "Reply",
     "RequestCredentials",
+    "StreamedReply",
     "Transport",
     "filter_custom_headers",
 ]
@@ -45,43 +49,60 @@ the answer in a task of its own and returns at once (the answer goes out with :m
 so a transport may await it inline without blocking what it reads."""
 
 
-class OutgoingMessage(str):
-    """A JSON-RPC message on its way out: its text, with its request id, method and whether it is long-lived.
+class OutgoingMessage:
+    """A JSON-RPC message on its way out: its text, and beside it what its sender knows of it.
 
-    The session makes one for every message it sends (``OutgoingMessage(text, 7, "tools/call")``), so a
-    transport matches the answer by :attr:`request_id` and learns the method without reading the JSON text
-    again. It is the text itself (a ``str``): a custom transport that knows nothing of it sends it as it is.
+    The session makes one for every message it sends (``OutgoingMessage(text, 7, "tools/call")``) and hands it
+    to a transport with ``send_message``, which matches the answer by :attr:`request_id` and learns the method without
+    reading the JSON text again (a transport's ``send_message``, see the module docstring). A value: nothing
+    changes it once it is made.
 
     Attributes:
+        text: the JSON-RPC message.
         request_id: the id of a request; ``None`` for a notification or a response of ours.
         method: the method of a request or a notification; ``None`` for a response of ours.
         long_lived: the answer is a stream expected to be silent for long (``subscriptions/listen``).
     """
 
-    request_id: int | str | None
-    method: str | None
-    long_lived: bool
+    # Hot path (bench/repeatable.py): one per request; plain slots, no str copy and no instance dict.
+    __slots__ = ("long_lived", "method", "request_id", "text")
 
-    def __new__(
-        cls, text: str, request_id: int | str | None = None, method: str | None = None, *, long_lived: bool = False
-    ) -> OutgoingMessage:
+    def __init__(
+        self, text: str, request_id: int | str | None = None, method: str | None = None, long_lived: bool = False
+    ) -> None:
         """The message ``text`` with what its sender knows of it."""
-        message = super().__new__(cls, text)
-        message.request_id = request_id
-        message.method = method
-        message.long_lived = long_lived
-        return message
+        self.text = text
+        self.request_id = request_id
+        self.method = method
+        self.long_lived = long_lived
 
     @classmethod
-    def of(cls, message: str) -> OutgoingMessage:
-        """``message`` itself when it is an :class:`OutgoingMessage`; else one read out of its JSON text.
+    def of(cls, text: str) -> "OutgoingMessage":
+        """The message ``text`` with its request id, method and long-lived flag read out of the JSON text.
 
-        The text is read only for a message a caller handed to the transport directly (not through a session).
+        For a message a caller handed to a transport's ``send`` directly (not through a session).
         """
-        if type(message) is cls:
-            return message
-        request_id, method = outgoing_request(message)
-        return cls(message, request_id, method, long_lived=is_long_lived(method))
+        request_id, method = outgoing_request(text)
+        return cls(text, request_id, method, is_long_lived(method))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the text and every item of metadata are."""
+        if not isinstance(other, OutgoingMessage):
+            return NotImplemented
+        return (self.text, self.request_id, self.method, self.long_lived) == (
+            other.text,
+            other.request_id,
+            other.method,
+            other.long_lived,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        """The id, method and flag; never the text (it may carry arguments or secrets)."""
+        return (
+            f"OutgoingMessage(request_id={self.request_id!r}, method={self.method!r}, long_lived={self.long_lived!r})"
+        )
 
 
 class Reply(NamedTuple):
@@ -110,6 +131,16 @@ class Reply(NamedTuple):
         return (
             f"Reply(status={self.status!r}, www_authenticate={self.www_authenticate!r}, dpop_nonce={self.dpop_nonce!r})"
         )
+
+
+class StreamedReply(Reply):
+    """A :class:`Reply` that came as an event stream (``text/event-stream``) rather than one JSON body.
+
+    The same fields, read the same way; a recording (docs/testing.md) writes the ``Content-Type`` it came with. A
+    kind of its own rather than a field: a reply made on the hot path carries nothing more for it.
+    """
+
+    __slots__ = ()
 
 
 class RequestCredentials(Protocol):
@@ -148,8 +179,8 @@ class Transport(Protocol):
 
         For a request, return the peer's response to it (an error response included); for a
         notification or a response of ours, return ``None``. Transports without headers (stdio)
-        accept ``headers`` and ignore it. From a session, ``message`` is an :class:`OutgoingMessage`
-        (its id and method come with it; :meth:`OutgoingMessage.of` makes one of any other message).
+        accept ``headers`` and ignore it. A session calls this with the message's text unless the
+        transport has ``send_message`` (module docstring).
 
         Raises:
             TransportError: the message could not be delivered or no answer arrived.

@@ -95,6 +95,7 @@ class StdioTransport:
         self._stderr_tail = b""
         self._stderr_done = trio.Event()
         self._stdout_done = trio.Event()
+        self._exited = trio.Event()
         self._command = list(command)
         self._env = None if env is None else {**os.environ, **env}
         self._cwd = cwd
@@ -102,6 +103,7 @@ class StdioTransport:
         """Takes the client's secrets out of what the server writes to stderr before it is logged, or ``None``."""
         self._process: trio.Process | None = None
         self._pid: int | None = None
+        self._returncode: int | None = None
         self._readers = BackgroundTasks()
         self._pending: dict[object, _Pending] = {}
         self._write_lock = trio.Lock()
@@ -137,6 +139,37 @@ class StdioTransport:
         self._spawn(self._watch_exit)
 
     @property
+    def command(self) -> list[str]:
+        """The program and its arguments, as given."""
+        return list(self._command)
+
+    @property
+    def ended(self) -> bool:
+        """True once the child has exited or its stdout ended: no request can be answered any more."""
+        return self._exited.is_set() or self._stdout_done.is_set()
+
+    async def wait_ended(self) -> TransportError:
+        """Return once the child has exited or closed its stdout, with the error a request would now get.
+
+        The error names the exit status and ends with the last lines of the child's stderr (given a moment to
+        drain). A client group watches its stdio members this way, so that a member whose child exits is
+        ``"failed"`` when it happens, not at its next use (docs/groups.md). :meth:`aclose` ends the child too, so a
+        caller that closes the transport stops waiting first.
+        """
+        async with trio.open_nursery() as nursery:
+
+            async def wait_for(event: trio.Event) -> None:
+                await event.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(wait_for, self._exited)
+            nursery.start_soon(wait_for, self._stdout_done)
+        with trio.move_on_after(_EXIT_GRACE):
+            await self._exited.wait()
+            await self._stderr_done.wait()
+        return self._exit_error(self._returncode)
+
+    @property
     def pid(self) -> int | None:
         """The child's process id once started (kept after close, for diagnostics)."""
         return self._pid
@@ -150,23 +183,32 @@ class StdioTransport:
     async def send(self, message: str, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
         """Write one message; for a request, wait for and return its response.
 
-        ``headers`` is accepted and ignored: stdio has none.
+        ``headers`` is accepted and ignored: stdio has none. The text is read for its id
+        (:meth:`OutgoingMessage.of`); a session hands :meth:`send_message` both.
 
         Raises:
             TransportError: the child is not running or exited before answering.
+        """
+        return await self.send_message(OutgoingMessage.of(message), headers)
+
+    async def send_message(self, message: OutgoingMessage, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
+        """Write ``message``'s text as :meth:`send` does, waiting for the answer to the id beside it.
+
+        Raises:
+            As :meth:`send`.
         """
         process = self._process
         if process is None or process.stdin is None:
             raise TransportError("the stdio transport is not started (call open() first)")
         if self._failure is not None:
             raise TransportError(str(self._failure)) from self._failure
-        request_id = OutgoingMessage.of(message).request_id
+        request_id = message.request_id
         pending: _Pending | None = None
         if request_id is not None:
             pending = _Pending()
             self._pending[request_id] = pending
         try:
-            await self._write(message)
+            await self._write(message.text)
             if pending is None:
                 return None
             await pending.event.wait()
@@ -214,21 +256,22 @@ class StdioTransport:
         process = self._process
         assert process is not None
         await process.wait()
+        self._returncode = process.returncode
+        self._exited.set()
         with trio.move_on_after(_EXIT_GRACE):
             await self._stdout_done.wait()
         if not self._stdout_done.is_set():
-            self._fail(self._exit_error(process, held=True))
+            self._fail(self._exit_error(process.returncode, held=True))
 
     async def _ended(self, process: trio.Process) -> TransportError:
         # stdout is closed: give the child a moment to exit and stderr to drain, so the error can say why.
         with trio.move_on_after(_CLOSE_GRACE):
             await process.wait()
             await self._stderr_done.wait()
-        return self._exit_error(process)
+        return self._exit_error(process.returncode)
 
-    def _exit_error(self, process: trio.Process, *, held: bool = False) -> TransportError:
+    def _exit_error(self, status: int | None, *, held: bool = False) -> TransportError:
         # How the child ended (exit status or signal), and the last lines of its stderr.
-        status = process.returncode
         if status is None:
             message = "the MCP server process closed its stdout before answering"
         elif status < 0:

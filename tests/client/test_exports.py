@@ -123,7 +123,8 @@ def test_the_http_and_stdio_factories_take_the_documented_keywords() -> None:
     assert sorted(SPEC_KEYWORDS - HTTP_ONLY - stdio) == []
     assert sorted(HTTP_ONLY & stdio) == []
     assert keywords(mcpfsm.Client) == stdio - {"env", "cwd", "max_response_bytes"}
-    assert keywords(mcpfsm.ClientGroup) == keywords(mcpfsm.Client) | {"separator", "connect_timeout", "environ"}
+    group = {"separator", "connect_timeout", "environ", "lazy", "known_ttl", "reconnect_backoff"}  # docs/groups.md
+    assert keywords(mcpfsm.ClientGroup) == keywords(mcpfsm.Client) | group
 
 
 def test_the_gate_package_exports_sorted_resolving_documented_names() -> None:

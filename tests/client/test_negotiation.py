@@ -456,6 +456,38 @@ async def test_a_second_minus_32022_is_raised() -> None:
     assert script.calls == LIST_RETRIED_IN_LEGACY
 
 
+async def test_after_a_version_switch_an_expired_session_is_renewed_once_more() -> None:
+    # The resend policy (mcpfsm/_client/session.py): a switch on the first answer, then one renewal: three attempts.
+    gone = raw(404, b"Session not found", "text/plain")
+    script = Script(unsupported(LEGACY), *handshake("s-1"), gone, *handshake("s-2"), result({"tools": []}))
+
+    async with client(script, MODERN) as c:
+        assert len(await c.tools()) == 0
+
+    assert [call[:2] for call in script.calls if call[0] == "POST"] == [
+        ("POST", "tools/list"),
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("POST", "tools/list"),
+        ("POST", "initialize"),
+        ("POST", "notifications/initialized"),
+        ("POST", "tools/list"),
+    ]
+
+
+async def test_a_minus_32022_after_a_renewal_is_raised() -> None:
+    # Nothing is resent after a renewal: the renewed session's answer stands, a -32022 included.
+    gone = raw(404, b"Session not found", "text/plain")
+    script = Script(*handshake("s-1"), gone, *handshake("s-2"), unsupported(MODERN))
+
+    async with client(script, LEGACY) as c:
+        with pytest.raises(mcpfsm.RpcError, match=r"^JSON-RPC error -32022: Unsupported protocol version$"):
+            await c.tools()
+        assert c.protocol_version == LEGACY
+
+    assert [call[:2] for call in script.calls if call[:2] == ("POST", "tools/list")] == [("POST", "tools/list")] * 2
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -671,8 +703,11 @@ async def test_legacy_annotations_are_inert_tools_kept_and_nothing_mirrored(reco
     assert sql.mirrored == {}
     assert [s.mcp for s in script.sent[2:6]] == [legacy_version_only()] * 4
     assert script.sent[4].body["params"] == {"name": "execute-sql", "arguments": {"database": 42}}
-    assert ("DEBUG", "x-mcp-header annotations of MCP tool 'bad' are inert here: "
-            "x-mcp-header 'Bad Header' at /region is not a valid header-name token") in records
+    assert (
+        "DEBUG",
+        "x-mcp-header annotations of MCP tool 'bad' are inert here: "
+        "x-mcp-header 'Bad Header' at /region is not a valid header-name token",
+    ) in records
     assert [r for r in records if r[0] == "WARNING"] == []
 
 

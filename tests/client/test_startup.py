@@ -170,11 +170,12 @@ print(json.dumps(sorted(m for m in sys.modules if m.startswith("mcpfsm._machines
         ),
         (
             "from mcpfsm._machines.registry import MACHINES\n"
-            "assert list(MACHINES) == ['tool-call', 'authorization', 'gate', 'input', 'task']",
+            "assert list(MACHINES) == ['tool-call', 'authorization', 'gate', 'group', 'input', 'task']",
             [
                 "mcpfsm._machines.authorization",
                 "mcpfsm._machines.definition",
                 "mcpfsm._machines.gate",
+                "mcpfsm._machines.group",
                 "mcpfsm._machines.input",
                 "mcpfsm._machines.input_loop",
                 "mcpfsm._machines.registry",

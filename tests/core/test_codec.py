@@ -219,3 +219,11 @@ def test_decode_is_strict(header: str) -> None:
     except HeaderDecodeError:
         return
     assert encode_header_value(value) == header
+
+
+@given(st.text(max_size=12) | st.text(alphabet="!#$%&'*+-.^_`|~0Aa z:\t\n\x7f\u00e9", max_size=8))
+def test_a_token_is_what_the_rfc_9110_pattern_matches_whole(text: str) -> None:
+    # RFC 9110 §5.6.2: tchar; is_token checks it without a pattern compiled at import.
+    from mcpfsm._core.codec import is_token
+
+    assert is_token(text) == bool(re.fullmatch(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", text))

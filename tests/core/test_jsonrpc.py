@@ -299,3 +299,33 @@ def test_one_shot_encoding_refuses_a_circular_message_as_the_json_encoder_does()
         jsonrpc._ENCODER.encode(message)
     # New markers per message: the failed one leaves nothing behind.
     assert jsonrpc._one_shot({"a": 1}) == '{"a":1}'
+
+
+_META: Final = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "x": {"é": [1, None]}}
+
+
+@given(
+    request_id=st.integers(min_value=0, max_value=2**53),
+    method=st.text(max_size=12),
+    params=st.none() | st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=5),
+    own=st.none() | st.dictionaries(st.text(max_size=8), _JSON_VALUES, max_size=3),
+)
+def test_a_request_with_the_session_meta_is_the_merged_request_encoded(
+    request_id: int, method: str, params: dict[str, Any] | None, own: dict[str, Any] | None
+) -> None:
+    # The session's _meta text is spliced in, or merged after the params' own _meta: the same text as encoding the
+    # merged params (the meta last, its keys over the params' own).
+    if params is not None and own is not None:
+        params["_meta"] = own
+    merged = {**(params or {}), "_meta": {**(own or {}), **_META} if params is not None and own is not None else _META}
+    text = jsonrpc.encode_request_with_meta(request_id, method, params, jsonrpc.encoded_meta(dict(_META)))
+    assert text == encode_request(request_id, method, merged)
+    assert json.loads(text) == {"jsonrpc": "2.0", "id": request_id, "method": method, "params": merged}
+
+
+def test_a_request_with_the_session_meta_refuses_what_encode_request_refuses() -> None:
+    meta = jsonrpc.encoded_meta({"v": 1})
+    with pytest.raises(ValueError, match=r"^cannot encode JSON-RPC message as JSON: Out of range float values"):
+        jsonrpc.encode_request_with_meta(1, "tools/call", {"arguments": {"x": math.nan}}, meta)
+    with pytest.raises(ValueError, match=r"lone UTF-16 surrogate"):
+        jsonrpc.encode_request_with_meta(1, "tools/call", {"arguments": {"x": "\ud800"}}, meta)

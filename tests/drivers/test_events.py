@@ -412,13 +412,15 @@ async def test_events_are_logged_at_debug_with_the_call_id(fake: FakeServer, log
     ]
 
 
-def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None:
+@pytest.mark.parametrize("server", [None, "billing"])
+def test_the_tool_call_factory_builds_the_event_the_constructor_builds(server: str | None) -> None:
     # events.tool_call_event (the hot path's positional factory: a _Draft given the class CallEvent) builds what
-    # CallEvent.__init__ builds.
+    # CallEvent.__init__ builds, its `at` the text utc_timestamp writes for the instant it is given.
     import dataclasses
 
-    from mcpfsm._core.events import tool_call_event
+    from mcpfsm._core.events import tool_call_event, utc_timestamp
 
+    ns = 1_764_590_400_000_001_999
     values: dict[str, Any] = {
         "call_id": "c-1",
         "seq": 3,
@@ -427,7 +429,7 @@ def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None
         "previous": "sending",
         "trigger": "errored",
         "attempt": 2,
-        "at": "2026-12-01T00:00:00.000001+00:00",
+        "at": ns,
         "elapsed": 0.5,
         "headers": {"Mcp-Method": "tools/call"},
         "error": {"type": "RpcError", "code": -1, "message": "no"},
@@ -435,8 +437,9 @@ def test_the_tool_call_factory_builds_the_event_the_constructor_builds() -> None
         "input_requests": {"k": "roots/list"},
         "input_responses": {"k": {"roots": []}},
     }
-    built = tool_call_event(*values.values())
-    expected = mcpfsm.CallEvent(**values)
+    built = tool_call_event(*values.values(), server)
+    expected = mcpfsm.CallEvent(**{**values, "at": "2025-12-01T12:00:00.000001+00:00"}, server=server)
+    assert utc_timestamp(ns) == expected.at
     fields = [field.name for field in dataclasses.fields(mcpfsm.CallEvent)]
     assert fields == [*values, "machine", "server"]  # a new field must be added to the factory too
     assert [getattr(built, name) for name in fields] == [getattr(expected, name) for name in fields]
@@ -473,3 +476,20 @@ def test_every_dataclass_has_its_generated_init() -> None:
     # Adding a field is one edit: no dataclass writes its __init__ out. The per-call values are built on their
     # fast paths instead (tool_call_event, ToolResult.from_complete), each measured by bench/layer.py.
     assert _written_out() == []
+
+
+def test_a_calls_elapsed_times_read_the_runs_clock() -> None:
+    # trio's own clock is perf_counter plus an offset, so a call reads perf_counter directly (the same differences);
+    # any other clock (a MockClock in tests, a caller's) is read as it is.
+    import time
+
+    import trio.testing
+
+    from mcpfsm._drivers.tool_call import _call_clock
+
+    async def read() -> object:
+        return _call_clock()
+
+    assert trio.run(read) is time.perf_counter
+    mock = trio.testing.MockClock()
+    assert trio.run(read, clock=mock) == mock.current_time

@@ -23,7 +23,7 @@ def plain() -> Iterator[HttpPeer]:
 
 @pytest.fixture(scope="module")
 def tasks() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
+    with start_http_peer("modern", module="tooling.peer_tasks") as running:
         yield running
 
 

@@ -20,8 +20,8 @@ import pytest
 from loguru import logger
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import run_authserver
 from tests.ports import reserved_port
+from tooling.processes import run_authserver
 
 SECRET: Final = "sk-live-7Qp2Zr9Xw4"
 AGENT: Final = {"client_id": "agent", "client_secret": "agent-secret-value"}
@@ -82,7 +82,8 @@ async def test_expanded_values_reach_no_error_exception_log_line_event_or_repr(o
             assert (await group.call_tool("live_test-tool")).text == "test-tool called"
             server.process.terminate()
             server.process.wait(timeout=30)
-            for call in (lambda: group.call_tool("live_test-tool"), lambda: group["live"].call_tool("test-tool", {})):
+            # The member's own client first: the group's call then finds the server gone and fails the member.
+            for call in (lambda: group["live"].call_tool("test-tool", {}), lambda: group.call_tool("live_test-tool")):
                 try:
                     await call()
                 except mcpfsm.McpError as exc:

@@ -22,11 +22,11 @@ import trio
 
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder, tokens_key
-from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
 from tests.fleetrun import Fleet
 from tests.redisserver import RedisServer, start_cluster, start_failover_pair, start_redis
 from tests.store_worker import opened
+from tooling.processes import RunningAuthServer, run_authserver
 
 CALLS: Final = 3
 REDIS_FORMS: Final = ["redis", "redis-bare", "redis-client"]

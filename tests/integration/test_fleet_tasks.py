@@ -1,7 +1,7 @@
 """Task records on a shared store under contention: worker processes start tasks at once, none is lost (docs/tasks.md).
 
 Every worker (tests/task_worker.py) starts its tasks all at once on the real tasks server
-(``mcpfsm._tooling.peer_tasks``); each task's record and the server's index of ids go to the shared store, the
+(``tooling.peer_tasks``); each task's record and the server's index of ids go to the shared store, the
 index under the store's lock. Afterwards a fresh client on the same store finds every task in
 ``pending_tasks()``. Every form of every store kind docs/stores.md shows, and several clients of one process on
 one ``MemoryStore`` subclass and on one ``RedisStore`` that nobody entered.
@@ -28,7 +28,7 @@ TASKS: Final = 15
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
+    with start_http_peer("modern", module="tooling.peer_tasks") as running:
         yield running
 
 
@@ -110,4 +110,7 @@ async def test_clients_of_one_process_on_one_store_lose_no_record(
             found = sorted(task.id for task in await fresh.pending_tasks() if task.id is not None)
     assert found == sorted(started) and len(started) == WORKERS * TASKS
     if isinstance(store, CountingStore):
-        assert store.locks >= WORKERS * TASKS
+        # The subclass's own lock is the one the records take, not a process lock in its place. The index is
+        # written in batches (mcpfsm._client.task_records), so how many depends on timing: at least one a client
+        # (tests/integration/test_task_burst.py counts them under a burst).
+        assert store.locks >= WORKERS

@@ -1,4 +1,4 @@
-"""Configuration auth blocks against the real local authorization server (mcpfsm._tooling.authserver).
+"""Configuration auth blocks against the real local authorization server (tooling.authserver).
 
 ``load_config`` maps ``{"type": "client_credentials" | "bearer" | "oauth", ...}`` onto the client's ``auth=``
 (docs/groups.md); tests/core/test_config.py checks the mapping as data. Here the mapped values are used: a group
@@ -23,9 +23,9 @@ import httpx
 import pytest
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.peer.fixtures import REPO_ROOT
 from tests.ports import reserved_port
+from tooling.processes import RunningAuthServer, run_authserver
 
 AGENT: Final = {"client_id": "agent", "client_secret": "agent-secret-value"}
 SCENARIO: Final = {"challenge_scope": "mcp:basic", "client_credentials": AGENT}
@@ -88,8 +88,11 @@ async def test_client_credentials_and_bearer_blocks_authorize_their_members(
         assert group.status == {"agent": "connected", "token": "connected", "stale": "failed"}
         # A bearer token is all the client has: the server's 401 for it fails the member, and no flow starts
         # (there is nothing to authorize with); the other members are not affected.
-        assert isinstance(group.errors["stale"], mcpfsm.RpcError)
-        assert str(group.errors["stale"]) == "JSON-RPC error -32001: Unauthorized"
+        stale = group.errors["stale"]
+        assert isinstance(stale, mcpfsm.TransportError) and stale.status == 401
+        assert str(stale).startswith(
+            "HTTP 401 Unauthorized: the server requires authorization and refused the credentials sent ("
+        )
         assert "at-revoked-long-ago" not in str(group.errors["stale"])
         assert (await group.tools()).names == ["agent_test-tool", "token_test-tool"]
         before = len(mcp_authorizations(site))

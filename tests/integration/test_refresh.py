@@ -15,8 +15,8 @@ import pytest
 
 import mcpfsm
 from mcpfsm._client.assembly import HttpServer
-from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
+from tooling.processes import RunningAuthServer, run_authserver
 
 REDIRECT = "http://localhost:3000/callback"
 REFRESHING = {"refresh_tokens": True, "scopes_supported": ["offline_access"], "challenge_scope": "a"}

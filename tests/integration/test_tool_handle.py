@@ -10,7 +10,7 @@ from typing import Any, Final
 import pytest
 
 import mcpfsm
-from mcpfsm._tooling.peer_surface import WEATHER_SCHEMA
+from mcpfsm._tooling.demo_surface import WEATHER_SCHEMA
 from tests.fakeserver import FakeServer
 from tests.peer.fixtures import HttpPeer
 

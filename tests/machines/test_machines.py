@@ -77,11 +77,13 @@ def test_terminal_states_accept_nothing(definition: MachineDefinition[Any, Any])
     assert [e for e in definition.edges if e.source in definition.terminal] == []
 
 
-def test_only_the_task_machine_outlives_a_cancelled_caller() -> None:
+def test_only_the_task_and_group_machines_outlive_a_cancelled_caller() -> None:
     # A task lives on the server: cancelling the trio scope that waits for it stops the waiting, not the task
-    # (docs/tasks.md), so its run has no cancel edges and stays where it was. Every other machine is a run of the
-    # caller's own work and ends in a terminal state when the caller is cancelled.
-    assert [name for name, definition in MACHINES.items() if definition.cancel_trigger is None] == ["task"]
+    # (docs/tasks.md), so its run has no cancel edges and stays where it was. A group member's connect runs in the
+    # group's own task and is shared by every use (docs/groups.md): a cancelled use stops waiting, not the connect.
+    # Every other machine is a run of the caller's own work and ends in a terminal state when the caller is
+    # cancelled.
+    assert [name for name, definition in MACHINES.items() if definition.cancel_trigger is None] == ["group", "task"]
 
 
 @pytest.mark.parametrize(
@@ -618,7 +620,7 @@ def test_each_walkthrough_names_a_tooling_module_with_render(definition: Machine
     import importlib
 
     assert definition.walkthrough is not None
-    assert definition.walkthrough.startswith("mcpfsm._tooling.walkthrough")
+    assert definition.walkthrough.startswith("tooling.walkthrough")
     assert callable(importlib.import_module(definition.walkthrough).render)
 
 
@@ -628,4 +630,4 @@ def test_the_registry_lists_every_machine_module_by_its_name_in_capitals() -> No
     for name, definition in MACHINES.items():
         module = importlib.import_module(f"mcpfsm._machines.{name.replace('-', '_')}")
         assert getattr(module, name.replace("-", "_").upper()) is definition
-    assert list(MACHINES) == ["tool-call", "authorization", "gate", "input", "task"]
+    assert list(MACHINES) == ["tool-call", "authorization", "gate", "group", "input", "task"]

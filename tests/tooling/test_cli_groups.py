@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -82,19 +83,48 @@ def test_servers_finds_the_configuration_in_the_working_directory(config: dict[s
     assert run.code == Exit.ok, run.stderr
     rows = json.loads(run.stdout)["servers"]
     down = rows[2].pop("error")
+    live = {"known_at": None, "age": None}
     assert rows == [
-        {"server": "web", "status": "connected", "protocol": "2026-07-28", "tools": 2, "error": None},
-        {"server": "local", "status": "connected", "protocol": "2026-07-28", "tools": 2, "error": None},
-        {"server": "down", "status": "failed", "protocol": None, "tools": None},
-        {"server": "off", "status": "disabled", "protocol": None, "tools": None, "error": None},
+        {"server": "web", "status": "connected", "protocol": "2026-07-28", "tools": 2, **live, "error": None},
+        {"server": "local", "status": "connected", "protocol": "2026-07-28", "tools": 2, **live, "error": None},
+        {"server": "down", "status": "failed", "protocol": None, "tools": None, **live},
+        {"server": "off", "status": "disabled", "protocol": None, "tools": None, **live, "error": None},
     ]
     assert "127.0.0.1" in down
     table = mcpfsm("servers", cwd=tmp_path, env=ENV)
     assert table.stdout.splitlines()[:3] == [
-        "SERVER  STATUS     ERA         TOOLS  ERROR",
-        "web     connected  2026-07-28  2",
-        "local   connected  2026-07-28  2",
+        "SERVER  STATUS     ERA         TOOLS  LISTED  ERROR",
+        "web     connected  2026-07-28  2      live",
+        "local   connected  2026-07-28  2      live",
     ]
+
+
+def test_servers_shows_idle_members_answered_by_their_known_listings_and_its_age(
+    config: dict[str, Any], tmp_path: Path, web: HttpPeer
+) -> None:
+    # The server lets its listing be reused for an hour (SEP-2549): its known listing stays fresh that long.
+    web.control({"action": "cache_hints", "hints": {"tools/list": {"ttlMs": 3_600_000, "cacheScope": "private"}}})
+    del config["mcpServers"]["down"]
+    path = write(tmp_path / "mcp.json", config)
+    store = tmp_path / "store"
+    first = mcpfsm("servers", "--config", str(path), "--store", str(store), cwd=tmp_path, env=ENV)
+    assert first.code == Exit.ok, first.stderr
+    web.clear_log()
+    lazy = mcpfsm("servers", "--config", str(path), "--store", str(store), "--lazy", "--json", cwd=tmp_path, env=ENV)
+    assert lazy.code == Exit.ok, lazy.stderr
+    rows = {row["server"]: row for row in json.loads(lazy.stdout)["servers"]}
+    assert {name: (row["status"], row["tools"]) for name, row in rows.items()} == {
+        "web": ("idle", 2), "local": ("idle", 2), "off": ("disabled", None)
+    }  # fmt: skip
+    assert all(0 <= rows[name]["age"] < 600 and rows[name]["known_at"] > 0 for name in ("web", "local"))
+    assert web.log() == []  # nothing was sent: the known listing answered
+    table = mcpfsm("servers", "--config", str(path), "--store", str(store), "--lazy", cwd=tmp_path, env=ENV)
+    cells = [re.split(r"\s{2,}", line.strip()) for line in table.stdout.splitlines()]
+    assert cells[0] == ["SERVER", "STATUS", "ERA", "TOOLS", "LISTED", "ERROR"]
+    assert [cells[1][:4], cells[2][:4], cells[3]] == [
+        ["web", "idle", "-", "2"], ["local", "idle", "-", "2"], ["off", "disabled", "-", "-", "-"]
+    ]  # fmt: skip
+    assert re.fullmatch(r"\d+ s ago", cells[1][4]) and re.fullmatch(r"\d+ s ago", cells[2][4])
 
 
 def test_the_users_config_dir_is_searched_after_the_working_directory(config: dict[str, Any], tmp_path: Path) -> None:
@@ -126,7 +156,14 @@ def test_a_call_through_the_group_and_a_server_name_where_the_url_goes(
     assert json.loads(run.stdout)["content"][0]["text"] == "executed 'select 1' on 'analytics'"
     calls = [entry for entry in web.log() if entry["jsonrpc_method"] == "tools/call"]
     assert calls[-1]["headers"]["mcp-param-database"] == "analytics"
-    records = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    trail = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
+    # The members' status changes as the group opened (every server at once: in any order), then the call.
+    members = [record for record in trail if record["machine"] == "group"]
+    assert sorted((record["server"], record["state"]) for record in members) == [
+        ("down", "connecting"), ("down", "failed"), ("local", "connected"), ("local", "connecting"),
+        ("web", "connected"), ("web", "connecting"),
+    ]  # fmt: skip
+    records = [record for record in trail if record["machine"] == "tool-call"]
     assert [(record["server"], record["tool"], record["state"]) for record in records] == [
         ("web", "execute-sql", "resolving"),
         ("web", "execute-sql", "planning"),
@@ -156,20 +193,37 @@ def test_a_call_through_the_group_and_a_server_name_where_the_url_goes(
     summary = mcpfsm("trace", str(trail), cwd=tmp_path)
     assert summary.code == Exit.ok, summary.stderr
     web_id, local_id = records[0]["call_id"], json.loads(trail.read_text().splitlines()[-1])["call_id"]
-    assert summary.stdout == (
-        "server web: 1 run\n"
-        f"  {web_id}  tool-call  execute-sql  succeeded (4 events)\n"
-        "server local: 1 run\n"
-        f"  {local_id}  tool-call  getenv  succeeded (4 events)\n"
-    )
+    # Each member's status changes are a run of their own (the server named where the URL goes is no member).
+    assert summary.stdout.splitlines() == [
+        "server web: 2 runs",
+        "  group:web  group  member  connected (2 events)",
+        f"  {web_id}  tool-call  execute-sql  succeeded (4 events)",
+        "server local: 2 runs",
+        "  group:local  group  member  connected (2 events)",
+        f"  {local_id}  tool-call  getenv  succeeded (4 events)",
+        "server down: 1 run",
+        "  group:down  group  member  failed (2 events)",
+    ]
     drawn = mcpfsm("trace", str(trail), "--server", "local", cwd=tmp_path)
     assert drawn.code == Exit.ok, drawn.stderr
     assert drawn.stdout.splitlines()[2:4] == ["    participant Client", "    participant Server as local"]
     assert "Mcp-Name: getenv" in drawn.stdout
-    nobody = mcpfsm("trace", str(trail), "--server", "down", cwd=tmp_path)
+    # The member that could not connect: its run is drawn (the connect, the refusal with its error).
+    down = mcpfsm("trace", str(trail), "--server", "down", cwd=tmp_path)
+    assert down.code == Exit.ok, down.stderr
+    assert down.stdout.splitlines()[2:6] == [
+        "    participant Group",
+        "    participant Server as down",
+        "    Note over Group: connecting (opened)",
+        "    Group->>Server: connect (attempt 1)",
+    ]
+    refused = "    Server--xGroup: TransportError: POST to MCP server failed: cannot connect to http://127.0.0.1:"
+    assert down.stdout.splitlines()[6].startswith(refused)
+    assert down.stdout.splitlines()[7:] == ["    Note over Group: failed (refused)"]
+    nobody = mcpfsm("trace", str(trail), "--server", "off", cwd=tmp_path)
     assert (nobody.code, nobody.stderr) == (
         Exit.usage,
-        f"mcpfsm: error: {trail}: no events of server 'down' (servers recorded: web, local)\n",
+        f"mcpfsm: error: {trail}: no events of server 'off' (servers recorded: web, local, down)\n",
     )
 
 

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 
 from mcpfsm._tooling.cli import Exit
-from mcpfsm._tooling.peer_process import RunningSkillsPeer, run_skills_peer
-from mcpfsm._tooling.peer_skills import SKILLS
 from tests.clirun import Run, mcpfsm, one_error_line
 from tests.peer.fixtures import REPO_ROOT, HttpPeer
+from tooling.peer_skills import SKILLS
+from tooling.processes import RunningSkillsPeer, run_skills_peer
 
 PDF = "skill://pdf-processing/SKILL.md"
 

@@ -16,11 +16,8 @@ import sys
 from pathlib import Path
 from typing import Final
 
-import trio
-
-from mcpfsm._tooling.peer_process import run_authserver
 from tests.peer.fixtures import start_http_peer
-from tests.rawserver import Server, rpc, serving
+from tooling.processes import run_authserver
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOCS: Final = ROOT / "docs"
@@ -68,6 +65,7 @@ TESTED: Final = {
     "login-interactive",
     "agent-headless",
     "group-from-file",
+    "many-servers",
     "chained-audit-log",
     "fleet-disk",
     "fleet-redis",
@@ -77,6 +75,9 @@ TESTED: Final = {
     "skills",
     "long-task",
     "shared-listings",
+    "cassette-test",
+    "cassette-faults",
+    "sdk-client-replay",
     "gate-verify",
     "gate-threat",
     "gate-middleware",
@@ -154,7 +155,7 @@ def test_the_surface_example_reads_resources_prompts_and_completions(tmp_path: P
 
 
 def test_the_skills_example_lists_loads_reads_and_refuses(tmp_path: Path) -> None:
-    from mcpfsm._tooling.peer_process import run_skills_peer
+    from tooling.processes import run_skills_peer
 
     with run_skills_peer() as server:
         done = run_example("skills", tmp_path, server.url)
@@ -198,35 +199,14 @@ def test_the_telemetry_example_prints_its_spans_and_its_audit_log_draws_the_call
     ]
 
 
-_BAD_HEADER_LISTING: Final = {
-    "tools": [
-        {
-            "name": "bad-header",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"region": {"type": "string", "x-mcp-header": "Bad Header"}},
-            },
-        }
-    ]
-}
-
-
-async def test_log_to_stdlib_sends_the_library_warning_through_logging(tmp_path: Path) -> None:
-    _, code = example("log-to-stdlib")
-    (tmp_path / "logs.py").write_text(code, encoding="utf-8")
-    server = Server()
-    server.queue(rpc({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}), rpc(_BAD_HEADER_LISTING))
-    async with serving(server):
-        done = await trio.run_process(
-            [sys.executable, "logs.py", f"http://127.0.0.1:{server.port}/mcp"],
-            capture_stdout=True,
-            capture_stderr=True,
-            cwd=tmp_path,
-            check=False,
-        )
-    assert (done.returncode, done.stderr.decode()) == (0, "")
-    assert done.stdout.decode().splitlines() == shown_after("telemetry.md", "then the exclusion:")
-    assert len(server.seen) == 2
+def test_log_to_stdlib_sends_the_library_warning_through_logging(tmp_path: Path) -> None:
+    # Against the server the page names: the demo's, started with --bad-header-tool.
+    with start_http_peer(mode="dual", bad_header_tool=True) as peer:
+        done = run_example("log-to-stdlib", tmp_path, peer.url)
+        listed = [entry["jsonrpc_method"] for entry in peer.log()].count("tools/list")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == shown_after("telemetry.md", "then the exclusion:")
+    assert listed == 1
 
 
 def test_the_interactive_login_runs_with_a_browser(tmp_path: Path) -> None:
@@ -270,16 +250,12 @@ def test_the_headless_agent_runs(tmp_path: Path) -> None:
 
 
 def test_the_shared_listings_example_lists_once_for_two_processes(tmp_path: Path) -> None:
-    hint = {"ttlMs": 60_000, "cacheScope": "public"}
-    with start_http_peer(mode="modern") as peer:
-        peer.control({"action": "cache_hints", "hints": {"tools/list": hint}})
-        runs = [run_example("shared-listings", tmp_path, peer.url, str(tmp_path / "store")) for _ in range(2)]
+    # Against the server the page names: the demo's, started with --public-listings 60000.
+    with start_http_peer(mode="dual", public_listings=60_000) as peer:
+        runs = [run_example("shared-listings", tmp_path, peer.url, "store") for _ in range(2)]
         listed = [entry["jsonrpc_method"] for entry in peer.log()].count("tools/list")
     assert [run.returncode for run in runs] == [0, 0], [run.stderr for run in runs]
-    assert [run.stdout for run in runs] == [
-        "12 tools; from the shared store: 0\n",
-        "12 tools; from the shared store: 1\n",
-    ]
+    assert [run.stdout for run in runs] == [f"{line}\n" for line in shown_after("cache.md", "sends no `tools/list`:")]
     assert listed == 1
 
 
@@ -297,6 +273,12 @@ def test_the_group_example_opens_http_and_stdio_members_and_survives_one_down(tm
     assert (done.returncode, done.stderr.count("Traceback")) == (0, 0), done.stderr
     assert done.stdout.splitlines() == shown_after("groups.md", "It prints:")
     assert json.loads((tmp_path / "mcp.json").read_text())["mcpServers"]["web"] == {"url": peer.url}
+
+
+def test_the_many_servers_example_lists_from_known_listings_and_starts_one_member(tmp_path: Path) -> None:
+    done = run_example("many-servers", tmp_path)
+    assert (done.returncode, done.stderr.count("Traceback")) == (0, 0), done.stderr
+    assert done.stdout.splitlines() == shown_after("groups.md", "The lazy group prints:")
 
 
 def test_the_chained_audit_log_example_writes_a_log_that_verifies_only_with_its_key(tmp_path: Path) -> None:
@@ -330,7 +312,7 @@ def test_the_chained_audit_log_example_writes_a_log_that_verifies_only_with_its_
 
 
 def test_the_long_task_example_runs_against_the_tasks_server(tmp_path: Path) -> None:
-    with start_http_peer(mode="modern", module="mcpfsm._tooling.peer_tasks") as server:
+    with start_http_peer(mode="modern", module="tooling.peer_tasks") as server:
         done = run_example("long-task", tmp_path, server.url)
         methods = [entry["method"] for entry in server.log()]
     assert (done.returncode, done.stderr) == (0, "")

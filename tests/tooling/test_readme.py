@@ -58,6 +58,30 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test_commands[0] in ci_script.splitlines()
 
 
+def test_the_manuals_front_page_shows_the_test_command_ci_runs() -> None:
+    # docs/index.md says its second command "is exactly what CI runs": it must be the README's, line for line.
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", index, flags=re.DOTALL)
+    lines = [line for block in blocks for line in block.splitlines() if line and not line.startswith("#")]
+    assert [line for line in lines if "-m pytest" in line] == [
+        line for line in bash_lines() if "-m pytest" in line and "graphviz" in line
+    ]
+
+
+def test_every_example_says_where_to_save_it_before_the_command_that_runs_it() -> None:
+    # "python NAME.py" in the prose before an example needs "save ... as `NAME.py`" first, in the same paragraph.
+    pages = {"README.md": README} | {
+        f"docs/{path.name}": path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))
+    }
+    unsaid = []
+    for page, text in pages.items():
+        for match in re.finditer(r"python ([a-z_]+\.py)\b", text):
+            paragraph = " ".join(text[text.rfind("\n\n", 0, match.start()) : match.start()].split())
+            if f"as `{match[1]}`" not in paragraph:
+                unsaid.append(f"{page}: {match[1]}")
+    assert unsaid == []
+
+
 def test_the_readme_install_command_runs_the_demo() -> None:
     first = bash_lines()[0]
     assert first == "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/mcpfsm demo"
@@ -95,8 +119,14 @@ _IO: Final = re.compile(
 def test_the_architecture_page_says_which_library_code_opens_sockets_and_subprocesses() -> None:
     library = [p for p in (ROOT / "mcpfsm").rglob("*.py") if "_tooling" not in p.parts]
     opening = sorted(str(p.relative_to(ROOT / "mcpfsm")) for p in library if _IO.search(p.read_text(encoding="utf-8")))
-    assert opening == ["_client/loopback.py", "_transports/pool/connection.py", "_transports/stdio.py"]
+    assert opening == [
+        "_client/loopback.py",
+        "_transports/pool/connection.py",
+        "_transports/stdio.py",
+        "testing/_serve.py",
+    ]
     architecture = " ".join(ARCHITECTURE.split())
+    assert "`mcpfsm.testing`'s replay server (`testing/_serve.py`) listens on a TCP port of 127.0.0.1" in architecture
     assert "`_transports`** hold the sockets and subprocesses that talk to servers" in architecture
     assert "They are not the only I/O: `_client/loopback.py`" in architecture
     assert "listens on a TCP port of the loopback interface for the browser's redirect and starts the" in architecture

@@ -134,3 +134,47 @@ def test_demo_html_writes_the_demos_trail(tmp_path: Path) -> None:
         ["resolving", "planning", "sending", "succeeded"],
         ["resolving", "planning", "sending", "relisting", "comparing", "retrying", "succeeded"],
     ]
+
+
+async def test_a_group_members_status_changes_are_a_run_lit_on_the_group_machine(tmp_path: Path) -> None:
+    # A real group: one member's child killed and started again by the next use after its (short) backoff window.
+    import os
+    import signal
+    import sys
+
+    import trio
+
+    import mcpfsm
+    from tests.peer.fixtures import REPO_ROOT
+
+    entry = {"command": sys.executable, "args": [str(REPO_ROOT / "tests" / "stdio_member.py")]}
+    recorded: list[mcpfsm.CallEvent] = []
+    async with (
+        mcpfsm.ClientGroup({"mcpServers": {"work": entry}}, lazy=True, reconnect_backoff=0.05, on_event=recorded.append)
+        as group,
+        group.events() as events,
+    ):
+        pid = int((await group.call_tool("work_pid")).text)
+        os.kill(pid, signal.SIGKILL)
+        async for event in events:
+            if isinstance(event, mcpfsm.MemberEvent) and event.state == "failed":
+                break
+        await trio.sleep(group.backoff("work"))
+        await group.call_tool("work_pid")
+    records = [event.to_dict() for event in recorded]
+    data = page_data(report_html(parse_trail(jsonl(records)), title="group"))
+    member = next(run for run in data["runs"] if run["machine"] == "group")
+    assert (member["id"], member["label"], member["server"], member["outcome"]) == (
+        "group:work", "member work", "work", "connected"
+    )
+    assert [(event["previous"], event["trigger"], event["state"]) for event in member["events"]] == [
+        ("idle", "used", "connecting"),
+        ("connecting", "connected", "connected"),
+        ("connected", "exited", "failed"),
+        ("failed", "retried", "connecting"),
+        ("connecting", "connected", "connected"),
+    ]
+    assert "group" in data["machines"]
+    _, edges = marks(machine_svg(MACHINES["group"]))
+    assert {f"{event['previous']}:{event['trigger']}" for event in member["events"]} <= set(edges)
+    assert [run["machine"] for run in data["runs"]].count("tool-call") == 2

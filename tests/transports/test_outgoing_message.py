@@ -1,6 +1,6 @@
-"""The session hands each message to the transport as an ``OutgoingMessage``: its text (a ``str``, so a custom
-transport sends it as it is) with the request id, the method and whether it is long-lived; the HTTP transport
-matches the answer by that id instead of reading it out of the JSON text again."""
+"""The session hands each message to a transport with ``send_message`` as an ``OutgoingMessage``: its text with the
+request id, the method and whether it is long-lived beside it; the HTTP transport matches the answer by that id
+instead of reading it out of the JSON text again. A custom transport with ``send`` alone gets the text, a ``str``."""
 
 from __future__ import annotations
 
@@ -45,16 +45,57 @@ class Recording:
         pass
 
 
+class RecordingMessages(Recording):
+    """The same transport with ``send_message``: it is handed each message with its metadata."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[OutgoingMessage] = []
+
+    async def send_message(self, message: OutgoingMessage, headers: Mapping[str, str] = NO_HEADERS) -> Reply | None:
+        self.messages.append(message)
+        return await self.send(message.text, headers)
+
+
 async def test_the_session_hands_over_what_it_knows_of_each_message() -> None:
+    transport = RecordingMessages()
+    session = Session(transport, client_info={"name": "test", "version": "1"})
+    assert await session.exchange("ping", None) == {}
+    await session.notify("notifications/initialized")
+    assert transport.messages == [
+        OutgoingMessage('{"jsonrpc":"2.0","id":1,"method":"ping"}', 1, "ping", False),
+        OutgoingMessage('{"jsonrpc":"2.0","method":"notifications/initialized"}', None, "notifications/initialized"),
+    ]
+    assert [type(text) for text in transport.sent] == [str, str]
+
+
+async def test_a_custom_transport_gets_the_text_of_each_message() -> None:
     transport = Recording()
     session = Session(transport, client_info={"name": "test", "version": "1"})
     assert await session.exchange("ping", None) == {}
     await session.notify("notifications/initialized")
-    request, notification = transport.sent
-    assert [type(message) for message in transport.sent] == [OutgoingMessage, OutgoingMessage]
-    assert (request.request_id, request.method, request.long_lived) == (1, "ping", False)  # type: ignore[attr-defined]
-    assert json.loads(request) == {"jsonrpc": "2.0", "id": 1, "method": "ping"}
-    assert (notification.request_id, notification.method) == (None, "notifications/initialized")  # type: ignore[attr-defined]
+    assert transport.sent == [
+        '{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+    ]
+    assert [type(text) for text in transport.sent] == [str, str]
+
+
+def test_the_session_keeps_the_transport_it_was_made_with() -> None:
+    # How each message reaches the transport is settled with the session (mcpfsm/_client/assembly.py: no part is
+    # wired after it is built); a wrapper such as the command line's Wire is passed in instead.
+    transport = Recording()
+    session = Session(transport, client_info={"name": "test", "version": "1"})
+    assert session.transport is transport
+    with pytest.raises(AttributeError):
+        session.transport = RecordingMessages()  # type: ignore[misc]
+
+
+def test_a_message_shows_its_metadata_never_its_text() -> None:
+    message = OutgoingMessage(
+        '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"secret":"s3"}}', 2, "tools/call"
+    )
+    assert repr(message) == "OutgoingMessage(request_id=2, method='tools/call', long_lived=False)"
 
 
 @pytest.mark.parametrize(
@@ -69,8 +110,7 @@ async def test_the_session_hands_over_what_it_knows_of_each_message() -> None:
 )
 def test_a_message_handed_over_directly_is_read_once(text: str, expected: tuple[object, object, bool]) -> None:
     message = OutgoingMessage.of(text)
-    assert (message, message.request_id, message.method, message.long_lived) == (text, *expected)
-    assert OutgoingMessage.of(message) is message
+    assert (message.text, message.request_id, message.method, message.long_lived) == (text, *expected)
 
 
 async def test_the_http_transport_matches_the_answer_by_the_id_it_was_handed() -> None:
@@ -86,7 +126,7 @@ async def test_the_http_transport_matches_the_answer_by_the_id_it_was_handed() -
 
     transport = HttpTransport(URL, transport=httpx.MockTransport(handler))
     message = OutgoingMessage('{"jsonrpc":"2.0","id":7,"method":"tools/call"}', 8, "tools/call")
-    reply = await transport.send(message)
+    reply = await transport.send_message(message)
     await transport.aclose()
     assert reply is not None
     assert json.loads(reply.body) == {"jsonrpc": "2.0", "id": 8, "result": {}}

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import mcpfsm
 from mcpfsm._core.h1 import H1Error, ResponseHead, ResponseReader, encode_request, request_prefix
-from mcpfsm._transports.base import Reply
+from mcpfsm._transports.base import Reply, StreamedReply
 from mcpfsm._transports.http import HttpTransport
 from mcpfsm._transports.pool import (
     ConnectError,
@@ -189,6 +189,65 @@ def test_a_content_length_response() -> None:
         keep_alive=True,
     )
     assert (body, reusable) == (b"{}", True)
+
+
+@given(
+    body=st.binary(max_size=64),
+    extra=st.binary(max_size=8),
+    cut=st.integers(min_value=0, max_value=80),
+    chunked=st.booleans(),
+)
+def test_the_whole_body_at_once_is_what_read_body_gives_piece_by_piece(
+    body: bytes, extra: bytes, cut: int, chunked: bool
+) -> None:
+    # whole_body: a Content-Length body all received comes in one step, and then the reader is where read_body
+    # leaves it; anything else (not all here, chunked) is None, taking nothing, and read_body goes on as ever.
+    if chunked:
+        chunk = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
+        framed = b"Transfer-Encoding: chunked\r\n\r\n" + chunk + b"0\r\n\r\n"
+    else:
+        framed = b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    data = b"HTTP/1.1 200 OK\r\n" + framed + extra
+    head_length = data.index(b"\r\n\r\n") + 4
+    reader = ResponseReader("POST")
+    reader.receive(data[: head_length + cut])
+    assert reader.read_head() is not None
+    whole = reader.whole_body()
+    # An empty body has ended with the head: read_body says so (None), whole_body takes nothing either.
+    arrived = not chunked and cut >= len(body) and body != b""
+    assert whole == (body if arrived else None)
+    if whole is None:
+        if data[head_length + cut :]:
+            reader.receive(data[head_length + cut :])  # (b"" would say the connection ended)
+        pieces = []
+        while (piece := reader.read_body()) is not None:
+            assert piece, "all the bytes are here"
+            pieces.append(piece)
+        rest = extra
+        assert b"".join(pieces) == body
+    else:
+        rest = data[head_length + len(body) : head_length + cut]
+    assert reader.done
+    assert (reader.unread, reader.reusable) == (len(rest), not rest)
+
+
+def test_a_head_seen_before_is_framed_for_each_method_and_its_fields_stay_read_only() -> None:
+    # The same head bytes answer again and again (within the second of their Date): from the third time on, the
+    # framing a POST's answer got is reused, with fields nobody can change for the next response; a HEAD
+    # request's answer with the same bytes still has no body.
+    data = b"HTTP/1.1 200 OK\r\ndate: Fri, 04 Dec 2026 12:00:00 GMT\r\ncontent-length: 3\r\nx-seen: %d\r\n\r\n"
+    head = data % 41
+    for _ in range(4):
+        reader = ResponseReader("POST")
+        reader.receive(head + b"abc" + b"HTTP/1.1")
+        answer = reader.read_head()
+        assert answer is not None and answer.headers["content-length"] == "3" and answer.keep_alive
+        assert (reader.whole_body(), reader.done, reader.unread) == (b"abc", True, 8)
+    with pytest.raises(TypeError):
+        answer.headers["x-seen"] = "0"  # type: ignore[index]
+    reader = ResponseReader("HEAD")
+    reader.receive(head)
+    assert reader.read_head() is not None and (reader.read_body(), reader.done) == (None, True)
 
 
 def test_a_chunked_response_with_extensions_and_trailers() -> None:
@@ -465,6 +524,30 @@ async def test_sequential_requests_share_one_keep_alive_connection() -> None:
         assert answers == [(200, b'{"n":%d}' % n) for n in range(5)]
         assert (server.connections, pool.connections, pool.idle) == (1, 1, 1)
         assert server.bodies() == [(1, b'{"n":%d}' % n) for n in range(5)]
+        await pool.aclose()
+
+
+async def test_a_read_only_header_mapping_is_encoded_again_when_what_it_holds_changed() -> None:
+    # The pool keeps the head it made of a read-only mapping (a header plan's) while the same mapping holds the same
+    # items; one whose items changed behind it, or another mapping, gets its own head.
+    from types import MappingProxyType
+
+    async with serving(Server(default=echo())) as server:
+        pool = pool_for(server)
+        held = {"Mcp-Method": "tools/call", "Mcp-Name": "a"}
+        view = MappingProxyType(held)
+        fixed = tuple(JSON_HEADERS)
+        for name in ("a", "a", "b"):
+            held["Mcp-Name"] = name
+            reply = await pool.request("POST", "/mcp", view, b"{}", fixed=fixed)
+            await reply.read()
+            await reply.aclose()
+        other = MappingProxyType({"Mcp-Method": "tools/list"})
+        reply = await pool.request("POST", "/mcp", other, b"{}", fixed=fixed)
+        await reply.aclose()
+        sent = [(seen.headers.get("mcp-method"), seen.headers.get("mcp-name")) for seen in server.seen]
+        assert sent == [("tools/call", "a"), ("tools/call", "a"), ("tools/call", "b"), ("tools/list", None)]
+        assert all(seen.headers["content-type"] == "application/json" for seen in server.seen)
         await pool.aclose()
 
 
@@ -1016,7 +1099,8 @@ async def test_an_event_stream_answer_comes_through_the_default_pool() -> None:
             ok(b'{"jsonrpc":"2.0","id":8,"result":{}}'),
         )
         transport = HttpTransport(f"http://{HOST}:{server.port}/mcp")
-        assert await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}') == Reply(response.decode(), 200)
+        streamed = await transport.send('{"jsonrpc":"2.0","id":7,"method":"tools/call"}')
+        assert (streamed, type(streamed)) == (Reply(response.decode(), 200), StreamedReply)
         ping = await transport.send('{"jsonrpc":"2.0","id":8,"method":"ping"}')
         assert ping == Reply(
             b'{"jsonrpc":"2.0","id":8,"result":{}}', 200, decoded={"jsonrpc": "2.0", "id": 8, "result": {}}

@@ -11,7 +11,9 @@ named after the machine and imported with it:
   request);
 - :class:`~mcpfsm._core.events.task.TaskEvent` (``machine == "task"``, specs/task.md): a task's states (SEP-2663);
 - :class:`~mcpfsm._core.events.gate.GateEvent` (``machine == "gate"``, specs/gate.md): a request through
-  ``mcpfsm.gate``, published to the gate's own ``on_event``.
+  ``mcpfsm.gate``, published to the gate's own ``on_event``;
+- :class:`~mcpfsm._core.events.group.MemberEvent` (``machine == "group"``, specs/group.md): a client group's
+  member changed status, published on the group's channels (its ``call_id`` is ``None``).
 
 A client's events go to the same ``on_event`` callback and ``events()`` channels. A client that never runs those
 machines never builds their event types (``import mcpfsm`` stays quick: bench/startup.py); :meth:`CallEvent.from_dict`
@@ -52,15 +54,21 @@ def utc_timestamp(ns: int) -> str:
     truncated, ``+00:00``), at a third of its cost (bench/layer.py): the date and time of day are formatted once
     a second.
     """
-    global _second
     seconds = ns // 1_000_000_000
     known = _second
     if known[0] != seconds:
-        from datetime import UTC, datetime  # once a second, and not with `import mcpfsm`
-
-        known = _second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S."))
+        known = _date_and_time(seconds)
     # The microseconds zero-padded to six digits: 1_000_000 + µs has seven, the first of them a 1.
     return known[1] + str(1_000_000 + ns // 1000 % 1_000_000)[1:] + "+00:00"
+
+
+def _date_and_time(seconds: int) -> tuple[int, str]:
+    # The date and time of day of `seconds` since the epoch, kept until the next second comes.
+    global _second
+    from datetime import UTC, datetime  # once a second, and not with `import mcpfsm`
+
+    _second = (seconds, datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S."))
+    return _second
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -181,23 +189,30 @@ def tool_call_event(
     previous: str | None,
     trigger: str | None,
     attempt: int,
-    at: str,
+    ns: int,
     elapsed: float,
     headers: Mapping[str, str] | None,
     error: Mapping[str, Any] | None,
     round: int,
     input_requests: Mapping[str, str] | None,
     input_responses: Mapping[str, Any] | None,
+    server: str | None,
 ) -> CallEvent:
-    """The same :class:`CallEvent` as ``CallEvent(call_id=call_id, ...)``, every field given, for the tool-call driver.
+    """The same :class:`CallEvent` as ``CallEvent(call_id=call_id, ...)``, for the tool-call driver.
 
-    The frozen dataclass lets a new event's fields be stored only past its ``__setattr__`` (what ``__init__``
-    does, one ``object.__setattr__`` call per field); this stores them
+    Every field is given, but ``at``: ``ns`` is the instant (nanoseconds since the epoch), which becomes ``at``
+    as :func:`utc_timestamp` writes it. The frozen dataclass lets a new event's fields be stored only past its
+    ``__setattr__`` (what ``__init__`` does, one ``object.__setattr__`` call per field); this stores them
     into a :class:`_Draft` of the same layout as ordinary attributes and then makes the draft a
     ``CallEvent`` — the same object ``__init__`` would build (equal, same repr, hash and ``fields``) at about
     a third of the cost, four events per tool call.
     """
-    # The event fast path: four events per tool call (bench/layer.py, bench/instructions.py).
+    # The event fast path: four events per tool call (bench/repeatable.py, bench/layer.py). The timestamp is
+    # utc_timestamp's text, written here rather than in a call of it.
+    seconds = ns // 1_000_000_000
+    known = _second
+    if known[0] != seconds:
+        known = _date_and_time(seconds)
     event: Any = _new(_Draft)
     event.call_id = call_id
     event.seq = seq
@@ -206,7 +221,7 @@ def tool_call_event(
     event.previous = previous
     event.trigger = trigger
     event.attempt = attempt
-    event.at = at
+    event.at = known[1] + str(1_000_000 + ns // 1000 % 1_000_000)[1:] + "+00:00"
     event.elapsed = elapsed
     event.headers = headers
     event.error = error
@@ -214,7 +229,7 @@ def tool_call_event(
     event.input_requests = input_requests
     event.input_responses = input_responses
     event.machine = CallEvent.MACHINE
-    event.server = None
+    event.server = server
     event.__class__ = CallEvent
     made: CallEvent = event
     return made

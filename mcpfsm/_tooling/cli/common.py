@@ -22,7 +22,7 @@ from typing import Any, Final, NoReturn, TypeVar
 from ..._client.assembly import HttpServer, StdioServer
 from ..._client.client import Client
 from ..._client.options import ClientOptions
-from ..._core.codec import HEADER_NAME_TOKEN
+from ..._core.codec import is_token
 from ..._core.config import Config
 from ..._core.constants import LEGACY_VERSIONS, METHOD_NOT_FOUND, MODERN_VERSION
 from ..._core.errors import (
@@ -41,6 +41,7 @@ from .configured import add_config_option, find_config, is_url, named_server, re
 
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
 from .credentials import add_auth_options, auth_from, positive
+from .terminal import log_sink, out, write
 from .wire import method_not_found, wire_of, wired
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "add_args_option",
     "add_http_options",
     "add_listing_options",
+    "add_record_option",
     "add_server_options",
     "classify",
     "columns",
@@ -72,6 +74,7 @@ __all__ = [
     "positive",
     "print_line",
     "read_text",
+    "refuse_record_for_group",
     "refused_options",
     "target",
     "tls_verify",
@@ -197,6 +200,22 @@ def add_args_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_record_option(parser: argparse.ArgumentParser) -> None:
+    """``--record PATH``: write the session to a cassette (docs/testing.md) that ``mcpfsm replay`` serves."""
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        help="record the session to this cassette (JSON Lines, replaced if it exists; no secret is written),"
+        " for 'mcpfsm replay PATH' and mcpfsm.testing",
+    )
+
+
+def refuse_record_for_group(args: argparse.Namespace) -> None:
+    """A configuration's group has several servers: ``--record`` needs one."""
+    if getattr(args, "record", None) is not None:
+        raise CliError(Exit.usage, "--record records one server: name it where the URL goes")
+
+
 def add_yes_option(parser: argparse.ArgumentParser) -> None:
     """``--yes``: a command whose server may ask the user something answers without asking."""
     parser.add_argument(
@@ -210,9 +229,9 @@ def leaf(exc: BaseException) -> BaseException:
         exc = exc.exceptions[0]
     if isinstance(exc, BaseExceptionGroup):
         leaves = [leaf(inner) for inner in exc.exceptions]
-        for leaf in leaves:
-            if isinstance(leaf, KeyboardInterrupt | CliError | McpError):
-                return leaf
+        for found in leaves:
+            if isinstance(found, KeyboardInterrupt | CliError | McpError):
+                return found
     return exc
 
 
@@ -247,13 +266,12 @@ def error_line(message: str) -> None:
     if len(text) > MAX_ERROR:
         text = text[: MAX_ERROR - 3] + "..."
     with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"mcpfsm: error: {text}\n")
-        sys.stderr.flush()
+        write(sys.stderr, f"mcpfsm: error: {text}")
 
 
-def configure_logging(verbose: bool) -> None:
+def configure_logging(verbose: bool, *, level: str = "WARNING") -> None:
     # Imported here, not with the command: `mcpfsm --help` needs no loguru (mcpfsm._log's disable, made at the
-    # library's first record, lets the enable below stand).
+    # library's first record, lets the enable below stand). `level`: what a command shows without -v.
     from loguru import logger
 
     logger.remove()
@@ -261,7 +279,7 @@ def configure_logging(verbose: bool) -> None:
     def line(record: Any) -> str:
         return "mcpfsm: " + str(record["level"].name).lower() + ": {message}\n"
 
-    logger.add(sys.stderr, level="DEBUG" if verbose else "WARNING", format=line, colorize=False, backtrace=False)
+    logger.add(log_sink, level="DEBUG" if verbose else level, format=line, colorize=False, backtrace=False)
     logger.enable("mcpfsm")
 
 
@@ -315,7 +333,7 @@ def header_pairs(pairs: Sequence[str]) -> dict[str, str]:
         if not colon:
             raise CliError(Exit.usage, f"--header number {number} has no ':' (expected 'Name: value')")
         # The RFC 9110 token rule that x-mcp-header values follow too (SEP-2243).
-        if not HEADER_NAME_TOKEN.fullmatch(name):
+        if not is_token(name):
             raise CliError(Exit.usage, f"--header {name!r} is not a valid header name (expected 'Name: value')")
         value = value.strip()
         if connection_header_problem(name) is not None:
@@ -360,7 +378,13 @@ def make_client(
     headers = header_pairs(args.header)
     # Client sends a progressToken on tools/call whenever on_notification is set.
     with refused_options():
-        options = ClientOptions(protocol=args.protocol, on_event=on_event, on_notification=on_notification, **inputs)
+        options = ClientOptions(
+            protocol=args.protocol,
+            on_event=on_event,
+            on_notification=on_notification,
+            record=getattr(args, "record", None),
+            **inputs,
+        )
     configured = _configured_client(args, headers, options)
     if configured is not None:
         return configured
@@ -509,8 +533,8 @@ def connection_errors(target: str, client: Client | None = None) -> Iterator[Non
 
 
 def print_line(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    """One line on stdout, its control characters escaped (:func:`~mcpfsm._tooling.cli.terminal.shown`)."""
+    out(text)
 
 
 def columns(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

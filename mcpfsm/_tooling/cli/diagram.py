@@ -1,4 +1,8 @@
-"""``mcpfsm diagram [--check]``: regenerate, or verify, the generated files in ``specs/`` and ``diagrams/``."""
+"""``mcpfsm diagram [--check]``: regenerate, or verify, each machine's diagrams in ``specs/`` and ``diagrams/``.
+
+The walkthroughs (``specs/{name}.md``) run the client against test servers that do not ship: from a checkout,
+``python -m tooling.diagram [--check]`` writes (or checks) them together with these files.
+"""
 
 from __future__ import annotations
 
@@ -12,10 +16,10 @@ from .common import CliError, Exit, os_reason, print_line
 __all__ = ["configure", "run"]
 
 DESCRIPTION: Final = (
-    "Regenerate each state machine's diagrams in specs/ and diagrams/ from its definition, and its\n"
-    "walkthrough in specs/ from recorded runs; or with --check verify that they are up to date.\n"
-    "Writing needs Graphviz's dot for the SVG and the MCP SDK for the walkthroughs; --check without\n"
-    "them checks what it can and names what it skipped."
+    "Regenerate each state machine's diagrams (specs/NAME.mmd, specs/NAME.dot, diagrams/NAME.svg) from\n"
+    "its definition; or with --check verify that they are up to date. Writing needs Graphviz's dot for\n"
+    "the SVG; --check without it compares the SVG's structure with the machine and says what it skipped.\n"
+    "The walkthroughs (specs/NAME.md) come from a checkout: python -m tooling.diagram [--check]."
 )
 
 

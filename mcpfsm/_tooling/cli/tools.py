@@ -16,15 +16,17 @@ from .arguments import describe_type
 from .common import (
     CliError,
     Exit,
+    add_record_option,
     add_server_options,
     columns,
     connection_errors,
     group_config,
     make_client,
     print_line,
+    refuse_record_for_group,
     target,
 )
-from .elicit import shown
+from .terminal import shown
 
 __all__ = ["configure", "parameter_rows", "render_instructions", "render_tools", "run"]
 
@@ -43,6 +45,7 @@ DESCRIPTION: Final = (
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add the command's arguments."""
     add_server_options(parser)
+    add_record_option(parser)
     parser.add_argument("--json", action="store_true", help="the raw listing (with inputSchema), machine-readable")
     parser.add_argument(
         "--instructions", action="store_true", help="also print the server's instructions (for a model's prompt)"
@@ -122,6 +125,7 @@ def run(args: argparse.Namespace) -> Exit:
     """List the tools."""
     config = group_config(args)
     if config is not None:
+        refuse_record_for_group(args)
         return _run_group(args, config)
     client = make_client(args)
 

@@ -12,8 +12,9 @@ from typing import Final
 
 from ..diagram import GraphvizNotFound
 from ..report import parse_trail, report_html
-from ..trace import parse_events, select_call, sequence_diagram, servers_of, summary_by_server
+from ..trace import parse_events, run_id, select_call, sequence_diagram, servers_of, summary_by_server
 from .common import CliError, Exit, os_reason, print_line, read_text
+from .terminal import write
 
 __all__ = ["configure", "run", "write_report"]
 
@@ -22,7 +23,8 @@ DESCRIPTION: Final = (
     "into a Mermaid sequenceDiagram: client and server, the headers on the arrows, the states as notes.\n"
     "An input run (the input rounds of prompts/get or resources/read, a legacy server request) is drawn\n"
     "the same way. A trail of a client group (events of several servers) is summarised by server, each\n"
-    "run on one line, unless --call or --server picks the run to draw; --summary always summarises.\n"
+    "run on one line, unless --call or --server picks the run to draw; --summary always summarises. A\n"
+    "group member's status changes are a run of their own, group:NAME (connects, failures, reconnects).\n"
     "With --html OUT.html: every run of the trail in one self-contained page (no network, opens from disk):\n"
     "an index with filters, each run's path lit on its machine's diagram, its timeline, and a step control."
 )
@@ -67,8 +69,7 @@ def run(args: argparse.Namespace) -> Exit:
     except ValueError as exc:
         raise CliError(Exit.usage, f"{args.events}: {exc}") from exc
     if args.output is None:
-        sys.stdout.write(diagram)
-        sys.stdout.flush()
+        write(sys.stdout, diagram, end="")  # a trail's strings came from servers: escaped like the rest
         return Exit.ok
     try:
         Path(args.output).write_text(diagram, encoding="utf-8")
@@ -94,5 +95,5 @@ def write_report(text: str, output: str, *, title: str, source: str) -> None:
         Path(output).write_text(page, encoding="utf-8")
     except OSError as exc:
         raise CliError(Exit.usage, f"cannot write {output!r}: {os_reason(exc)}") from exc
-    runs = len({record["call_id"] for record in records})
+    runs = len({run_id(record) for record in records})
     print_line(f"wrote {output}: {runs} run{'' if runs == 1 else 's'}, {len(records)} events")

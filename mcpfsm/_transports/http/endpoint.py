@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final
 
 from ..._core.errors import TransportError
 from ..._log import logger
-from ..pool import HttpResponse
+from ..pool import ConnectError, HttpResponse
 from .headers import RequestHeaders
 from .routing import Hop, Route
 from .urls import Origin, origin, redacted, redirect_target, target
@@ -73,6 +73,7 @@ class Endpoint:
 
         Raises:
             TransportError: a redirect that is not followed, or more than :data:`MAX_REDIRECTS` of them.
+            ConnectError: connecting failed (its ``url`` is the hop's, without credentials).
             Exception: what the route raises (``http.errors`` maps it).
         """
         url = first = self._url
@@ -81,8 +82,12 @@ class Endpoint:
         permanent = True
         for hops in range(MAX_REDIRECTS + 1):
             fixed, headers = self._headers.for_hop(url, where, start, method, extra)
-            hop = Hop(url, where, path, method, fixed, headers, body, resendable=resendable, long_lived=long_lived)
-            response = await self._route.request(hop)
+            hop = Hop(url, where, path, method, fixed, headers, body, resendable, long_lived)
+            try:
+                response = await self._route.request(hop)
+            except ConnectError as exc:
+                exc.url = redacted(url)  # the message names the URL (never its credentials), not only host:port
+                raise
             if response.set_cookie:
                 # RFC 6265 §5.3: what a response sets (a redirect's included) applies from the next request on.
                 self._headers.keep_cookies(url, method, response.set_cookie)

@@ -134,7 +134,8 @@ class HttpxRoute:
             H1Error: a header the pool's framing would refuse too (httpx and h11 would quote the value).
             httpx.HTTPError: as the caller's transport raises it (``http.errors`` maps it).
         """
-        headers = [*hop.fixed, *hop.headers]
+        own = hop.headers
+        headers = [*hop.fixed, *(own.items() if isinstance(own, Mapping) else own)]
         for name, value in headers:
             # What the pool's framing refuses, refused here too: httpx and h11 would quote the value.
             if (problem := field_problem(name, value)) is not None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import math
 import ssl
-from typing import TYPE_CHECKING, Final, Protocol
+from collections.abc import Awaitable, Mapping
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol
 
 from ..._core.proxies import ProxyRules
-from ..pool import ConnectError, ConnectionPool, HttpResponse, ProxyRoute, Timeouts
+from ..pool import ConnectionPool, HttpResponse, ProxyRoute, Timeouts
 from ..tls import CertTypes, VerifyTypes, ssl_context
-from .urls import Origin, basic, names_credentials, origin, parse_url, redacted
+from .urls import Origin, basic, names_credentials, origin, parse_url
 
 if TYPE_CHECKING:
     import httpx
@@ -33,50 +34,41 @@ _MAX_CONNECTIONS: Final = 100
 _KEEPALIVE_EXPIRY: Final = 30.0
 
 
-class Hop:
+class Hop(NamedTuple):
     """One request on its way to one origin (a redirect makes another): what every :class:`Route` is handed.
 
     Attributes:
         url: the request's URL; ``origin`` and ``target`` (the request target) are its parts.
         method: the request method.
         fixed: header fields sent first, as given (the connection's own).
-        headers: the message's header fields.
+        headers: the message's header fields: a mapping as the message came with them, or pairs.
         body: the request body (``b""``: none).
         resendable: a keep-alive race may resend it (RFC 9110 §9.2.2).
         long_lived: the read timeout bounds the wait for the head only (a subscription, the standalone ``GET``).
     """
 
-    __slots__ = ("body", "fixed", "headers", "long_lived", "method", "origin", "resendable", "target", "url")
-
-    def __init__(
-        self,
-        url: httpx.URL,
-        origin: Origin,
-        target: str,
-        method: str,
-        fixed: tuple[tuple[str, str], ...],
-        headers: list[tuple[str, str]],
-        body: bytes,
-        *,
-        resendable: bool,
-        long_lived: bool,
-    ) -> None:
-        self.url = url
-        self.origin = origin
-        self.target = target
-        self.method = method
-        self.fixed = fixed
-        self.headers = headers
-        self.body = body
-        self.resendable = resendable
-        self.long_lived = long_lived
+    # A NamedTuple, as the wire records are (docs/benchmarks.md): one per request, built in one step
+    # (bench/repeatable.py).
+    url: httpx.URL
+    origin: Origin
+    target: str
+    method: str
+    fixed: tuple[tuple[str, str], ...]
+    headers: Mapping[str, str] | list[tuple[str, str]]
+    body: bytes
+    resendable: bool
+    long_lived: bool
 
 
 class Route(Protocol):
     """Sends one request on its way (no redirects, no credentials: the endpoint layer did those)."""
 
-    async def request(self, hop: Hop) -> HttpResponse:
-        """Send ``hop`` (its ``fixed`` headers before its ``headers``) and return the response's head."""
+    def request(self, hop: Hop) -> Awaitable[HttpResponse]:
+        """Send ``hop`` (its ``fixed`` headers before its ``headers``) and return the response's head.
+
+        Raises:
+            ConnectError: the pool could not connect (the endpoint names the URL in it).
+        """
         ...
 
     async def aclose(self) -> None:
@@ -147,25 +139,22 @@ class PoolRoute:
             self._tls = ssl_context(verify, cert, trust_env=trust_env)  # a bad path fails here, not later
         self._pool_for(endpoint)
 
-    async def request(self, hop: Hop) -> HttpResponse:
+    def request(self, hop: Hop) -> Awaitable[HttpResponse]:
         """Send one request through the pool of its origin; see :class:`Route`."""
         pool = self.pools.get(hop.origin) or self._pool_for(hop.url)
-        # The 2xx body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
+        # The pool's own coroutine (bench/repeatable.py: no frame of this layer's on the request's chain). The 2xx
+        # body of a POST is read at once (JSON), or streamed (an event stream has no Content-Length).
         long_lived = hop.long_lived
-        try:
-            return await pool.request(
-                hop.method,
-                hop.target,
-                hop.headers,
-                hop.body,
-                resendable=hop.resendable,
-                prefetch=hop.method == "POST" and not long_lived,
-                long_lived=long_lived,
-                fixed=hop.fixed,
-            )
-        except ConnectError as exc:
-            exc.url = redacted(hop.url)  # the message names the URL (never its credentials), not only host:port
-            raise
+        return pool.request(
+            hop.method,
+            hop.target,
+            hop.headers,
+            hop.body,
+            resendable=hop.resendable,
+            prefetch=hop.method == "POST" and not long_lived,
+            long_lived=long_lived,
+            fixed=hop.fixed,
+        )
 
     async def aclose(self) -> None:
         """Close every pool (idle connections now, busy ones when their response is released)."""

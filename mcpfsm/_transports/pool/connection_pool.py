@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import ssl
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Final
 
 import trio
@@ -103,6 +104,10 @@ class ConnectionPool:
         self._waiters = trio.lowlevel.ParkingLot()
         self._closed = False
         self._prefixes: dict[tuple[str, str, int], tuple[tuple[tuple[str, str], ...], str]] = {}
+        self._heads: dict[
+            tuple[str, str, int, int],
+            tuple[tuple[tuple[str, str], ...], MappingProxyType[str, str], dict[str, str], str],
+        ] = {}
 
     @property
     def connections(self) -> int:
@@ -118,7 +123,7 @@ class ConnectionPool:
         self,
         method: str,
         target: str,
-        headers: Sequence[tuple[str, str]],
+        headers: Sequence[tuple[str, str]] | Mapping[str, str],
         body: bytes = b"",
         *,
         resendable: bool = False,
@@ -129,7 +134,9 @@ class ConnectionPool:
         """Send one request and return its response once the head has arrived.
 
         ``fixed``: headers sent before ``headers``, the same tuple for many requests (the pool checks and
-        encodes them once per method and target for as long as that tuple lives).
+        encodes them once per method and target for as long as that tuple lives). ``headers``: pairs, or a
+        mapping; a read-only mapping (``types.MappingProxyType``, as a header plan gives its headers) is
+        checked and encoded once too, and again only when what it holds changed.
 
         The caller reads the body from the reply and must ``aclose()`` it. ``resendable`` says the
         request changes nothing on the server, so a keep-alive race may resend it once. ``prefetch``
@@ -152,27 +159,41 @@ class ConnectionPool:
         if self._absolute_prefix:
             target = self._absolute_prefix + target
         if self._proxy_headers and self._tls is None:
-            headers = [*headers, *self._proxy_headers]
-        # Hot path (bench/instructions.py): the request line, Host and the fixed headers, checked and joined once
-        # per (method, target, fixed).
-        key = (method, target, id(fixed))
-        known = self._prefixes.get(key)
-        if known is None or known[0] is not fixed:
-            if len(self._prefixes) >= _MAX_PREFIXES:
-                self._prefixes.clear()
-            known = self._prefixes[key] = (fixed, request_prefix(method, target, self._authority, fixed))
-        data = encode_request(method, target, self._authority, headers, body, prefix=known[1])
+            pairs = headers.items() if isinstance(headers, Mapping) else headers
+            headers = [*pairs, *self._proxy_headers]
+        if type(headers) is MappingProxyType:
+            head = self._head(method, target, fixed, headers)
+            data = encode_request(method, target, self._authority, (), body, prefix=head)
+        else:
+            pairs = list(headers.items()) if isinstance(headers, Mapping) else headers
+            prefix = self._prefix(method, target, fixed)
+            data = encode_request(method, target, self._authority, pairs, body, prefix=prefix)
         connection, reused = await self._checkout(fresh=False)
         try:
+            # The checkout has just read the clock (busy_since): the exchange starts then (bench/repeatable.py).
             reader, deferred = await exchange(
-                connection, data, method, self.timeouts, reused=reused, resendable=resendable, prefetch=prefetch
+                connection,
+                data,
+                method,
+                self.timeouts,
+                connection.busy_since,
+                reused=reused,
+                resendable=resendable,
+                prefetch=prefetch,
             )
         except Stale:
             self.release(connection, reusable=False)
             connection, _ = await self._checkout(fresh=True)
             try:
                 reader, deferred = await exchange(
-                    connection, data, method, self.timeouts, reused=False, resendable=False, prefetch=prefetch
+                    connection,
+                    data,
+                    method,
+                    self.timeouts,
+                    connection.busy_since,
+                    reused=False,
+                    resendable=False,
+                    prefetch=prefetch,
                 )
             except BaseException:
                 self.release(connection, reusable=False)
@@ -181,6 +202,32 @@ class ConnectionPool:
             self.release(connection, reusable=False)
             raise
         return WireReply(self, connection, reader, deferred, long_lived=long_lived)
+
+    def _prefix(self, method: str, target: str, fixed: tuple[tuple[str, str], ...]) -> str:
+        # Hot path (bench/instructions.py): the request line, Host and the fixed headers, checked and joined once
+        # per (method, target, fixed).
+        key = (method, target, id(fixed))
+        known = self._prefixes.get(key)
+        if known is None or known[0] is not fixed:
+            if len(self._prefixes) >= _MAX_PREFIXES:
+                self._prefixes.clear()
+            known = self._prefixes[key] = (fixed, request_prefix(method, target, self._authority, fixed))
+        return known[1]
+
+    def _head(
+        self, method: str, target: str, fixed: tuple[tuple[str, str], ...], headers: MappingProxyType[str, str]
+    ) -> str:
+        # Hot path (bench/repeatable.py): the prefix with a message's headers too, checked and joined once while they
+        # come as the same read-only mapping (a header plan's) holding the same items.
+        key = (method, target, id(fixed), id(headers))
+        known = self._heads.get(key)
+        if known is None or known[0] is not fixed or known[1] is not headers or known[2] != headers:
+            if len(self._heads) >= _MAX_PREFIXES:
+                self._heads.clear()
+            head = request_prefix(method, target, self._authority, (*fixed, *headers.items()))
+            # The tuple and the mapping themselves (their ids stay theirs), what the mapping held, and the head.
+            known = self._heads[key] = (fixed, headers, dict(headers), head)
+        return known[3]
 
     async def aclose(self) -> None:
         """Close every idle connection; busy ones are closed when their response is released."""

@@ -33,12 +33,16 @@ async def exchange(
     data: bytes,
     method: str,
     timeouts: Timeouts,
+    now: float,
     *,
     reused: bool,
     resendable: bool,
     prefetch: bool,
 ) -> tuple[ResponseReader, BaseException | None]:
     """Write the request ``data`` on ``connection`` and read the response head; see the module docstring.
+
+    ``now`` is the time on trio's clock when the exchange starts (the pool has just read it, checking the
+    connection out).
 
     Returns the reader (the head read, maybe part of the body) and what the wait for the rest of a small body
     raised (handed to the reply, which raises it where the body is read).
@@ -71,7 +75,7 @@ async def exchange(
             sent = len(data)
     writing = sent < len(data)
     waiting = "WriteTimeout" if writing else "ReadTimeout"
-    deadline = trio.current_time() + (timeouts.write if writing else timeouts.read)
+    deadline = now + (timeouts.write if writing else timeouts.read)
     timer = connection.deadline
     with trio.CancelScope(deadline=deadline) if timer is None else timer.arm(deadline) as scope:
         if writing:
@@ -84,7 +88,7 @@ async def exchange(
         try:
             first = stream.receive_answer if type(stream) is PlainStream else stream.receive_some
             reader.receive(await first(RECEIVE_BYTES))
-            while reader.read_head() is None:
+            while (head := reader.read_head()) is None:
                 scope.deadline = trio.current_time() + timeouts.read
                 reader.receive(await stream.receive_some(RECEIVE_BYTES))
         except (OSError, trio.BrokenResourceError, H1Error) as exc:
@@ -100,8 +104,7 @@ async def exchange(
             if send_error is not None:
                 raise send_error from None
             raise
-        head = reader.read_head()
-        if not prefetch or head is None or not 200 <= head.status < 300:
+        if not prefetch or not 200 <= head.status < 300:
             return reader, None
         waiting = "body"
         try:
