@@ -233,7 +233,7 @@ async def counted(kind: str, calls: int) -> None:
 
     body = call_body(1)
     if kind in ("sdk", "sdk-gated"):
-        from mcpfsm._tooling.peer import PeerState, build_server
+        from mcpfsm._tooling.demo_server import PeerState, build_server
 
         server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
         sdk = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
@@ -509,7 +509,7 @@ def counted_server(argv: list[str], calls: int) -> int:
 
     import trio
 
-    from mcpfsm._tooling.peer_process import _await_ready
+    from mcpfsm._tooling.server_process import _await_ready
 
     with tempfile.TemporaryDirectory() as directory, tempfile.TemporaryFile() as stderr:
         command = [*_callgrind(directory, "server"), *argv]
@@ -542,7 +542,7 @@ def per_call(count: Any, small: int, large: int) -> float:
 
 def instructions(small: int, large: int, only: set[str]) -> None:
     """Print instructions per call of each shape, with and without the gate, and the ratios."""
-    from mcpfsm._tooling.peer_process import _started
+    from mcpfsm._tooling.server_process import _started
 
     def line(label: str, alone: float, gated: float, target: str) -> None:
         print(
