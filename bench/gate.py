@@ -220,6 +220,104 @@ async def components(calls: int) -> dict[str, float]:
     return figures
 
 
+# --- counted: one kind of request, N times, in this process (run under callgrind by --instructions) ---------------
+
+
+async def counted(kind: str, calls: int) -> None:
+    """Set up ``kind``, warm it up, then make ``calls`` requests: what ``--instructions`` counts (by difference)."""
+    import anyio
+
+    from mcpfsm._core.gate import GateSettings, McpHeaders, ToolSchema, check, parse_request
+    from mcpfsm._drivers.gate import GateRun
+    from mcpfsm._gate.middleware import HeaderGate
+
+    body = call_body(1)
+    if kind in ("sdk", "sdk-gated"):
+        from mcpfsm._tooling.demo_server import PeerState, build_server
+
+        server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
+        sdk = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
+        target = HeaderGate(sdk) if kind == "sdk-gated" else sdk
+        startup, stopping = anyio.Event(), anyio.Event()
+
+        async def lifespan() -> None:
+            messages = [{"type": "lifespan.startup"}]
+
+            async def receive() -> dict[str, Any]:
+                if messages:
+                    return messages.pop()
+                await stopping.wait()
+                return {"type": "lifespan.shutdown"}
+
+            async def send(message: dict[str, Any]) -> None:
+                if message["type"] == "lifespan.startup.complete":
+                    startup.set()
+
+            await sdk({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(lifespan)
+            await startup.wait()
+            assert await _request(target, LIST_HEADERS, LIST_BODY) == 200
+            for _ in range(50):
+                assert await _request(target, CALL_HEADERS, body) == 200
+            if os.environ.get("BENCH_GC_FREEZE"):
+                import gc
+
+                gc.freeze()
+            for _ in range(calls):
+                await _request(target, CALL_HEADERS, body)
+            stopping.set()
+        return
+    schema = ToolSchema.of("execute-sql", SCHEMA)
+    answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "resultType": "complete"}}).encode()
+    listing = json.dumps(
+        {"jsonrpc": "2.0", "id": 0, "result": {"tools": [{"name": "execute-sql", "inputSchema": SCHEMA}]}}
+    ).encode()
+
+    async def instant(scope: Any, receive: Any, send: Any) -> None:
+        request = await receive()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": listing if b"tools/list" in request["body"] else answer})
+
+    class Port:
+        identity = None
+
+        async def read_body(self, limit: int) -> bytes:
+            return body
+
+        async def schema(self, tool: str) -> ToolSchema:
+            return schema
+
+        async def learn(self, tool: str) -> ToolSchema:
+            return schema
+
+        async def forward(self, *, strip_params: bool) -> None:
+            pass
+
+        async def refuse(self, refusal: object) -> None:
+            pass
+
+    port, settings, seen = Port(), GateSettings(), []
+    gated = HeaderGate(instant)
+    assert await _request(gated, LIST_HEADERS, LIST_BODY) == 200
+    operations = {
+        "core": lambda: check(McpHeaders.read(CALL_HEADERS), parse_request(body), schema),
+        "run": lambda: GateRun(port, CALL_HEADERS, settings).run(),
+        "run-events": lambda: GateRun(port, CALL_HEADERS, settings, seen.append).run(),
+        "app": lambda: _request(instant, CALL_HEADERS, body),
+        "middleware": lambda: _request(gated, CALL_HEADERS, body),
+    }
+    operation = operations[kind]
+    asynchronous = kind != "core"
+    for _ in range(50 + calls):
+        if asynchronous:
+            await operation()
+        else:
+            operation()
+        seen.clear()
+
+
 # --- served: the SDK's app under uvicorn, and the proxies ----------------------------------------------------------
 
 
@@ -373,6 +471,123 @@ def served(calls: int, rounds: int) -> dict[str, Any]:
     return {"alone_us": alone, "gated_us": gate, "growth": gate / alone - 1, "samples": samples}
 
 
+# --- instructions: callgrind counts of the server process per call, repeatable on a busy machine -----------------
+
+
+def _callgrind(directory: str, name: str) -> list[str]:
+    return ["valgrind", "--tool=callgrind", f"--callgrind-out-file={directory}/{name}.out"]
+
+
+def _total(path: Path) -> int:
+    # The instruction total callgrind writes at the end of its output file ("summary:" or "totals:").
+    for line in reversed(path.read_text().splitlines()):
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise SystemExit(f"no callgrind total in {path}")
+
+
+def _environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONHASHSEED": "0"}  # the same hashing in every run: the same work
+
+
+def counted_in_process(kind: str, calls: int) -> int:
+    """Instructions of a process that sets up ``kind`` and makes ``calls`` requests in process (``--count``)."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        command = [*_callgrind(directory, "run"), sys.executable, __file__, "--count", kind, "--calls", str(calls)]
+        subprocess.run(command, check=True, capture_output=True, env=_environment())
+        return _total(Path(directory) / "run.out")
+
+
+def counted_server(argv: list[str], calls: int) -> int:
+    """Instructions of a server process (under callgrind) that answered 50 warm-up calls and ``calls`` more."""
+    import signal
+    import subprocess
+    import tempfile
+
+    import trio
+
+    from mcpfsm._tooling.server_process import _await_ready
+
+    with tempfile.TemporaryDirectory() as directory, tempfile.TemporaryFile() as stderr:
+        command = [*_callgrind(directory, "server"), *argv]
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr, env=_environment()
+        )
+        try:
+            target = _Target(process, _await_ready(process, stderr, 900))
+
+            async def client() -> None:
+                stream = await trio.open_tcp_stream(target.host, target.port)
+                async with stream:
+                    await _exchange(stream, target.listing)
+                    for _ in range(50 + calls):
+                        await _exchange(stream, target.request)
+
+            trio.run(client)
+        finally:
+            process.send_signal(signal.SIGTERM)
+            process.wait(timeout=300)
+            if process.stdout is not None:
+                process.stdout.close()
+        return _total(Path(directory) / "server.out")
+
+
+def per_call(count: Any, small: int, large: int) -> float:
+    """Instructions per call: the difference of two runs over the difference of their calls (start-up cancels)."""
+    return (count(large) - count(small)) / (large - small)
+
+
+def instructions(small: int, large: int, only: set[str]) -> None:
+    """Print instructions per call of each shape, with and without the gate, and the ratios."""
+    from mcpfsm._tooling.server_process import _started
+
+    def line(label: str, alone: float, gated: float, target: str) -> None:
+        print(
+            f"{label}: without the gate {alone:,.0f} instructions/call, with it {gated:,.0f}:"
+            f" growth {gated / alone - 1:+.1%} ({gated - alone:+,.0f}; {target})",
+            flush=True,
+        )
+
+    if "components" in only:
+        parts = {
+            kind: per_call(lambda n, kind=kind: counted_in_process(kind, n), small, large)
+            for kind in ("core", "run", "run-events", "app", "middleware")
+        }
+        print(
+            f"per request, in process: the verifier's core {parts['core']:,.0f} instructions, its run of the gate"
+            f" machine {parts['run']:,.0f} ({parts['run-events']:,.0f} with a listener), HeaderGate around an app"
+            f" that answers at once {parts['middleware']:,.0f} (the app alone {parts['app']:,.0f})",
+            flush=True,
+        )
+    if "in-process" in only:
+        alone, gated = (per_call(lambda n, k=k: counted_in_process(k, n), small, large) for k in ("sdk", "sdk-gated"))
+        line("middleware (SDK server, in process, asyncio)", alone, gated, "target <= 5 %")
+    if "served" in only:
+        alone, gated = (
+            per_call(lambda n, k=k: counted_server([sys.executable, __file__, "--serve", k], n), small, large)
+            for k in ("sdk", "sdk-gated")
+        )
+        line("middleware (SDK server served by uvicorn, its process)", alone, gated, "target <= 5 %")
+    if "proxy" in only:
+        with _started([sys.executable, "-m", "tests.gate.upstream"], None, 30) as (_, upstream):
+            plain, gate = (
+                per_call(
+                    lambda n, k=k: counted_server([sys.executable, __file__, "--serve", k, "--upstream", upstream], n),
+                    small,
+                    large,
+                )
+                for k in ("plain", "gate")
+            )
+        print(
+            f"proxy (Hypercorn trio worker, mcpfsm's pool; its process): pass-through {plain:,.0f} instructions/call,"
+            f" gate {gate:,.0f}: the verifier's share {(gate - plain) / gate:.1%} (target <= 10 %)",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=2000)
@@ -381,7 +596,22 @@ def main() -> None:
     parser.add_argument("--proxy-calls", type=int, default=2000)
     parser.add_argument("--serve", choices=["gate", "plain", "sdk", "sdk-gated"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream", help=argparse.SUPPRESS)
+    parser.add_argument("--count", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--instructions", action="store_true", help="count instructions under callgrind instead (repeatable)"
+    )
+    parser.add_argument("--small", type=int, default=100, help="calls of the smaller callgrind run")
+    parser.add_argument("--large", type=int, default=400, help="calls of the larger callgrind run")
+    parser.add_argument("--only", default="components,in-process,served,proxy", help="what --instructions counts")
     args = parser.parse_args()
+    if args.instructions:
+        instructions(args.small, args.large, set(args.only.split(",")))
+        return
+    if args.count:
+        import anyio
+
+        anyio.run(counted, args.count, args.calls)
+        return
     if args.serve in ("sdk", "sdk-gated"):
         serve_sdk(args.serve)
         return

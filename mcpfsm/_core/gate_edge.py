@@ -17,7 +17,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["FRAMED", "Fields", "field", "identity_of"]
+__all__ = ["FRAMED", "Fields", "field", "fingerprint", "identity_of"]
 
 Fields = Sequence[tuple[bytes, bytes]]
 """Header fields as an ASGI scope holds them: ``(name, value)`` byte pairs, names in lowercase."""
@@ -44,7 +44,11 @@ def identity_of(fields: Fields) -> str | None:
     any client spend the gate's CPU by sending a new value with each request, and a bearer token is a long random
     secret that no one recovers from its digest.
     """
-    value = field(fields, b"authorization")
-    if value is None:
+    return fingerprint(field(fields, b"authorization"))
+
+
+def fingerprint(authorization: bytes | None) -> str | None:
+    """:func:`identity_of` from the ``Authorization`` field's value (``None``: the request has none)."""
+    if authorization is None:
         return None
-    return hashlib.sha256(b"mcpfsm gate identity\n" + value.strip(_OWS)).hexdigest()
+    return hashlib.sha256(b"mcpfsm gate identity\n" + authorization.strip(_OWS)).hexdigest()

@@ -12,8 +12,9 @@ tracker, with no effects of its own) uses the same two steps the loop is made of
 
 Cancellation (trio's rule: every ``async`` call is a checkpoint) may end a run in any non-terminal state,
 also one whose effect never waits: the loop checkpoints before each effect. The checkpoint is trio's unless the
-caller names another: the gate, which runs inside asyncio servers (uvicorn) as well as trio ones (Hypercorn's trio
-worker), passes anyio's, so the same loop runs under either library. A ``trio.Cancelled`` (or a
+caller names another, or none: the gate, which runs inside asyncio servers (uvicorn) as well as trio ones
+(Hypercorn's trio worker), and whose every waiting effect is I/O through its port, passes none: its cancellation
+arrives at those awaits, and is honoured there the same way. A ``trio.Cancelled`` (or a
 ``KeyboardInterrupt``) is never swallowed: the run follows the machine's ``cancel_trigger`` edge, publishes
 it, and the exception propagates unchanged. An effect turns every expected failure into a trigger; any
 other ``Exception`` is a bug in mcpfsm, not a protocol outcome, so it propagates without an edge, as does
@@ -82,7 +83,7 @@ async def drive(
     run: R,
     steps: Mapping[str, Step[R, T]] = _NO_STEPS,
     *,
-    checkpoint: Callable[[], Awaitable[None]] = trio.lowlevel.checkpoint_if_cancelled,
+    checkpoint: Callable[[], Awaitable[None]] | None = trio.lowlevel.checkpoint_if_cancelled,
 ) -> S:
     """Drive ``run`` from the initial state to a terminal one, one effect per state; returns the terminal state.
 
@@ -90,7 +91,8 @@ async def drive(
     (awaited). The two differ only in cost (a coroutine object per state that never suspends): the same
     states are entered, in the same order, each after the same checkpoint. What a terminal state means (a
     result, an error to raise) is the caller's. ``checkpoint`` is awaited before each effect: trio's
-    ``checkpoint_if_cancelled`` by default, anyio's for a run that must work under asyncio too.
+    ``checkpoint_if_cancelled`` by default; ``None`` for a machine whose effects' own awaits are all I/O, so that
+    a cancellation arrives at one of them (a state that only computes is then no checkpoint).
 
     Raises:
         trio.Cancelled: the caller was cancelled (asyncio's ``CancelledError`` under anyio); the run entered the
@@ -110,7 +112,8 @@ async def drive(
         try:
             # Every non-terminal state can be cancelled, also those whose effect never waits (and a
             # transport that answers without blocking); trio's rule: async = checkpoint.
-            await checkpoint()
+            if checkpoint is not None:
+                await checkpoint()
             trigger = step(run) if step is not None else await effects[state](run)
         except Exception:
             # Effects turn every expected failure into a trigger; anything else is a bug in mcpfsm,

@@ -6,9 +6,14 @@
 effects decide comes from the pure core (``mcpfsm._core.gate``: the limits, the era, the parse, the verdict, the
 refusals); everything they do goes through a :class:`GatePort`, which the ASGI middleware and the proxy implement.
 
-The loop checkpoints with anyio, not trio: the middleware runs inside the SDK's and fastmcp's Starlette apps, which
-uvicorn serves on asyncio, and the proxy on Hypercorn's trio worker. Cancellation (asyncio's or trio's) ends a run
-in ``cancelled`` and propagates unchanged.
+The middleware runs inside the SDK's and fastmcp's Starlette apps, which uvicorn serves on asyncio, and the proxy on
+Hypercorn's trio worker, so the run names neither library: its every wait is I/O through the port (reading the body,
+fetching a listing, forwarding, refusing), and those awaits are its checkpoints. A state that only computes (the
+check) is no checkpoint: the loop does not stop the scheduler between states (``bench/gate.py``). Cancellation
+(asyncio's or trio's) arriving at one of those awaits ends the run in ``cancelled`` from the state it was in, and
+propagates unchanged.
+
+A run whose events nobody listens to (no ``on_event``) builds none: it keeps its state and nothing else.
 
 The port's contract, in one place:
 
@@ -30,8 +35,6 @@ import secrets
 from collections.abc import Callable, Mapping
 from time import perf_counter, time_ns
 from typing import Any, Final, Protocol
-
-import anyio.lowlevel
 
 from .._core.constants import HEADER_MISMATCH, INVALID_REQUEST
 from .._core.events import utc_timestamp
@@ -113,7 +116,9 @@ class GateRun:
 
     __slots__ = (
         "_began",
+        "_legacy",
         "_on_event",
+        "_run_id",
         "_seq",
         "body",
         "headers",
@@ -121,7 +126,6 @@ class GateRun:
         "reason",
         "refusal",
         "request",
-        "run_id",
         "schema",
         "settings",
         "state",
@@ -140,8 +144,8 @@ class GateRun:
         self.headers = headers if isinstance(headers, McpHeaders) else McpHeaders.read(headers)
         self.settings = settings
         self._on_event = on_event
-        self.run_id = f"gate-{_RUN_PREFIX}-{next(_RUN_COUNTER)}"
-        """Unique per run: the ``call_id`` of its events."""
+        self._run_id: str | None = None
+        self._legacy = self.headers.legacy
         self._seq = 0
         self._began = 0.0
         self.state: State = COMPILED.definition.initial
@@ -161,6 +165,14 @@ class GateRun:
         self.reason: str | None = None
         """Why, for the events: names a header or a limit, never a value."""
 
+    @property
+    def run_id(self) -> str:
+        """Unique per run: the ``call_id`` of its events (made when first asked for)."""
+        run_id = self._run_id
+        if run_id is None:
+            run_id = self._run_id = f"gate-{_RUN_PREFIX}-{next(_RUN_COUNTER)}"
+        return run_id
+
     async def run(self) -> State:
         """Drive the request to its end; returns the terminal state (``forwarded``, ``reported`` or ``rejected``).
 
@@ -168,19 +180,20 @@ class GateRun:
             BaseException: cancellation (asyncio's or trio's), after the run entered ``cancelled``, unchanged; an
                 exception out of the port or the policy hook (other than :class:`GateRefusal`), unchanged.
         """
-        self._began = perf_counter()
-        return await drive(COMPILED, _EFFECTS, self, _STEPS, checkpoint=anyio.lowlevel.checkpoint_if_cancelled)
+        if self._on_event is not None:
+            self._began = perf_counter()
+        return await drive(COMPILED, _EFFECTS, self, _STEPS, checkpoint=None)
 
     # --- events ---------------------------------------------------------------------------------------
 
     def entered(self, state: str, previous: str | None, trigger: str | None) -> None:
         """Publish the :class:`~mcpfsm.GateEvent` of ``state`` (the driver's ``Run`` protocol)."""
-        self.state = State(state)
-        seq = self._seq
-        self._seq += 1
+        self.state = state  # type: ignore[assignment]  # the compiled table's State members
         on_event = self._on_event
         if on_event is None:
             return
+        seq = self._seq
+        self._seq += 1
         request = self.request if isinstance(self.request, ParsedRequest) else None
         name = request.name if request is not None else None
         refusal = self.refusal if state == State.rejected else None
@@ -227,15 +240,19 @@ class GateRun:
             await self._refuse(Refusal(status=413, code=INVALID_REQUEST, message=message), message)
             return Trigger.oversized
         self.body = body
-        if not self.headers.legacy:
+        if not self._legacy:
             self.request = parse_request(body)
         return Trigger.read
 
     async def _parsed(self) -> Trigger:
-        if self.headers.legacy:
+        if self._legacy:
             legacy = self.settings.legacy
             if legacy == "reject":
-                refusal = _legacy_refusal(self.headers.protocol_version)
+                # The answer carries the request's id when the body is a JSON-RPC request (read within the same
+                # max_body, by the same strict reader); the request is still not verified.
+                parsed = parse_request(self.body if self.body is not None else b"")
+                request_id = parsed.id if isinstance(parsed, ParsedRequest) else None
+                refusal = _legacy_refusal(self.headers.protocol_version, request_id)
                 await self._refuse(refusal, refusal.message)
                 return Trigger.legacy_refused
             await self.port.forward(strip_params=legacy == "strip")
@@ -273,7 +290,8 @@ class GateRun:
     def _schema_known(self) -> Trigger:
         request = self.request
         assert isinstance(request, ParsedRequest)
-        self.verdict = verdict = check(self.headers, request, self.schema)
+        # The verified values are kept for a policy only: without one, an ok verdict is OK (bench/gate.py).
+        self.verdict = verdict = check(self.headers, request, self.schema, params=self.settings.policy is not None)
         return Trigger.matched if verdict.ok else Trigger.mismatched
 
     async def _checked(self) -> Trigger:
@@ -305,11 +323,11 @@ class GateRun:
         return Trigger.forwarded
 
 
-def _legacy_refusal(version: str | None) -> Refusal:
+def _legacy_refusal(version: str | None, request_id: int | str | None) -> Refusal:
     # SPEC: -32600 naming the version; only a known legacy version is named (it is one of a few constants).
     said = f"protocol version {version}" if version is not None else "a request without MCP-Protocol-Version"
     message = f"{said} is not accepted here: this gate verifies 2026-07-28 requests only"
-    return Refusal(status=400, code=INVALID_REQUEST, message=message)
+    return Refusal(status=400, code=INVALID_REQUEST, message=message, id=request_id)
 
 
 def _error(refusal: Refusal | None, blamed: Verdict | None) -> Mapping[str, Any] | None:

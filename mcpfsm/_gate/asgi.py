@@ -58,7 +58,7 @@ async def read_body(receive: Receive, limit: int, declared: bytes | None) -> byt
     if not message.get("more_body", False):
         if len(body) > limit:
             raise BodyTooLarge
-        return bytes(body)
+        return body if type(body) is bytes else bytes(body)  # one message: the very bytes, no copy
     pieces = [body]
     size = len(body)
     while message.get("more_body", False):

@@ -53,10 +53,59 @@ def watched(
     ``request_id`` its id; ``learn`` (given the page of ``tools/list`` the answer carries) and ``forget`` act on the
     book for this server and caller.
     """
-    return _Watch(send, method, request_id, learn, forget).send
+    # Hot path (bench/gate.py): the answer's start says whether it may matter; the usual answer (a tools/call's JSON)
+    # does not, and its messages then go straight on: nothing is built for it but this closure.
+    watch: _Watch | None = None
+    through = False
+
+    async def watching(message: Message) -> None:
+        nonlocal watch, through
+        if through:
+            await send(message)
+        elif watch is not None:
+            await watch.send(message)
+        elif message["type"] != "http.response.start":
+            await send(message)
+        else:
+            mode, coding = _mode(message, method)
+            if mode == "through":
+                through = True
+                await send(message)
+                return
+            watch = _Watch(send, method, request_id, learn, forget, mode)
+            if coding is not None and not watch.decoding(coding):
+                watch = None
+                through = True
+                await send(message)
+                return
+            await watch.begin(message)
+
+    return watching
+
+
+def _mode(start: Message, method: str | None) -> tuple[str, str | None]:
+    # How an answer is watched, from its start (its status, Content-Type), and its Content-Encoding:
+    # "events" an event stream, "hold" a tools/list answer, "refusal" a 400 to a request, else "through".
+    status = start.get("status", 200)
+    kind, coding = b"", None
+    for name, value in start.get("headers", ()):
+        lowered = name.lower()
+        if lowered == b"content-type":
+            kind = value.lower()
+        elif lowered == b"content-encoding":
+            coding = value.decode("latin-1")
+    if b"text/event-stream" in kind:
+        return "events", coding
+    if method is not None and b"json" in kind:
+        if method == "tools/list" and status == 200:
+            return "hold", coding
+        if status == 400:
+            return "refusal", coding
+    return "through", coding
 
 
 class _Watch:
+    # One answer that may matter (its mode is not "through"), from its start on.
     __slots__ = (
         "_buffer",
         "_decoder",
@@ -72,13 +121,15 @@ class _Watch:
         "_tail",
     )
 
-    def __init__(self, outer: Send, method: str | None, request_id: object, learn: Learn, forget: Forget) -> None:
+    def __init__(
+        self, outer: Send, method: str | None, request_id: object, learn: Learn, forget: Forget, mode: str
+    ) -> None:
         self._outer = outer
         self._method = method
         self._request_id = request_id
         self._learn = learn
         self._forget = forget
-        self._mode = "through"
+        self._mode = mode
         self._start: Message | None = None
         self._buffer: list[bytes] = []
         self._size = 0
@@ -86,16 +137,25 @@ class _Watch:
         self._decoder: ContentDecoder | None = None
         self._parser: SseParser | None = None
 
-    async def send(self, message: Message) -> None:
-        kind = message["type"]
-        if kind == "http.response.start":
-            self._begin(message)
-            if self._mode in ("hold", "refusal"):
-                self._start = message
-                return
-            await self._outer(message)
+    def decoding(self, coding: str) -> bool:
+        """Read the answer through a decoder of ``coding``; ``False`` when there is none (it is passed on unread)."""
+        try:
+            self._decoder = ContentDecoder(coding, limit=MAX_LEARNED)
+        except ContentDecodeError:
+            return False
+        return True
+
+    async def begin(self, start: Message) -> None:
+        """The answer's start: held with a held body, else passed on."""
+        if self._mode == "events":
+            if self._method == "tools/list" and start.get("status", 200) == 200:
+                self._parser = SseParser(max_event_bytes=MAX_LEARNED)
+            await self._outer(start)
             return
-        if kind != "http.response.body":
+        self._start = start
+
+    async def send(self, message: Message) -> None:
+        if message["type"] != "http.response.body":
             await self._outer(message)
             return
         mode = self._mode
@@ -105,29 +165,6 @@ class _Watch:
             await self._event_chunk(message)
         else:
             await self._held_chunk(message)
-
-    def _begin(self, start: Message) -> None:
-        status = start.get("status", 200)
-        kind, coding = b"", None
-        for name, value in start.get("headers", ()):
-            lowered = name.lower()
-            if lowered == b"content-type":
-                kind = value.lower()
-            elif lowered == b"content-encoding":
-                coding = value.decode("latin-1")
-        if coding is not None:
-            try:
-                self._decoder = ContentDecoder(coding, limit=MAX_LEARNED)
-            except ContentDecodeError:
-                return
-        if b"text/event-stream" in kind:
-            self._mode = "events"
-            if self._method == "tools/list" and status == 200:
-                self._parser = SseParser(max_event_bytes=MAX_LEARNED)
-        elif b"json" in kind and self._method == "tools/list" and status == 200:
-            self._mode = "hold"
-        elif b"json" in kind and status == 400 and self._method is not None:
-            self._mode = "refusal"
 
     def _decoded(self, piece: bytes) -> bytes | None:
         decoder = self._decoder

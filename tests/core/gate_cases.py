@@ -44,6 +44,8 @@ ARGUMENT_TYPE: Final = "argument-types"
 ARGUMENTS_NOT_OBJECT: Final = "arguments-not-an-object"
 NOTIFICATION_HEADERS: Final = "notifications"
 BODY_TEXT: Final = "body-text"
+DUPLICATE_MEMBERS: Final = "duplicate-members"
+NON_JSON_NUMBERS: Final = "non-json-numbers"
 DIFFERENCES: Final = (
     TASKS_NAME,
     NAME_WITHOUT_MEMBER,
@@ -55,6 +57,8 @@ DIFFERENCES: Final = (
     ARGUMENTS_NOT_OBJECT,
     NOTIFICATION_HEADERS,
     BODY_TEXT,
+    DUPLICATE_MEMBERS,
+    NON_JSON_NUMBERS,
 )
 
 
@@ -607,7 +611,7 @@ CASES: Final[list[Case]] = [
         "body-lone-surrogate",
         std(),
         call({"query": "x"}).replace(b'"x"', b'"\\ud800"'),
-        reason="the body is not UTF-8 JSON",
+        reason="a string in the body escapes a lone UTF-16 surrogate, which is no Unicode text",
         code=-32700,
         differs=BODY_TEXT,
     ),
@@ -618,5 +622,128 @@ CASES: Final[list[Case]] = [
         reason="the body is not UTF-8 JSON",
         code=-32700,
         differs=BODY_TEXT,
+    ),
+    # --- parser differentials: a body two readers may read two ways (docs/gate.md, "Parser differentials") ---------
+    Case(
+        "duplicate-name-last-wins-in-python",
+        std(name="safe"),
+        call({"query": "x"}, name="safe").replace(b'"name": "safe"', b'"name": "evil", "name": "safe"'),
+        reason="the body holds the member /params/name twice: readers differ on which one counts (RFC 8259 §4),"
+        " so it is refused",
+        code=-32600,
+        differs=DUPLICATE_MEMBERS,
+    ),
+    Case(
+        "duplicate-argument",
+        [*std(), (P + "Region", "eu")],
+        call({"region": "eu", "query": "x"}).replace(b'"region": "eu"', b'"region": "us", "region": "eu"'),
+        reason="the body holds the member /params/arguments/region twice: readers differ on which one counts"
+        " (RFC 8259 §4), so it is refused",
+        code=-32600,
+        schema=SCHEMA,
+        differs=DUPLICATE_MEMBERS,
+    ),
+    Case(
+        "duplicate-nested-argument",
+        [*std(), (P + "Read-Only", "true")],
+        call({"options": {"readOnly": True}}).replace(b'"readOnly": true', b'"readOnly": false, "readOnly": true'),
+        reason="the body holds the member /params/arguments/options/readOnly twice: readers differ on which one counts"
+        " (RFC 8259 §4), so it is refused",
+        code=-32600,
+        schema=SCHEMA,
+        differs=DUPLICATE_MEMBERS,
+    ),
+    Case(
+        "duplicate-method",
+        std("tools/list", None),
+        _LIST.replace(b'"method": "tools/list"', b'"method": "tools/call", "method": "tools/list"'),
+        reason="the body holds the member /method twice: readers differ on which one counts (RFC 8259 §4),"
+        " so it is refused",
+        code=-32600,
+        differs=DUPLICATE_MEMBERS,
+    ),
+    Case(
+        "duplicate-escaped-name",
+        std("tools/list", None),
+        _LIST.replace(b'"method": "tools/list"', b'"method": "tools/call", "m\\u0065thod": "tools/list"'),
+        reason="the body holds the member /method twice: readers differ on which one counts (RFC 8259 §4),"
+        " so it is refused",
+        code=-32600,
+        differs=DUPLICATE_MEMBERS,
+    ),
+    Case(
+        "duplicate-protocol-version",
+        std("tools/list", None),
+        _LIST.replace(b'"2026-07-28"', b'"2025-11-25", "io.modelcontextprotocol/protocolVersion": "2026-07-28"'),
+        reason="the body holds the member /params/_meta/io.modelcontextprotocol~1protocolVersion twice: readers"
+        " differ on which one counts (RFC 8259 §4), so it is refused",
+        code=-32600,
+        differs=DUPLICATE_MEMBERS,
+    ),
+    Case(
+        "duplicate-off-the-path",
+        std(),
+        call({"query": "x", "filters": [{"tenant": 2}]}).replace(b'{"tenant": 2}', b'{"tenant": 1, "tenant": 2}'),
+        reason="the body holds the member /params/arguments/filters/0/tenant twice: readers differ on which one"
+        " counts (RFC 8259 §4), so it is refused",
+        code=-32600,
+        differs=DUPLICATE_MEMBERS,
+    ),
+    Case(
+        "body-byte-order-mark",
+        std("tools/list", None),
+        b"\xef\xbb\xbf" + _LIST,
+        reason="the body starts with a byte order mark (RFC 8259 §8.1: JSON text has none)",
+        code=-32700,
+        differs=BODY_TEXT,
+    ),
+    Case(
+        "body-nan",
+        std(),
+        call({"temperature": 1}).replace(b'"temperature": 1', b'"temperature": NaN'),
+        reason="the body holds NaN or Infinity, which JSON does not have (RFC 8259 §6)",
+        code=-32700,
+        schema=SCHEMA,
+        differs=NON_JSON_NUMBERS,
+    ),
+    Case(
+        "body-infinity",
+        std(),
+        call({"temperature": 1}).replace(b'"temperature": 1', b'"temperature": -Infinity'),
+        reason="the body holds NaN or Infinity, which JSON does not have (RFC 8259 §6)",
+        code=-32700,
+        schema=SCHEMA,
+        differs=NON_JSON_NUMBERS,
+    ),
+    mismatch(
+        "integer-body-rounds-to-an-integer",
+        [*std(), (P + "Count", "9007199254740991")],
+        call({"count": 1}).replace(b'"count": 1', b'"count": 9007199254740990.9999'),
+        P + "Count",
+        "Mcp-Param-Count cannot match the argument /count, which is no mirrorable integer",
+        schema=SCHEMA,
+        differs=NON_JSON_NUMBERS,
+    ),
+    ok(
+        "integer-body-exponent",
+        [*std(), (P + "Count", "42")],
+        call({"count": 1}).replace(b'"count": 1', b'"count": 4.2e1'),
+        schema=SCHEMA,
+    ),
+    mismatch(
+        "integer-body-huge-exponent",
+        [*std(), (P + "Count", "0")],
+        call({"count": 1}).replace(b'"count": 1', b'"count": 1e999999999'),
+        P + "Count",
+        "Mcp-Param-Count cannot match the argument /count, which is no mirrorable integer",
+        schema=SCHEMA,
+    ),
+    mismatch(
+        "integer-header-thousands-of-digits",
+        [*std(), (P + "Count", "9" * 5000)],
+        call({"count": 1}),
+        P + "Count",
+        "Mcp-Param-Count is outside ±(2^53-1)",
+        schema=SCHEMA,
     ),
 ]

@@ -251,6 +251,24 @@ def test_legacy(backend: str, legacy: str, last: tuple[Any, ...], call: tuple[An
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("body", "request_id"),
+    [
+        pytest.param(b'{"jsonrpc":"2.0","id":41,"method":"tools/call","params":{"name":"x"}}', 41, id="integer-id"),
+        pytest.param(b'{"jsonrpc":"2.0","id":"r-7","method":"tools/list"}', "r-7", id="string-id"),
+        pytest.param(b'{"jsonrpc":"2.0","method":"notifications/initialized"}', None, id="notification"),
+        pytest.param(b'{"jsonrpc":"2.0","id":41,"id":42,"method":"tools/list"}', None, id="ambiguous-id"),
+        pytest.param(b'[{"jsonrpc":"2.0","id":41,"method":"tools/list"}]', None, id="batch"),
+        pytest.param(b"not even json", None, id="not-json"),
+    ],
+)
+def test_a_legacy_refusal_answers_with_the_request_id(backend: str, body: bytes, request_id: object) -> None:
+    port = Port(body)
+    run(backend, port, [("MCP-Protocol-Version", "2025-11-25")], GateSettings(legacy="reject"))
+    assert port.calls[-1][0] == "refuse" and port.calls[-1][2]["id"] == request_id
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_legacy_request_without_a_version_header_is_named_so(backend: str) -> None:
     port = Port()
     events = run(backend, port, [("Mcp-Param-Region", "x")], GateSettings(legacy="reject"))
@@ -367,6 +385,84 @@ def test_a_client_that_leaves_mid_stream_ends_the_run_cancelled(backend: str) ->
 
     anyio.run(main, backend=backend)
     assert [(e.state, e.trigger) for e in events][-2:] == [("checked", "matched"), ("cancelled", "cancelled")]
+
+
+class Waiting(Port):
+    """A port whose one named I/O waits until the run is cancelled."""
+
+    def __init__(self, waits_in: str, body: bytes = BODY, **kw: Any) -> None:
+        super().__init__(body, **kw)
+        self.waits_in = waits_in
+        self.waiting = anyio.Event()
+
+    async def _wait(self, name: str) -> None:
+        if name == self.waits_in:
+            self.waiting.set()
+            await anyio.sleep_forever()
+
+    async def read_body(self, limit: int) -> bytes | None:
+        await self._wait("read_body")
+        return await super().read_body(limit)
+
+    async def schema(self, tool: str) -> ToolSchema | None:
+        await self._wait("schema")
+        return await super().schema(tool)
+
+    async def learn(self, tool: str) -> ToolSchema | None:
+        await self._wait("learn")
+        return await super().learn(tool)
+
+    async def forward(self, *, strip_params: bool) -> None:
+        await self._wait("forward")
+        await super().forward(strip_params=strip_params)
+
+    async def refuse(self, refusal: Refusal) -> None:
+        await self._wait("refuse")
+        await super().refuse(refusal)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("waits_in", "body", "headers", "known", "last"),
+    [
+        pytest.param("read_body", BODY, TRUE, EXECUTE, ("received", None), id="reading-the-body"),
+        pytest.param("schema", BODY, TRUE, EXECUTE, ("parsed", "read"), id="looking-up-the-schema"),
+        pytest.param("learn", BODY, TRUE, None, ("learning", "unknown"), id="fetching-a-listing"),
+        pytest.param("forward", BODY, TRUE, EXECUTE, ("checked", "matched"), id="forwarding"),
+        pytest.param("refuse", PROD, LIE, EXECUTE, ("checked", "mismatched"), id="refusing"),
+        pytest.param(
+            "forward", BODY, [("MCP-Protocol-Version", "2025-11-25")], EXECUTE, ("parsed", "read"), id="legacy"
+        ),
+    ],
+)
+def test_a_cancellation_at_each_wait_ends_the_run_cancelled_from_where_it_waited(
+    backend: str, waits_in: str, body: bytes, headers: Any, known: ToolSchema | None, last: tuple[str, str | None]
+) -> None:
+    # The run checkpoints at its I/O only (no checkpoint between states that only compute): a cancellation that
+    # arrives while the port waits follows the machine's cancel edge from the state the run is in, and the port is
+    # asked for nothing more.
+    events: list[GateEvent] = []
+    port = Waiting(waits_in, body, known=known)
+    outcome: list[BaseException] = []
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+
+            async def runs() -> None:
+                try:
+                    await GateRun(port, headers, GateSettings(), events.append).run()
+                except BaseException as exc:
+                    outcome.append(exc)
+                    raise
+
+            group.start_soon(runs)
+            await port.waiting.wait()
+            group.cancel_scope.cancel()
+
+    anyio.run(main, backend=backend)
+    assert [(e.state, e.trigger) for e in events][-2:] == [last, ("cancelled", "cancelled")]
+    assert len(outcome) == 1 and not isinstance(outcome[0], Exception)  # the cancellation itself, propagated
+    assert not any(call[0] in ("forward", "refuse") for call in port.calls)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -190,6 +190,7 @@ def test_legacy_requests_are_not_verified_and_lose_their_params_by_default(loop:
         refused = await asgi(rejecting, sent, body)
         assert refused.status == 400 and error_of(refused)["code"] == -32600
         assert (version or "MCP-Protocol-Version") in error_of(refused)["message"]
+        assert refused.json()["id"] == 3  # the request's own id, read from its body (not verified)
         assert reached(app) == ["tools/call", "tools/call"]
         assert strip.stats["forwarded"] == 1 and rejecting.stats["rejected:legacy"] == 1
 

@@ -27,6 +27,7 @@ __all__ = [
     "CacheScope",
     "Listing",
     "ToolSchema",
+    "declared_headers",
     "listing_from_body",
     "listing_from_message",
     "listing_from_result",
@@ -53,6 +54,13 @@ class ToolSchema:
     name: str
     mirrored: tuple[MirroredParam, ...] = ()
     reason: str | None = None
+    # What each call's check reads, worked out once per learned tool rather than once per call (bench/gate.py):
+    # per declared parameter, the parameter, its header's name and that name in lowercase. Empty when not valid.
+    declared: tuple[tuple[MirroredParam, str, str], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        declared = declared_headers(self.mirrored) if self.reason is None else ()
+        object.__setattr__(self, "declared", declared)
 
     @property
     def valid(self) -> bool:
@@ -105,6 +113,11 @@ class ToolSchema:
                 raise ValueError("not a ToolSchema record: a mirrored entry lacks a path, a token or a type")
             mirrored.append(MirroredParam(path=tuple(path), token=token, type=kind))
         return cls(name=record["name"], mirrored=tuple(mirrored), reason=reason)
+
+
+def declared_headers(mirrored: tuple[MirroredParam, ...]) -> tuple[tuple[MirroredParam, str, str], ...]:
+    """Per declared parameter: the parameter, its header's name (``Mcp-Param-`` and token) and that name lowercased."""
+    return tuple((param, param.header, param.header.lower()) for param in mirrored)
 
 
 _NO_TOOLS: Final[Mapping[str, ToolSchema]] = MappingProxyType({})

@@ -17,8 +17,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from ..constants import INVALID_REQUEST, LEGACY_VERSIONS, NAME_PARAM, PARSE_ERROR, PROTOCOL_VERSION_KEY
-from ..errors import ProtocolError
-from ..jsonrpc import decode_message
+from .body import Unreadable, read_json
 from .outcomes import Verdict
 
 __all__ = [
@@ -56,7 +55,6 @@ _PARAM_PREFIX: Final = "mcp-param-"
 _MCP: Final = frozenset({"mcp-", b"mcp-"})
 # Tuples, not unions: isinstance against `str | bytes` builds the union on every call (bench/gate_verify.py).
 _TEXTS: Final = (str, bytes, bytearray)
-_IDS: Final = (int, str)
 _BINARY: Final = (bytes, bytearray)
 _OWS: Final = " \t"
 _NO_VALUES: Final[tuple[str, ...]] = ()
@@ -72,26 +70,132 @@ def _text(value: object) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
 class McpHeaders:
     """The ``Mcp-*`` headers of one request, read once from the list as received.
 
-    Attributes:
+    Args:
         values: each header whose lowercased name starts with ``mcp-``, by that lowercased name, with its values in
             the order received, optional whitespace around each trimmed (RFC 9110 §5.5).
         count: how many such header lines the request carried.
         longest: the length in bytes of the longest such value, before trimming.
         malformed: an entry of the list was not a ``(name, value)`` pair of strings or bytes.
+
+    :meth:`read` makes one; a request whose fields an ASGI server gave in the usual form (one field per name, names
+    in lowercase, within the caps) is read lazily from the fields themselves (:meth:`of_fields`): a value is
+    decoded when a rule asks for it (``bench/gate.py``).
     """
 
-    values: Mapping[str, tuple[str, ...]]
-    count: int = 0
-    longest: int = 0
-    malformed: bool = False
+    __slots__ = ("_count", "_fields", "_longest", "_values", "malformed", "repeated")
+
+    def __init__(
+        self, *, values: Mapping[str, tuple[str, ...]], count: int = 0, longest: int = 0, malformed: bool = False
+    ) -> None:
+        """The headers as :meth:`read` found them (the general reading)."""
+        self._fields: Mapping[bytes, bytes] | None = None
+        self._values: Mapping[str, tuple[str, ...]] | None = values
+        self._count = count
+        self._longest = longest
+        self.malformed = malformed
+        """An entry of the list was not a ``(name, value)`` pair of strings or bytes."""
+        self.repeated = count > len(values)
+        """Some ``Mcp-*`` header came more than once."""
+
+    def __repr__(self) -> str:
+        return (
+            f"McpHeaders(values={dict(self.values)!r}, count={self.count}, longest={self.longest},"
+            f" malformed={self.malformed})"
+        )
 
     @classmethod
     def read(cls, headers: HeaderPairs) -> McpHeaders:
         """Read the ``Mcp-*`` headers of ``headers``; never raises, whatever the list holds."""
+        if type(headers) is list and len(headers) <= MAX_MCP_HEADERS:
+            try:
+                named = dict(headers)
+            except (TypeError, ValueError):
+                pass
+            else:
+                quick = cls.of_fields(headers, named)
+                if quick is not None:
+                    return quick
+        return cls._read(headers)
+
+    @classmethod
+    def of_fields(cls, fields: Sequence[tuple[bytes, bytes]], named: Mapping[bytes, bytes]) -> McpHeaders | None:
+        """The headers of ``fields`` read lazily, when they are in the usual form; else ``None`` (use :meth:`read`).
+
+        ``named`` is ``dict(fields)``. The usual form: byte pairs, no more than :data:`MAX_MCP_HEADERS` fields, one
+        per name, names in lowercase, no value longer than :data:`MAX_MCP_HEADER_BYTES`. Then nothing repeats and no
+        cap can be exceeded, and C does the looking (the hot path, ``bench/gate.py``).
+        """
+        if len(fields) > MAX_MCP_HEADERS or len(named) != len(fields):
+            return None
+        try:
+            if not b"".join(named).islower():  # bytes names (a TypeError says not), all in lowercase
+                return None
+            # All the values together within the cap: each one is (one join; max() with default= costs more).
+            if len(b"".join(named.values())) > MAX_MCP_HEADER_BYTES and max(map(len, named.values())) > (
+                MAX_MCP_HEADER_BYTES
+            ):
+                return None
+        except (TypeError, ValueError):
+            return None
+        # Bytes-like is not enough: a memoryview has no decode.
+        if not all(map(_BYTES.__instancecheck__, named.values())):
+            return None
+        read = cls.__new__(cls)
+        read._fields = named
+        read._values = None
+        read._count = read._longest = -1
+        read.malformed = read.repeated = False
+        return read
+
+    @property
+    def values(self) -> Mapping[str, tuple[str, ...]]:
+        """Each ``Mcp-*`` header by its lowercased name, with its trimmed values in the order received."""
+        values = self._values
+        if values is None:
+            assert self._fields is not None
+            found = {
+                name.decode("latin-1"): (value.decode("latin-1").strip(_OWS),)
+                for name, value in self._fields.items()
+                if name[:4] == b"mcp-"
+            }
+            values = self._values = MappingProxyType(found)
+        return values
+
+    @property
+    def count(self) -> int:
+        """How many ``Mcp-*`` header lines the request carried."""
+        if self._count < 0:
+            self._count = len(self.values)
+        return self._count
+
+    @property
+    def longest(self) -> int:
+        """The length in bytes of the longest ``Mcp-*`` value, before trimming."""
+        if self._longest < 0:
+            assert self._fields is not None
+            self._longest = max((len(v) for n, v in self._fields.items() if n[:4] == b"mcp-"), default=0)
+        return self._longest
+
+    def one(self, name: str) -> str | None:
+        """The first value of header ``name`` (given in lowercase), trimmed; ``None`` when absent."""
+        fields = self._fields
+        if fields is None:
+            assert self._values is not None
+            sent = self._values.get(name)
+            return None if sent is None else sent[0]
+        key = _KEYS.get(name)
+        if key is None:
+            key = name.encode("latin-1", "replace")
+            if len(_KEYS) < _MAX_KEYS:
+                _KEYS[name] = key
+        raw = fields.get(key)
+        return None if raw is None else raw.decode("latin-1").strip(_OWS)
+
+    @classmethod
+    def _read(cls, headers: HeaderPairs) -> McpHeaders:
         values: dict[str, list[str]] = {}
         count = longest = 0
         malformed = False
@@ -100,8 +204,7 @@ class McpHeaders:
         except TypeError:
             return cls(values=MappingProxyType({}), malformed=True)
         for entry in entries:
-            # The hot path (bench/gate_verify.py): a request carries a dozen headers and a few Mcp-* ones, so a
-            # name's first four characters decide before anything is decoded, and only Mcp-* values are read.
+            # A name's first four characters decide before anything is decoded; only Mcp-* values are read.
             try:
                 raw_name, raw_value = entry
                 prefix = raw_name[:4].lower()
@@ -142,6 +245,8 @@ class McpHeaders:
     @property
     def protocol_version(self) -> str | None:
         """The one ``MCP-Protocol-Version`` value, trimmed; ``None`` when the header is absent or sent twice."""
+        if not self.repeated:
+            return self.one("mcp-protocol-version")
         sent = self.get("mcp-protocol-version")
         return sent[0] if len(sent) == 1 else None
 
@@ -152,6 +257,9 @@ class McpHeaders:
         Such a request is not verified; every other one is, an unknown or repeated version included, so
         no value of the header lets a request skip verification.
         """
+        if not self.repeated:
+            version = self.one("mcp-protocol-version")
+            return version is None or version in LEGACY_REQUEST_VERSIONS
         sent = self.get("mcp-protocol-version")
         return not sent or (len(sent) == 1 and sent[0] in LEGACY_REQUEST_VERSIONS)
 
@@ -166,11 +274,18 @@ class McpHeaders:
         At most :data:`MAX_MCP_HEADERS` ``Mcp-*`` header lines and at most :data:`MAX_MCP_HEADER_BYTES` bytes in
         each value, both inclusive. The reason names the limit, never a header's value.
         """
+        if self._fields is not None:
+            return None  # read lazily only when within both caps
         if self.count > MAX_MCP_HEADERS:
             return f"the request carries {self.count} Mcp-* headers; at most {MAX_MCP_HEADERS} are accepted"
         if self.longest > MAX_MCP_HEADER_BYTES:
             return f"an Mcp-* header value is longer than {MAX_MCP_HEADER_BYTES} bytes"
         return None
+
+
+_KEYS: dict[str, bytes] = {}
+_MAX_KEYS: Final = 4096
+_BYTES: Final = bytes
 
 
 def _utf8_size(value: str) -> int:
@@ -192,9 +307,9 @@ def name_param(method: str) -> str | None:
 _ABSENT: Final = object()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class ParsedRequest:
-    """A JSON-RPC request or notification, parsed once from the body.
+    """A JSON-RPC request or notification, parsed once from the body (read it, do not change it).
 
     Attributes:
         method: the body's ``method``.
@@ -246,34 +361,35 @@ class ParsedRequest:
 def parse_request(body: bytes | str) -> ParsedRequest | Verdict:
     """Parse a request body once: a :class:`ParsedRequest`, or a :class:`Verdict` saying why it is none.
 
-    The body must be UTF-8 JSON (a leading BOM is skipped; a string holding a lone UTF-16 surrogate is no Unicode
-    text, RFC 8259 §8.2) holding one JSON-RPC 2.0 request or notification: an object with ``"jsonrpc": "2.0"``, a
-    string ``method``, ``params`` an object (or absent or ``null``) and, for a request, an ``id`` that is a string or
-    an integer. Else the verdict is not ok, with code -32700 (not JSON) or -32600 (not a request: a batch, a
-    response, another value). Never raises.
+    The body must be one JSON text that every reader reads the same way (:func:`~mcpfsm._core.gate.body.read_json`:
+    UTF-8 without a byte order mark, no duplicate member name, no ``NaN``, no lone surrogate) holding one JSON-RPC 2.0
+    request or notification: an object with ``"jsonrpc": "2.0"``, a string ``method``, ``params`` an object (or
+    absent or ``null``) and, for a request, an ``id`` that is a string or an integer. Else the verdict is not ok,
+    with code -32700 (not JSON) or -32600 (a duplicate member; not a request: a batch, a response, another value).
+    Never raises.
     """
     try:
-        payload = decode_message(body)
-    except ProtocolError:
+        payload = read_json(body)
+    except Unreadable as refused:
+        return Verdict.malformed(refused.code, refused.reason)
+    except Exception:  # totality's backstop: read_json refuses every body it cannot read with Unreadable
         return Verdict.malformed(PARSE_ERROR, "the body is not UTF-8 JSON")
-    except Exception:  # a body of another type (the signature says bytes or str; totality says any value)
-        return Verdict.malformed(PARSE_ERROR, "the body is not UTF-8 JSON")
-    if not isinstance(payload, dict):
+    if type(payload) is not dict:
         return Verdict.malformed(INVALID_REQUEST, "the body is not a JSON-RPC request object")
     if payload.get("jsonrpc") != "2.0":
         return Verdict.malformed(INVALID_REQUEST, 'the body lacks "jsonrpc": "2.0"')
     method = payload.get("method")
-    if not isinstance(method, str):
+    if type(method) is not str:
         return Verdict.malformed(INVALID_REQUEST, "the body has no string method")
     params = payload.get("params")
     if params is None:
         params = {}
-    elif not isinstance(params, dict):
+    elif type(params) is not dict:
         return Verdict.malformed(INVALID_REQUEST, "the body's params is not an object")
     request_id = payload.get("id", _ABSENT)
     if request_id is _ABSENT:
         return ParsedRequest(method=method, id=None, params=params, notification=True)
-    if isinstance(request_id, bool) or not isinstance(request_id, _IDS):
+    if type(request_id) is not int and type(request_id) is not str:  # bool is no id (JSON true is no integer)
         return Verdict.malformed(INVALID_REQUEST, "the body's id is neither a string nor an integer")
     return ParsedRequest(method=method, id=request_id, params=params)
 
