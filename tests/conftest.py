@@ -11,10 +11,11 @@ import pytest
 from hypothesis import settings
 from loguru import logger
 
-# `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
-from tests.fakeserver import FakeServer
-from tests.peer.fixtures import HttpPeer, start_http_peer
-from tests.redisserver import RedisServer, start_redis
+# `tests.<module>` imports (tests.support.peer, tests.support.fakeserver) resolve through pyproject's pytest
+# `pythonpath = ["."]`.
+from tests.support.fakeserver import FakeServer
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.redisserver import RedisServer, start_redis
 
 # The pytest plugin's own tests (tests/testing/test_plugin.py) run pytest in a subprocess with pytester.
 pytest_plugins = ["pytester"]
@@ -80,7 +81,9 @@ def records() -> Iterator[list[tuple[str, str]]]:
 
 @pytest.fixture(scope="module")
 def redis_server() -> Iterator[RedisServer]:
-    """A real ``redis-server`` on a free 127.0.0.1 port, one per test module that asks for it (tests/redisserver.py)."""
+    """A real ``redis-server`` on a free 127.0.0.1 port, one per test module that asks for it.
+
+    See tests/support/redisserver.py."""
     with start_redis() as server:
         yield server
 

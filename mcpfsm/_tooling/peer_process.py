@@ -10,7 +10,7 @@ child process does, so callers check :func:`missing_modules` first::
         ...  # talk to peer.url
         assert [entry["jsonrpc_method"] for entry in peer.log()] == [...]
 
-`tests/peer/README.md` documents what the peer sends and its control surface.
+`tests/support/peer/README.md` documents what the peer sends and its control surface.
 """
 
 from __future__ import annotations

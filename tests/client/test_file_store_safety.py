@@ -31,8 +31,8 @@ from mcpfsm._client import file_store
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
-from tests.peer.fixtures import REPO_ROOT
-from tests.redisserver import start_redis
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.redisserver import start_redis
 
 GUARD: Final = 20.0
 """Hang guard in seconds for one store operation (the bug was an operation that never returned)."""

@@ -5,7 +5,7 @@
                                [--learn-ttl S] [--events FILE]
 
 ``--app``: ``unchecked`` is tests/gate/upstream.py's app (no header checks of its own), ``sdk`` the official SDK's
-server (mcpfsm/_tooling/peer.py, modern era, JSON answers), ``fastmcp`` fastmcp's (tests/fastmcp_server.py). The
+server (mcpfsm/_tooling/peer.py, modern era, JSON answers), ``fastmcp`` fastmcp's (tests/support/fastmcp_server.py). The
 gate wraps the app in process; ``--server uvicorn`` (asyncio, the default) or ``hypercorn`` (Hypercorn's trio
 worker) serves it on 127.0.0.1, a free port, and it prints ``READY http://127.0.0.1:PORT/mcp``.
 
@@ -39,7 +39,7 @@ def build(args: argparse.Namespace) -> Any:
 
         app, _ = build_http_app(PeerState(mode="modern", json_response=not args.sse, initial_page_size=None))
     else:
-        from tests.fastmcp_server import server
+        from tests.support.fastmcp_server import server
 
         app = server.http_app(path=MCP_PATH)
     store = open_store(args.store) if args.store else None

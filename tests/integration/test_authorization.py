@@ -27,7 +27,7 @@ import mcpfsm
 from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
-from tests.ports import reserved_port
+from tests.support.ports import reserved_port
 
 REDIRECT: Final = "http://localhost:3000/callback"
 CIMD: Final = "https://conformance-test.local/client-metadata.json"

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """A client's ``store=`` in use (docs/stores.md): tokens and registrations of ``auth=``, every member of a group,
 and a store that fails mid-run. Real parts: the test authorization server (mcpfsm._tooling.authserver), a real
-``redis-server`` per test that kills or stops it (tests/redisserver.py), files in a temporary directory.
+``redis-server`` per test that kills or stops it (tests/support/redisserver.py), files in a temporary directory.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._core.credentials import credential_holder, tokens_key
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
-from tests.peer.fixtures import REPO_ROOT
-from tests.redisserver import RedisServer, start_redis
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.redisserver import RedisServer, start_redis
 
 GUARD: Final = 60
 AGENT: Final = {"client_id": "agent", "client_secret": "s3cret"}
@@ -156,7 +156,7 @@ async def test_the_guard_tries_the_store_again_after_a_few_seconds(
 
 async def test_a_group_passes_one_store_to_every_member(tmp_path: Path) -> None:
     store = mcpfsm.FileStore(tmp_path / "store")
-    entry = {"command": sys.executable, "args": ["-m", "tests.stdio_child"], "cwd": str(REPO_ROOT)}
+    entry = {"command": sys.executable, "args": ["-m", "tests.support.stdio_child"], "cwd": str(REPO_ROOT)}
     async with mcpfsm.ClientGroup({"mcpServers": {"one": entry, "two": entry}}, store=store) as group:
         assert group.status == {"one": "connected", "two": "connected"}
         assert [group[name].store for name in ("one", "two")] == [store, store]
@@ -184,7 +184,7 @@ def test_a_lock_held_past_its_ttl_by_another_process_is_waited_for_then_bypassed
 
     directory = tmp_path / "store"
     with subprocess.Popen(
-        [sys.executable, "-m", "tests.store_worker", f"file:{directory}", "hold", "tokens x", "3600"],
+        [sys.executable, "-m", "tests.support.store_worker", f"file:{directory}", "hold", "tokens x", "3600"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,

@@ -1,4 +1,4 @@
-"""Many tool calls at once through one client, against the official SDK's server (tests/peer).
+"""Many tool calls at once through one client, against the official SDK's server (tests/support/peer).
 
 Bounded in count (CALLS) and, against a hang only, in time (trio.fail_after); nothing here measures speed
 (bench/call.py --concurrency 1000 does, as ratios). Every call must succeed with its own answer, every call
@@ -16,7 +16,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._transports.http.routing import _MAX_CONNECTIONS
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 CALLS = 1000
 HANG_GUARD_SECONDS = 300

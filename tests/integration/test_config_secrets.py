@@ -21,7 +21,7 @@ from loguru import logger
 
 import mcpfsm
 from mcpfsm._tooling.peer_process import run_authserver
-from tests.ports import reserved_port
+from tests.support.ports import reserved_port
 
 SECRET: Final = "sk-live-7Qp2Zr9Xw4"
 AGENT: Final = {"client_id": "agent", "client_secret": "agent-secret-value"}

@@ -2,8 +2,8 @@
 
 Real parts only: the test authorization server in its own process, rotating refresh tokens and revoking the
 whole grant when a rotated-away refresh token comes back (``revoke_on_reuse``: RFC 6749 §10.4, RFC 9700
-§4.14.2); real worker processes (``python -m tests.refresh_worker``); real ``redis-server`` processes
-(tests/redisserver.py): one server, a three-node Cluster, and a primary with a replica and a Sentinel that fails
+§4.14.2); real worker processes (``python -m tests.support.refresh_worker``); real ``redis-server`` processes
+(tests/support/redisserver.py): one server, a three-node Cluster, and a primary with a replica and a Sentinel that fails
 over. Every store kind runs in every form docs/stores.md shows: a ``FileStore``, a ``FileTokenStore``, and a
 ``RedisStore`` entered with ``async with``, never entered, or given a coredis ``client=``. The test logs in once,
 marks the stored access token expired (as if its hour had passed for every worker at once), and lets the
@@ -24,13 +24,13 @@ import mcpfsm
 from mcpfsm._core.credentials import credential_holder, tokens_key
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
-from tests.fleetrun import Fleet
-from tests.redisserver import RedisServer, start_cluster, start_failover_pair, start_redis
-from tests.store_worker import opened
+from tests.support.fleetrun import Fleet
+from tests.support.redisserver import RedisServer, start_cluster, start_failover_pair, start_redis
+from tests.support.store_worker import opened
 
 CALLS: Final = 3
 REDIS_FORMS: Final = ["redis", "redis-bare", "redis-client"]
-"""A ``RedisStore`` entered with ``async with``, never entered, or given ``client=`` (tests/store_worker.py)."""
+"""A ``RedisStore`` entered with ``async with``, never entered, or given ``client=`` (tests/support/store_worker.py)."""
 AGENT: Final = {"client_id": "agent", "client_secret": "s3cret"}
 REFUSED: Final = (
     "AuthorizationError: refreshing: the token store could not be read while another process may be refreshing;"
@@ -70,7 +70,7 @@ async def log_in_and_expire(server: RunningAuthServer, spec: str, *, expire: boo
 
 
 def workers(spec: str, url: str, count: int, prefix: str, *options: str) -> Fleet:
-    return Fleet("tests.refresh_worker", [[spec, url, *options]] * count, {"MCPFSM_TEST_PREFIX": prefix})
+    return Fleet("tests.support.refresh_worker", [[spec, url, *options]] * count, {"MCPFSM_TEST_PREFIX": prefix})
 
 
 def refresh_scenario(server: RunningAuthServer, delay: float = 0.5) -> None:
@@ -137,7 +137,8 @@ async def test_a_holder_of_the_tokens_lock_that_dies_stops_excluding_the_refresh
     monkeypatch.setenv("MCPFSM_TEST_PREFIX", redis_prefix)
     await log_in_and_expire(server, spec)
     key = tokens_key(server.base_url, server.mcp_url, credential_holder(mcpfsm.OAuth()))
-    with Fleet("tests.store_worker", [[spec, "hold", key, "2"]], {"MCPFSM_TEST_PREFIX": redis_prefix}) as holder:
+    env = {"MCPFSM_TEST_PREFIX": redis_prefix}
+    with Fleet("tests.support.store_worker", [[spec, "hold", key, "2"]], env) as holder:
         assert await trio.to_thread.run_sync(holder.line, 0) == "HELD"
     with workers(spec, server.mcp_url, 1, redis_prefix) as fleet:
         fleet.expect("READY")

@@ -1,6 +1,6 @@
 """Task records on a shared store under contention: worker processes start tasks at once, none is lost (docs/tasks.md).
 
-Every worker (tests/task_worker.py) starts its tasks all at once on the real tasks server
+Every worker (tests/support/task_worker.py) starts its tasks all at once on the real tasks server
 (``mcpfsm._tooling.peer_tasks``); each task's record and the server's index of ids go to the shared store, the
 index under the store's lock. Afterwards a fresh client on the same store finds every task in
 ``pending_tasks()``. Every form of every store kind docs/stores.md shows, and several clients of one process on
@@ -17,10 +17,10 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fleetrun import Fleet
-from tests.peer.fixtures import HttpPeer, start_http_peer
-from tests.redisserver import RedisServer
-from tests.store_worker import opened
+from tests.support.fleetrun import Fleet
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.redisserver import RedisServer
+from tests.support.store_worker import opened
 
 WORKERS: Final = 4
 TASKS: Final = 15
@@ -57,7 +57,7 @@ async def test_worker_processes_starting_tasks_at_once_lose_no_record(
     spec = spec_of(form, tmp_path, request)
     monkeypatch.setenv("MCPFSM_TEST_PREFIX", redis_prefix)
     argv = [spec, server.url, str(TASKS)]
-    with Fleet("tests.task_worker", [argv] * WORKERS, {"MCPFSM_TEST_PREFIX": redis_prefix}) as fleet:
+    with Fleet("tests.support.task_worker", [argv] * WORKERS, {"MCPFSM_TEST_PREFIX": redis_prefix}) as fleet:
         fleet.expect("READY")
         results: list[dict[str, Any]] = await trio.to_thread.run_sync(fleet.round)
         fleet.finish()

@@ -24,8 +24,8 @@ import pytest
 
 import mcpfsm
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
-from tests.peer.fixtures import REPO_ROOT
-from tests.ports import reserved_port
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.ports import reserved_port
 
 AGENT: Final = {"client_id": "agent", "client_secret": "agent-secret-value"}
 SCENARIO: Final = {"challenge_scope": "mcp:basic", "client_credentials": AGENT}

@@ -1,4 +1,5 @@
-"""Input the server asks for, against the official SDK server (tests/peer, tools of mcpfsm/_tooling/peer_input.py).
+"""Input the server asks for, against the official SDK server (tests/support/peer, tools of
+mcpfsm/_tooling/peer_input.py).
 
 Modern (2026-07-28): the SDK answers ``input_required`` and checks the resend (its sealed ``requestState`` must
 come back exactly, or it answers -32602). Legacy (2025-11-25): the SDK sends real requests on the call's
@@ -16,7 +17,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -244,7 +245,7 @@ async def test_without_handlers_modern_input_fails_cleanly_and_legacy_requests_g
             await client.call_tool("ask-name")
 
 
-STDIO: Final = [sys.executable, "-m", "tests.peer.server", "--stdio"]
+STDIO: Final = [sys.executable, "-m", "tests.support.peer.server", "--stdio"]
 
 
 @pytest.mark.parametrize("protocol", [MODERN, LEGACY])

@@ -17,7 +17,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._client.sharing import DOWN_FOR
-from tests.peer.fixtures import HttpPeer
+from tests.support.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 PUBLIC: Final = {"ttlMs": 3_600_000, "cacheScope": "public"}

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 TASKS = "io.modelcontextprotocol/tasks"
 
@@ -223,7 +223,7 @@ def finish(server: HttpPeer, task_id: str | None) -> None:
 
 
 async def test_a_task_is_one_span_under_the_call_with_its_polls_as_children(tasks: HttpPeer) -> None:
-    from tests.oteltest import configured
+    from tests.support.oteltest import configured
 
     with configured() as otel:
         async with mcpfsm.Client.http(tasks.url, tasks=True) as client:

@@ -26,7 +26,7 @@ from mcpfsm._core.credentials import (
 )
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
 from tests.conformance.adapter import headless_authorize
-from tests.redisserver import RedisServer
+from tests.support.redisserver import RedisServer
 
 CLIENTS: Final = [
     {"client_id": name, "client_secret": f"{name}-secret-value"} for name in ("alice", "bob", "admin", "reader")

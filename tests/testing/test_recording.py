@@ -14,8 +14,8 @@ import trio
 
 import mcpfsm
 from mcpfsm.testing import replay, serve
-from tests.fastmcp_peer import FastmcpServer, run_fastmcp
-from tests.peer.fixtures import HttpPeer
+from tests.support.fastmcp_peer import FastmcpServer, run_fastmcp
+from tests.support.peer.fixtures import HttpPeer
 from tests.testing.agents import (
     ALLOWED_REQUEST,
     ALLOWED_RESPONSE,

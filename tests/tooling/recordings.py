@@ -26,8 +26,8 @@ import mcpfsm
 from mcpfsm._machines.definition import MachineDefinition, edge
 from mcpfsm._tooling import recorded
 from mcpfsm._tooling.recorded import AT
-from tests.fakeserver import FakeServer, result
-from tests.peer.fixtures import REPO_ROOT, start_http_peer
+from tests.support.fakeserver import FakeServer, result
+from tests.support.peer.fixtures import REPO_ROOT, start_http_peer
 
 _AT: Final = AT
 

@@ -18,10 +18,10 @@ import pytest
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.cli.tools import render_tools
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND
-from tests.clirun import Run, mcpfsm, one_error_line
-from tests.peer.fixtures import INPUT_TOOLS, REPO_ROOT, TOOLS, HttpPeer, start_http_peer
+from tests.support.clirun import Run, mcpfsm, one_error_line
+from tests.support.peer.fixtures import INPUT_TOOLS, REPO_ROOT, TOOLS, HttpPeer, start_http_peer
 
-STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
+STDIO_SERVER = f"{sys.executable} -m tests.support.peer.server --stdio"
 SQL_ARGS = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 
 

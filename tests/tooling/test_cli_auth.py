@@ -24,8 +24,8 @@ import mcpfsm
 from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
-from tests.peer.fixtures import REPO_ROOT
-from tests.ports import reserved_port
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.ports import reserved_port
 
 
 @pytest.fixture(scope="module")

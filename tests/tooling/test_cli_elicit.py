@@ -16,8 +16,8 @@ import time
 import pytest
 
 from mcpfsm._tooling.cli.elicit import TerminalElicitation, shown
-from tests.clirun import Run, mcpfsm
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.clirun import Run, mcpfsm
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
 LEGACY = "2025-11-25"
 ASK_NAME = "mcpfsm: the server asks: What is your name?\n  Answer it? [Y]es / [n]o (decline) / [c]ancel: \n"

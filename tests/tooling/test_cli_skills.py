@@ -12,8 +12,8 @@ import pytest
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.peer_process import RunningSkillsPeer, run_skills_peer
 from mcpfsm._tooling.peer_skills import SKILLS
-from tests.clirun import Run, mcpfsm, one_error_line
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.clirun import Run, mcpfsm, one_error_line
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
 PDF = "skill://pdf-processing/SKILL.md"
 

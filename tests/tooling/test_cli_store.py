@@ -1,5 +1,5 @@
 """``mcpfsm login --store`` and ``mcpfsm store check``, run for real: the test authorization server, a real
-``redis-server`` (tests/redisserver.py), and a library client that uses the login the command stored."""
+``redis-server`` (tests/support/redisserver.py), and a library client that uses the login the command stored."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import mcpfsm
 from mcpfsm._core.credentials import credential_holder, registration_key, tokens_key
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
-from tests.ports import reserved_port
-from tests.redisserver import RedisServer
+from tests.support.ports import reserved_port
+from tests.support.redisserver import RedisServer
 from tests.tooling.test_cli_auth import command, login_with_browser
 
 

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from mcpfsm._tooling.cli import Exit
-from tests.clirun import Run, mcpfsm, one_error_line
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.clirun import Run, mcpfsm, one_error_line
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
-STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
+STDIO_SERVER = f"{sys.executable} -m tests.support.peer.server --stdio"
 
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])

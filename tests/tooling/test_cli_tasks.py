@@ -17,9 +17,9 @@ import trio
 
 import mcpfsm
 from mcpfsm._tooling.cli import Exit
-from tests.clirun import mcpfsm as run_mcpfsm
-from tests.clirun import one_error_line
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.clirun import mcpfsm as run_mcpfsm
+from tests.support.clirun import one_error_line
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 
 
 @pytest.fixture(scope="module")

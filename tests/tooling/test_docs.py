@@ -19,8 +19,8 @@ from typing import Final
 import trio
 
 from mcpfsm._tooling.peer_process import run_authserver
-from tests.peer.fixtures import start_http_peer
-from tests.rawserver import Server, rpc, serving
+from tests.support.peer.fixtures import start_http_peer
+from tests.support.rawserver import Server, rpc, serving
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOCS: Final = ROOT / "docs"

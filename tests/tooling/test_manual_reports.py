@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mcpfsm._tooling.recorded import MANUAL_REPORTS, manual_reports, walkthrough_records
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 from tests.tooling.test_report import page_data
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Final
 
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 SHORT: Final = 1.0
 """Deadlines below this many seconds are timing, not a hang guard."""

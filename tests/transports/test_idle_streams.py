@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 import mcpfsm
-from tests.rawserver import Seen, Server, no_stream, ok, rpc, serving
+from tests.support.rawserver import Seen, Server, no_stream, ok, rpc, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

@@ -1,4 +1,4 @@
-"""The test peer's entry point: ``python -m tests.peer.server``; the code lives in ``mcpfsm._tooling.peer``.
+"""The test peer's entry point: ``python -m tests.support.peer.server``; the code lives in ``mcpfsm._tooling.peer``.
 
 It moved into the package so that ``mcpfsm demo`` can start the same server.
 """
