@@ -25,7 +25,7 @@ from loguru import logger
 
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder
-from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
+from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.conformance.adapter import headless_authorize
 from tests.support.ports import reserved_port
 
@@ -54,24 +54,18 @@ CLIENT: Final = Like(r"client-[0-9a-f]{12}")
 JWT: Final = Like(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as running:
-        yield running
-
-
 @pytest.fixture
-def site(server: RunningAuthServer) -> Iterator[Site]:
-    yield Site(server)
+def site(authserver: RunningAuthServer) -> Iterator[Site]:
+    yield Site(authserver)
 
 
 class Site:
     """The test authorization server for one test: configure, read the log, build clients."""
 
-    def __init__(self, server: RunningAuthServer) -> None:
-        self.server = server
-        self.base = server.base_url
-        self.url = server.mcp_url
+    def __init__(self, authserver: RunningAuthServer) -> None:
+        self.server = authserver
+        self.base = authserver.base_url
+        self.url = authserver.mcp_url
 
     def configure(self, **scenario: Any) -> Site:
         self.server.configure(scenario)

@@ -21,12 +21,6 @@ def plain() -> Iterator[HttpPeer]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def tasks() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
-        yield running
-
-
 @pytest.mark.parametrize("seconds", [0, -1, float("nan"), "1"], ids=["zero", "negative", "nan", "text"])
 def test_a_timeout_must_be_a_positive_number(seconds: object) -> None:
     with pytest.raises(ValueError, match=r"^progress_timeout must be None or a number of seconds above 0, got "):
@@ -56,14 +50,14 @@ async def test_a_plain_call_fails_with_total_timeout_whatever_its_progress(plain
         assert caught.value.timeout == "total_timeout"
 
 
-async def test_status_changes_keep_a_task_alive(tasks: HttpPeer) -> None:
+async def test_status_changes_keep_a_task_alive(tasks_peer: HttpPeer) -> None:
     # A new statusMessage every 0.6 s over 2.4 s: longer than the limit, never unchanged for that long.
-    async with mcpfsm.Client.http(tasks.url, tasks=True, progress_timeout=1.5) as client:
+    async with mcpfsm.Client.http(tasks_peer.url, tasks=True, progress_timeout=1.5) as client:
         assert (await client.call_tool("build", {"seconds": 2.4, "poll_ms": 50})).text == "built in 2.4 s"
 
 
-async def test_a_task_that_never_changes_fails_with_progress_timeout_and_stays_recorded(tasks: HttpPeer) -> None:
-    async with mcpfsm.Client.http(tasks.url, tasks=True, progress_timeout=0.4) as client:
+async def test_a_task_that_never_changes_fails_with_progress_timeout_and_stays_recorded(tasks_peer: HttpPeer) -> None:
+    async with mcpfsm.Client.http(tasks_peer.url, tasks=True, progress_timeout=0.4) as client:
         expected = r"^progress_timeout of 0\.4 s fired.*\(task \S+\)$"
         with pytest.raises(mcpfsm.CallTimeoutError, match=expected) as caught:
             await client.call_tool("forever", {"poll_ms": 50})
@@ -76,8 +70,8 @@ async def test_a_task_that_never_changes_fails_with_progress_timeout_and_stays_r
         assert await client.pending_tasks() == []
 
 
-async def test_a_task_wait_fails_with_total_timeout(tasks: HttpPeer) -> None:
-    async with mcpfsm.Client.http(tasks.url, tasks=True, total_timeout=0.5) as client:
+async def test_a_task_wait_fails_with_total_timeout(tasks_peer: HttpPeer) -> None:
+    async with mcpfsm.Client.http(tasks_peer.url, tasks=True, total_timeout=0.5) as client:
         task = await client.start_tool("forever", {"poll_ms": 50})
         with pytest.raises(mcpfsm.CallTimeoutError, match=rf"^total_timeout of 0\.5 s fired.*\(task {task.id}\)$"):
             await task.wait()

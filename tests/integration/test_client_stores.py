@@ -9,7 +9,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,7 +19,7 @@ import trio
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._core.credentials import credential_holder, tokens_key
-from mcpfsm._tooling.peer_process import RunningAuthServer, run_authserver
+from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.support.redisserver import RedisServer, start_redis
 
@@ -27,16 +27,10 @@ GUARD: Final = 60
 AGENT: Final = {"client_id": "agent", "client_secret": "s3cret"}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as running:
-        yield running
-
-
 @pytest.fixture
-def site(server: RunningAuthServer) -> RunningAuthServer:
-    server.configure({"client_credentials": AGENT})
-    return server
+def site(authserver: RunningAuthServer) -> RunningAuthServer:
+    authserver.configure({"client_credentials": AGENT})
+    return authserver
 
 
 def agent(**options: Any) -> mcpfsm.ClientCredentials:
@@ -56,8 +50,8 @@ async def shared(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> A
     if kind == "file":
         yield mcpfsm.FileStore(tmp_path / "store")
     else:
-        server: RedisServer = request.getfixturevalue("redis_server")
-        async with mcpfsm.RedisStore(server.url, prefix=request.getfixturevalue("redis_prefix")) as store:
+        authserver: RedisServer = request.getfixturevalue("redis_server")
+        async with mcpfsm.RedisStore(authserver.url, prefix=request.getfixturevalue("redis_prefix")) as store:
             yield store
 
 

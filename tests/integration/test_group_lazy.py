@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,7 +20,7 @@ import trio
 import mcpfsm
 from mcpfsm._core.config import load_config
 from mcpfsm._core.known_listings import known_key
-from tests.support.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer, run_fastmcp
+from tests.support.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer
 from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 from tests.support.redisserver import RedisServer, command
 
@@ -63,12 +62,6 @@ def owner(tool: mcpfsm.Tool) -> str:
     """The member that listed an aggregated tool."""
     assert isinstance(tool, mcpfsm.GroupTool)
     return tool.server
-
-
-@pytest.fixture(scope="module")
-def fastmcp_http() -> Iterator[FastmcpServer]:
-    with run_fastmcp() as server:
-        yield server
 
 
 async def test_an_idle_member_starts_nothing_and_concurrent_first_uses_share_one_connect(tmp_path: Path) -> None:

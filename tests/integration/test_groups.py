@@ -17,7 +17,7 @@ import trio
 
 import mcpfsm
 from mcpfsm import StdioTransport
-from tests.support.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer, run_fastmcp
+from tests.support.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer
 from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 from tests.support.ports import reserved_port
 
@@ -31,21 +31,9 @@ START: Final = 120.0
 
 
 @pytest.fixture(scope="module")
-def modern_peer() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="modern", timeout=60) as peer:
-        yield peer
-
-
-@pytest.fixture(scope="module")
 def legacy_peer() -> Iterator[HttpPeer]:
     with start_http_peer(mode="legacy", timeout=60) as peer:
         yield peer
-
-
-@pytest.fixture(scope="module")
-def fastmcp_http() -> Iterator[FastmcpServer]:
-    with run_fastmcp() as server:
-        yield server
 
 
 @pytest.fixture

@@ -8,13 +8,12 @@ fails a check is never returned.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import RunningSkillsPeer, run_skills_peer
+from mcpfsm._tooling.peer_process import RunningSkillsPeer
 from mcpfsm._tooling.peer_skills import SKILLS
 
 PDF: Final = "skill://pdf-processing/SKILL.md"
@@ -22,16 +21,10 @@ FORMS: Final = "skill://pdf-processing/references/FORMS.md"
 BINARY: Final = "skill://pdf-processing/scripts/extract.bin"
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[RunningSkillsPeer]:
-    with run_skills_peer() as server:
-        yield server
-
-
 @pytest.fixture
-def server(served: RunningSkillsPeer) -> RunningSkillsPeer:
-    served.clear_log()
-    return served
+def server(skills_peer: RunningSkillsPeer) -> RunningSkillsPeer:
+    skills_peer.clear_log()
+    return skills_peer
 
 
 def wire(server: RunningSkillsPeer) -> list[tuple[str, str | None]]:

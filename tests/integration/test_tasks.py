@@ -7,7 +7,6 @@ Every test talks to the server over HTTP on 127.0.0.1 and reads what it received
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,21 +14,15 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.support.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer
 
 TASKS = "io.modelcontextprotocol/tasks"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
-        yield running
-
-
 @pytest.fixture
-def tasks(server: HttpPeer) -> HttpPeer:
-    server.clear_log()
-    return server
+def tasks(tasks_peer: HttpPeer) -> HttpPeer:
+    tasks_peer.clear_log()
+    return tasks_peer
 
 
 def sent(server: HttpPeer) -> list[tuple[str, str | None, str | None]]:

@@ -24,7 +24,7 @@ from mcpfsm._client.assembly import HttpServer, Parts
 from mcpfsm._client.options import ClientOptions
 from mcpfsm._core.telemetry import DURATION_BUCKETS
 from tests.support.oteltest import Otel, configured, traceparent
-from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -32,16 +32,10 @@ SQL: Final = {"query": "select 1", "database": "analytics"}
 PIPE: Final = {"network.transport": "pipe"}
 
 
-@pytest.fixture(scope="module")
-def peer() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="dual") as running:
-        yield running
-
-
 @pytest.fixture
-def fresh(peer: HttpPeer) -> HttpPeer:
-    peer.control({"action": "reset"})
-    return peer
+def fresh(dual: HttpPeer) -> HttpPeer:
+    dual.control({"action": "reset"})
+    return dual
 
 
 @pytest.fixture
@@ -50,8 +44,8 @@ def otel() -> Iterator[Otel]:
         yield providers
 
 
-def http(peer: HttpPeer) -> dict[str, Any]:
-    port = int(peer.url.rsplit(":", 1)[1].split("/", 1)[0])
+def http(dual: HttpPeer) -> dict[str, Any]:
+    port = int(dual.url.rsplit(":", 1)[1].split("/", 1)[0])
     return {
         "network.transport": "tcp",
         "network.protocol.name": "http",

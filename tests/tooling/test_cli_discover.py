@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -18,7 +17,7 @@ from typing import Any, Final
 import pytest
 import trio
 
-from tests.support.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer
 from tests.support.rawserver import Server, rpc, rpc_error, serving
 
 MCPFSM: Final = Path(sys.executable).with_name("mcpfsm")
@@ -53,18 +52,6 @@ def error_line(run: Run) -> str:
     lines = run.stderr.splitlines()
     assert len(lines) == 1, run.stderr
     return lines[0]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="dual") as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(server: HttpPeer) -> HttpPeer:
-    server.control({"action": "reset"})
-    return server
 
 
 def tool_calls(peer: HttpPeer) -> list[dict[str, Any]]:

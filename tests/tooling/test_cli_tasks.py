@@ -9,7 +9,6 @@ import select
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,19 +18,13 @@ import mcpfsm
 from mcpfsm._tooling.cli import Exit
 from tests.support.clirun import mcpfsm as run_mcpfsm
 from tests.support.clirun import one_error_line
-from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
-        yield running
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
 
 @pytest.fixture
-def server(served: HttpPeer) -> HttpPeer:
-    served.clear_log()
-    return served
+def server(tasks_peer: HttpPeer) -> HttpPeer:
+    tasks_peer.clear_log()
+    return tasks_peer
 
 
 def methods(server: HttpPeer) -> list[tuple[str, str | None]]:

@@ -39,13 +39,6 @@ def message_event(message: dict[str, Any], event_id: str) -> str:
     return f"id: {event_id}\ndata: {json.dumps(message)}\n\n"
 
 
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    # The clock jumps only when every task has waited 10 ms of real time: loopback I/O never looks like an idle
-    # wait, a reconnect delay does.
-    return trio.testing.MockClock(autojump_threshold=0.01)
-
-
 class Delays:
     """The transport's ``sleep``: records each delay, then sleeps it on trio's (mock) clock."""
 

@@ -38,13 +38,6 @@ def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": method, "params": params}
 
 
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    # The clock jumps only when every task has waited 10 ms of real time: loopback I/O between the raw server
-    # and the client never looks like silence, the server's hour of silence does.
-    return trio.testing.MockClock(autojump_threshold=0.01)
-
-
 async def test_a_subscription_silent_for_an_hour_is_still_open(clock: trio.testing.MockClock) -> None:
     async def listen(stream: trio.abc.Stream, seen: Seen) -> bool:
         request_id = json.loads(seen.body)["id"]
