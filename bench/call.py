@@ -7,7 +7,7 @@ Run from the repository root:
     python bench/call.py --only mcpfsm --calls 2000 --profile      # cProfile of mcpfsm's calls, top entries
     valgrind --tool=callgrind python bench/call.py --only mcpfsm --calls N --rounds 1 --no-warmup  # instructions
 
-One local peer server (the official SDK's MCPServer, ``mcpfsm._tooling.peer`` in the modern era) serves every
+One local peer server (the official SDK's MCPServer, ``mcpfsm._tooling.demo_server`` in the modern era) serves every
 client in the same run. CPU time is this process's ``time.process_time()`` (the server is another process),
 wall time ``time.perf_counter()``, both divided by the number of calls; rounds interleave the clients and the
 median round is reported. Ratios are printed against the floor (raw) and the SDK client.

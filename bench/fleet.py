@@ -13,7 +13,7 @@ and max in ms, and the median as a ratio to one store read (``get``) measured by
 run, since the machine's load moves both. It runs against whichever mcpfsm is on ``sys.path`` (the lock is
 called as ``lock(key, ttl)``, which every version takes), so the same script measures before and after.
 
-One test authorization server (mcpfsm._tooling.authserver, in its own process) rotates refresh tokens and
+One test authorization server (tooling.authserver, in its own process) rotates refresh tokens and
 revokes the whole grant when a rotated-away refresh token comes back (RFC 6749 §10.4, RFC 9700 §4.14.2); it
 counts token requests itself. One real ``redis-server`` on 127.0.0.1 (tests/support/redisserver.py) backs a
 ``RedisStore`` (or, with ``--store file``, a ``FileStore`` in a temporary directory).
@@ -332,8 +332,8 @@ def main() -> None:
         run_handoff(args.workers, args.rounds, args.store, args.think)
         return
 
-    from mcpfsm._tooling.peer_process import run_authserver
     from tests.support.redisserver import start_redis
+    from tooling.processes import run_authserver
 
     duration = args.lifetime * 1.3
     scenario = {"refresh_tokens": True, "revoke_on_reuse": True, "expires_in": args.lifetime}

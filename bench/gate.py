@@ -120,7 +120,7 @@ async def middleware(calls: int, rounds: int) -> dict[str, Any]:
     import anyio
 
     from mcpfsm._gate.middleware import HeaderGate
-    from mcpfsm._tooling.peer import PeerState, build_server
+    from mcpfsm._tooling.demo_server import PeerState, build_server
 
     server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
     app = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
@@ -229,7 +229,7 @@ def serve_sdk(kind: str) -> None:
     import uvicorn
 
     from mcpfsm._gate.middleware import HeaderGate
-    from mcpfsm._tooling.peer import PeerState, build_server
+    from mcpfsm._tooling.demo_server import PeerState, build_server
 
     server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
     app: Any = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
@@ -348,7 +348,7 @@ async def _interleaved(targets: dict[str, _Target], calls: int, rounds: int) -> 
 def _pair(kinds: tuple[str, str], upstream: str | None, calls: int, rounds: int) -> dict[str, list[float]]:
     import trio
 
-    from mcpfsm._tooling.peer_process import _started
+    from mcpfsm._tooling.server_process import _started
 
     def argv(kind: str) -> list[str]:
         return [sys.executable, __file__, "--serve", kind, *(("--upstream", upstream) if upstream else ())]
@@ -359,7 +359,7 @@ def _pair(kinds: tuple[str, str], upstream: str | None, calls: int, rounds: int)
 
 
 def proxy(calls: int, rounds: int) -> dict[str, Any]:
-    from mcpfsm._tooling.peer_process import _started
+    from mcpfsm._tooling.server_process import _started
 
     with _started([sys.executable, "-m", "tests.gate.upstream"], None, 30) as (_, upstream):
         samples = _pair(("plain", "gate"), upstream, calls, rounds)

@@ -35,7 +35,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import _started
+from mcpfsm._tooling.server_process import _started
 
 ROOT = Path(__file__).resolve().parent.parent
 ARGS = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}

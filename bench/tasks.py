@@ -4,7 +4,7 @@ Run from the repository root:
 
     python bench/tasks.py [--tasks 1000] [--rounds 5] [--concurrency 100]
 
-One local tasks server (``mcpfsm._tooling.peer_tasks``, the official SDK's server with the tasks extension) and
+One local tasks server (``tooling.peer_tasks``, the official SDK's server with the tasks extension) and
 one client (``Client.http(url, tasks=True)``) that starts ``--tasks`` tasks of ``forever`` (working until
 cancelled) and keeps their handles. Each round then, interleaved:
 
@@ -113,7 +113,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=100)
     args = parser.parse_args()
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as server:
+    with start_http_peer("modern", module="tooling.peer_tasks") as server:
         trio.run(bench, server.url, args.tasks, args.rounds, args.concurrency)
 
 

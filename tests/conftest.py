@@ -11,13 +11,14 @@ import pytest
 from hypothesis import settings
 from loguru import logger
 
-# `tests.<module>` imports (tests.support.peer, tests.support.fakeserver) resolve through pyproject's pytest
-# `pythonpath = ["."]`.
-from mcpfsm._tooling.peer_process import RunningAuthServer, RunningSkillsPeer, run_authserver, run_skills_peer
 from tests.support.fakeserver import FakeServer
 from tests.support.fastmcp_peer import FastmcpServer, run_fastmcp
 from tests.support.peer.fixtures import HttpPeer, start_http_peer
 from tests.support.redisserver import RedisServer, start_redis
+
+# `tests.<module>` imports (tests.support.peer, tests.support.fakeserver) resolve through pyproject's pytest
+# `pythonpath = ["."]`.
+from tooling.processes import RunningAuthServer, RunningSkillsPeer, run_authserver, run_skills_peer
 
 # The pytest plugin's own tests (tests/testing/test_plugin.py) run pytest in a subprocess with pytester.
 pytest_plugins = ["pytester"]
@@ -56,8 +57,8 @@ def modern_peer() -> Iterator[HttpPeer]:
 
 @pytest.fixture(scope="module")
 def tasks_peer() -> Iterator[HttpPeer]:
-    """The tasks server (SEP-2663, ``mcpfsm._tooling.peer_tasks``) in modern mode, one per test module."""
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as running:
+    """The tasks server (SEP-2663, ``tooling.peer_tasks``) in modern mode, one per test module."""
+    with start_http_peer("modern", module="tooling.peer_tasks") as running:
         yield running
 
 

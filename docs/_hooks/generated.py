@@ -1,16 +1,17 @@
 """MkDocs hook: the generated state diagrams, their explanations and the recorded reports become part of the site.
 
-``diagrams/*.svg`` and ``specs/*.md`` live at the repository root, where ``mcpfsm diagram`` writes them and the
-drift test compares them; this hook adds them to the site under the same paths (``diagrams/tool-call.svg``,
+``diagrams/*.svg`` and ``specs/*.md`` live at the repository root, where ``python -m tooling.diagram`` writes them
+and the drift test compares them; this hook adds them to the site under the same paths (``diagrams/tool-call.svg``,
 ``specs/tool-call.md``), so a page links to them as if they were in ``docs/`` and nothing is copied by hand. The
 root ``CHANGELOG.md`` becomes ``changelog.md``.
 
 The reports the manual embeds (``reports/calls.html``, ``reports/input.html``, ``reports/authorization.html``)
 are written here, at build time, by the trail viewer from the walkthroughs' recorded runs
-(``mcpfsm._tooling.recorded``): nothing generated is committed, so a report cannot drift from the recordings,
-whose drift test already keeps them honest. A page places its report with a line ``<!-- report: NAME -->``,
-which becomes an ``<iframe>`` with the path relative to that page. Writing a report needs Graphviz's ``dot``
-(the reports inline the machines' diagrams), as ``mcpfsm diagram`` does.
+(``tooling.recorded``, in the checkout's ``tooling/``, which is not installed: the repository root goes on
+``sys.path`` for it, also when ``mkdocs`` runs as a script): nothing generated is committed, so a report cannot
+drift from the recordings, whose drift test already keeps them honest. A page places its report with a line
+``<!-- report: NAME -->``, which becomes an ``<iframe>`` with the path relative to that page. Writing a report
+needs Graphviz's ``dot`` (the reports inline the machines' diagrams), as ``mcpfsm diagram`` does.
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ from __future__ import annotations
 import html
 import posixpath
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcpfsm._tooling.recorded import MANUAL_REPORTS, manual_reports
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from tooling.recorded import MANUAL_REPORTS, manual_reports  # noqa: E402
 
 if TYPE_CHECKING:  # MkDocs is the docs extra: the tests import this hook with the test extra alone
     from mkdocs.structure.files import Files

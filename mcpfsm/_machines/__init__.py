@@ -26,8 +26,9 @@ The files a new machine touches (the fourth, ``task``, touched exactly these):
    its fields; ``CallEvent.from_dict`` finds it by ``MACHINE``, importing the module of that name.
 4. The client layer that starts a run (a module of ``mcpfsm/_client/``: ``task.py``), which wraps it in
    ``Telemetry.run`` when the definition names a span, and ``mcpfsm/__init__.py`` for what is public.
-5. ``mcpfsm/_tooling/walkthrough_{name}.py`` — new, when the machine has a walkthrough; then ``mcpfsm
-   diagram`` writes ``specs/{name}.{mmd,dot,md}`` and ``diagrams/{name}.svg``.
+5. ``tooling/walkthrough_{name}.py`` — new, when the machine has a walkthrough; then ``python -m
+   tooling.diagram`` writes ``specs/{name}.{mmd,dot,md}`` and ``diagrams/{name}.svg`` (``mcpfsm diagram``
+   all but the ``.md``).
 
 The fifth, ``gate``, touched these too, and besides (docs/architecture.md says why): ``drive``'s ``checkpoint=``
 (its run works under asyncio too), ``mcpfsm trace``'s drawing of its runs, the manual's report of its walkthrough,

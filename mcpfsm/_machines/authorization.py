@@ -157,7 +157,7 @@ _EDGES: Final[tuple[Edge[State, Trigger], ...]] = (
 AUTHORIZATION: Final = define(
     "authorization", State, Trigger, _EDGES, _DESCRIPTIONS, cancel=(Trigger.cancelled, State.cancelled),
     title="One authorization flow: OAuth 2.1 for an MCP server",
-    walkthrough="mcpfsm._tooling.walkthrough_auth", span="authorization",
+    walkthrough="tooling.walkthrough_auth", span="authorization",
 )
 """The authorization machine."""
 

@@ -7,7 +7,7 @@ reads a machine takes the definition as a parameter:
 - :func:`build_machine` turns it into a :class:`transitions.Machine` (the reference implementation);
 - :func:`compile_table` reads the ``(state, trigger) -> state`` table off such a Machine, and
   :meth:`CompiledMachine.advance` is the one lookup the trio drivers make per step;
-- ``mcpfsm._tooling.diagram`` draws it (Mermaid, Graphviz) and ``mcpfsm._tooling.walkthrough``
+- ``mcpfsm._tooling.diagram`` draws it (Mermaid, Graphviz) and, from a checkout, ``tooling.walkthrough``
   explains it with recorded runs;
 - the property tests check every (state, trigger) pair of every machine against both.
 
@@ -94,9 +94,9 @@ class MachineDefinition(Generic[S, T]):
         descriptions: one sentence per state: what happens there.
         cancel_trigger: the trigger that ends a run from any non-terminal state (trio
             cancellation), or ``None`` when the machine has none; its edges are drawn dashed.
-        walkthrough: the module of ``mcpfsm._tooling`` whose ``render()`` writes the machine's page
-            ``specs/{name}.md`` (``"mcpfsm._tooling.walkthrough"``), as a name: the machines import no
-            tooling; ``None`` for none.
+        walkthrough: the module of the checkout's ``tooling/`` whose ``render()`` writes the machine's page
+            ``specs/{name}.md`` (``"tooling.walkthrough"``), as a name: the machines import no tooling, and
+            the walkthroughs do not ship; ``None`` for none.
         span: the name of the OpenTelemetry span of one run (``{tool}`` stands for the tool's name), or
             ``None`` when a run has no span of its own.
 

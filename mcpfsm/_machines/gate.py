@@ -113,7 +113,7 @@ GATE: Final = define(
     "gate", State, Trigger, _EDGES, _DESCRIPTIONS,
     title="One request through mcpfsm.gate: headers checked against the body before anything acts on them",
     cancel=(Trigger.cancelled, State.cancelled),
-    walkthrough="mcpfsm._tooling.walkthrough_gate", span="gate",
+    walkthrough="tooling.walkthrough_gate", span="gate",
 )
 """The gate machine."""
 

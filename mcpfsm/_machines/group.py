@@ -97,7 +97,7 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = {
 GROUP: Final = define(
     "group", State, Trigger, _EDGES, _DESCRIPTIONS,
     title="One member of a client group: lazy connect, failure and reconnection",
-    walkthrough="mcpfsm._tooling.walkthrough_group",
+    walkthrough="tooling.walkthrough_group",
 )
 """The group machine (one member's statuses)."""
 

@@ -99,7 +99,7 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = {
 INPUT: Final = define(
     "input", State, Trigger, _EDGES, _DESCRIPTIONS, cancel=(Trigger.cancelled, State.cancelled),
     title="Input the server asks for outside a tool call: SEP-2322 rounds and legacy server requests",
-    walkthrough="mcpfsm._tooling.walkthrough_input",
+    walkthrough="tooling.walkthrough_input",
 )
 """The input machine."""
 

@@ -130,7 +130,7 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = {
 TASK: Final = define(
     "task", State, Trigger, _EDGES, _DESCRIPTIONS,
     title="One task of the tasks extension (SEP-2663): polling, input and cancellation",
-    walkthrough="mcpfsm._tooling.walkthrough_task", span="task {tool}",
+    walkthrough="tooling.walkthrough_task", span="task {tool}",
 )
 """The task machine."""
 

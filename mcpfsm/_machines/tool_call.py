@@ -157,7 +157,7 @@ _DESCRIPTIONS: Final[Mapping[State, str]] = {
 TOOL_CALL: Final = define(
     "tool-call", State, Trigger, _EDGES, _DESCRIPTIONS, cancel=(Trigger.cancelled, State.cancelled),
     title="One tool call: lifecycle, input rounds and -32020 recovery",
-    walkthrough="mcpfsm._tooling.walkthrough", span="tool-call {tool}",
+    walkthrough="tooling.walkthrough", span="tool-call {tool}",
 )
 """The tool-call machine."""
 

@@ -1,4 +1,4 @@
-"""The generated documentation of every machine, and the checks that keep the committed copies honest.
+"""The generated diagrams of every machine, and the checks that keep the committed copies honest.
 
 For each machine in :data:`mcpfsm._machines.registry.MACHINES` (``tool-call`` → ``specs/tool-call.*``):
 
@@ -9,31 +9,30 @@ file                        made from                                    checked
 ``specs/{name}.dot``        :func:`~mcpfsm._tooling.render.dot`          byte for byte
 ``diagrams/{name}.svg``     ``dot -Tsvg`` of the ``.dot`` (Graphviz)     structure: node and edge titles and
                                                                          labels (layout varies by version)
-``specs/{name}.md``         the machine's walkthrough: recorded runs     byte for byte (needs the ``mcp``
-                            against a real server (``input``: the        SDK extra to run the examples)
-                            definition alone)
 ==========================  ===========================================  ===================================
 
 :func:`write_all` regenerates the files (``mcpfsm diagram``); :func:`check_all` reports the files that
 drifted and what it could not check here (``mcpfsm diagram --check``): without Graphviz the SVG's
-structure is still compared with the machine, and without the SDK the walkthrough is skipped, each
-with the reason.
+structure is still compared with the machine, with the reason it was not re-rendered.
+
+Each machine's walkthrough, ``specs/{name}.md`` (recorded runs against real servers), is made from a checkout by
+``python -m tooling.diagram``, which writes these files too: its servers and generators are test tooling and do
+not ship (docs/development.md).
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from .._machines.definition import MachineDefinition
 from .._machines.registry import MACHINES
-from .peer_process import ComponentMissing
 from .render import banner, dot, expected_structure, mermaid, svg_structure
+from .server_process import ComponentMissing
 
 __all__ = [
     "REGENERATE_COMMAND",
@@ -42,8 +41,10 @@ __all__ = [
     "GraphvizNotFound",
     "check_all",
     "generated_paths",
+    "render_all",
     "svg",
     "write_all",
+    "write_files",
 ]
 
 REGENERATE_COMMAND: Final = "mcpfsm diagram"
@@ -80,20 +81,10 @@ def svg(dot_text: str, title: str) -> str:
     return text.rstrip("\n") + "\n"
 
 
-def _walkthroughs() -> Mapping[str, Callable[[], str]]:
-    # Each machine names the module whose render() writes its page; imported here, not with the diagrams: the
-    # walkthroughs need the client and the test server, the diagrams only the machines.
-    return {
-        name: importlib.import_module(machine.walkthrough).render
-        for name, machine in MACHINES.items()
-        if machine.walkthrough is not None
-    }
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _File:
     path: str
-    kind: str  # "text" (byte for byte), "svg" (structure), "walkthrough" (byte for byte, needs the SDK)
+    kind: str  # "text" (byte for byte), "svg" (structure)
     machine: MachineDefinition[Any, Any]
 
 
@@ -104,7 +95,6 @@ def _files() -> list[_File]:
             _File(path=f"specs/{name}.mmd", kind="text", machine=machine),
             _File(path=f"specs/{name}.dot", kind="text", machine=machine),
             _File(path=f"diagrams/{name}.svg", kind="svg", machine=machine),
-            _File(path=f"specs/{name}.md", kind="walkthrough", machine=machine),
         ]
     return files
 
@@ -123,24 +113,24 @@ def _text(file: _File) -> str:
 def _render(file: _File) -> str:
     if file.kind == "text":
         return _text(file)
-    if file.kind == "svg":
-        return svg(dot(file.machine), banner(file.machine))
-    render = _walkthroughs().get(file.machine.name)
-    if render is None:
-        raise ComponentMissing(f"no walkthrough is registered for the {file.machine.name} machine")
-    return render()
+    return svg(dot(file.machine), banner(file.machine))
 
 
-def write_all(root: Path) -> list[Path]:
-    """Regenerate every file under ``root``; return the ones created or changed (up-to-date files are untouched).
-
-    Everything is rendered before anything is written.
+def render_all() -> dict[str, bytes]:
+    """Every generated file's content by its path relative to the repository root, in generation order.
 
     Raises:
-        ComponentMissing: Graphviz or the MCP SDK is missing (nothing is written).
+        GraphvizNotFound: Graphviz's ``dot`` is not installed.
+    """
+    return {file.path: _render(file).encode() for file in _files()}
+
+
+def write_files(root: Path, rendered: Mapping[str, bytes]) -> list[Path]:
+    """Write ``rendered`` (path relative to ``root`` → content); return the files created or changed.
+
+    Raises:
         OSError: a file cannot be written.
     """
-    rendered = {file.path: _render(file).encode() for file in _files()}
     changed = []
     for relative, content in rendered.items():
         path = root / relative
@@ -150,6 +140,18 @@ def write_all(root: Path) -> list[Path]:
         path.write_bytes(content)
         changed.append(path)
     return changed
+
+
+def write_all(root: Path) -> list[Path]:
+    """Regenerate every file under ``root``; return the ones created or changed (up-to-date files are untouched).
+
+    Everything is rendered before anything is written.
+
+    Raises:
+        ComponentMissing: Graphviz is missing (nothing is written).
+        OSError: a file cannot be written.
+    """
+    return write_files(root, render_all())
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -168,9 +170,9 @@ class CheckReport:
 def check_all(root: Path) -> CheckReport:
     """Compare every generated file under ``root`` with what the code generates now.
 
-    ``.mmd``, ``.dot`` and ``.md`` files must match byte for byte. An SVG must show the structure the
-    machine defines (always checked) and, where Graphviz is installed, the same structure as a fresh
-    rendering. Without Graphviz or the MCP SDK, what needs them is skipped and named in the report.
+    ``.mmd`` and ``.dot`` files must match byte for byte. An SVG must show the structure the machine defines
+    (always checked) and, where Graphviz is installed, the same structure as a fresh rendering. Without
+    Graphviz the re-rendering is skipped and named in the report.
     """
     report = CheckReport()
     for file in _files():
@@ -180,16 +182,7 @@ def check_all(root: Path) -> CheckReport:
             if committed != _text(file):
                 report.drifted.append(file.path)
             continue
-        if file.kind == "svg":
-            _check_svg(file, committed, report)
-            continue
-        try:
-            fresh = _render(file)
-        except ComponentMissing as exc:
-            report.skipped.append((file.path, str(exc)))
-            continue
-        if committed != fresh:
-            report.drifted.append(file.path)
+        _check_svg(file, committed, report)
     return report
 
 

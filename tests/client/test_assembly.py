@@ -67,8 +67,8 @@ PARTS: Final = (
 )
 """What the assembly builds (and the command line's wrapper of a transport): the parts of a client."""
 
-ORACLES: Final = ("_tooling/peer", "_tooling/authserver")
-"""Test servers that travel in the package for now: not parts of a client."""
+ORACLES: Final = ("_tooling/demo_",)
+"""The demo's server (an SDK server that `mcpfsm demo` runs; the test oracles live in tooling/): not a client part."""
 
 
 def part_attributes() -> frozenset[str]:

@@ -30,9 +30,9 @@ import mcpfsm
 from mcpfsm._client import file_store
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._core.credentials import credential_holder
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.support.redisserver import start_redis
+from tooling.processes import RunningAuthServer
 
 GUARD: Final = 20.0
 """Hang guard in seconds for one store operation (the bug was an operation that never returned)."""

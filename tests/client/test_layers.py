@@ -7,6 +7,9 @@
 - **Direction.** A layer imports only the layers below it: core ← machines ← drivers, transports ←
   client ← the package ← tooling; ``mcpfsm.gate`` (the edge half, imported on its own) sits beside the package.
   Nothing a library user imports reaches ``_tooling``.
+- **Tooling outside.** No module of the package imports the checkout's ``tooling/`` folder (the test oracles
+  and the walkthroughs, which do not ship; ``tests/tooling/test_wheel.py`` lists the wheel), and ``tooling/``
+  imports nothing from ``tests/``.
 - **No cycles.** The graph of runtime imports between mcpfsm modules (``TYPE_CHECKING`` blocks
   included, since a cycle there is a design smell too) is acyclic.
 """
@@ -99,6 +102,37 @@ def test_each_module_imports_only_from_the_layers_below(name: str) -> None:
     own = layer(name)
     foreign = {layer(target) for target in imports_of(name, all_modules()[name])} - {own}
     assert foreign <= ALLOWED[own], f"{name} imports from {sorted(foreign - ALLOWED[own])}"
+
+
+TOOLING_DIR = PACKAGE_DIR.parent / "tooling"
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top-level names of every absolute import in ``path`` (relative imports stay in their package)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+@pytest.mark.parametrize("name", sorted(all_modules()))
+def test_no_module_of_the_package_imports_the_checkouts_tooling(name: str) -> None:
+    assert "tooling" not in top_level_imports(all_modules()[name]), f"{name} imports tooling/, which does not ship"
+
+
+def test_the_checkouts_tooling_imports_nothing_from_the_tests() -> None:
+    modules = sorted(TOOLING_DIR.rglob("*.py"))
+    assert TOOLING_DIR / "authserver" / "__init__.py" in modules
+    assert {str(path.relative_to(TOOLING_DIR)) for path in modules if "tests" in top_level_imports(path)} == set()
+
+
+def test_the_tooling_reader_sees_an_import_of_the_tooling(tmp_path: Path) -> None:
+    module = tmp_path / "module.py"
+    module.write_text("import json\nfrom .sibling import x\nfrom tooling.processes import run_authserver\n")
+    assert top_level_imports(module) == {"json", "tooling"}
 
 
 def test_the_import_graph_is_acyclic() -> None:

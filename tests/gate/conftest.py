@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpfsm._tooling.peer_process import _started
+from mcpfsm._tooling.server_process import _started
 from tests.gate.upstream import Upstream
 
 VERSION = "2026-07-28"

@@ -5,9 +5,10 @@
                                [--learn-ttl S] [--events FILE]
 
 ``--app``: ``unchecked`` is tests/gate/upstream.py's app (no header checks of its own), ``sdk`` the official SDK's
-server (mcpfsm/_tooling/peer.py, modern era, JSON answers), ``fastmcp`` fastmcp's (tests/support/fastmcp_server.py). The
-gate wraps the app in process; ``--server uvicorn`` (asyncio, the default) or ``hypercorn`` (Hypercorn's trio
-worker) serves it on 127.0.0.1, a free port, and it prints ``READY http://127.0.0.1:PORT/mcp``.
+server (mcpfsm/_tooling/demo_server.py, modern era, JSON answers), ``fastmcp`` fastmcp's
+(tests/support/fastmcp_server.py). The gate wraps the app in process; ``--server uvicorn`` (asyncio, the default) or
+``hypercorn`` (Hypercorn's trio worker) serves it on 127.0.0.1, a free port, and it prints ``READY
+http://127.0.0.1:PORT/mcp``.
 
 ``GET /control/gate`` answers the gate's ``stats`` and its book's ``fetches``, ``shared_hits`` and
 ``store_failures``; ``--events FILE`` writes every ``GateEvent`` to FILE as JSON Lines. Other ``/control/*`` paths go
@@ -35,7 +36,7 @@ def build(args: argparse.Namespace) -> Any:
 
         app: Any = Upstream(argparse.Namespace(sse=args.sse, ttl_ms=300_000, scope="private", page_size=None, token=[]))
     elif args.app == "sdk":
-        from mcpfsm._tooling.peer import PeerState, build_http_app
+        from mcpfsm._tooling.demo_server import PeerState, build_http_app
 
         app, _ = build_http_app(PeerState(mode="modern", json_response=not args.sse, initial_page_size=None))
     else:

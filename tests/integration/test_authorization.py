@@ -1,4 +1,4 @@
-"""Authorization end to end: the real client against the real test authorization server (mcpfsm._tooling.authserver).
+"""Authorization end to end: the real client against the real test authorization server (tooling.authserver).
 
 One server process for the module; each test starts it afresh with the scenario it needs (``POST /_config``).
 Tests assert what the server received, request by request (method, path, status, and whole requests where
@@ -25,9 +25,9 @@ from loguru import logger
 
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.conformance.adapter import headless_authorize
 from tests.support.ports import reserved_port
+from tooling.processes import RunningAuthServer
 
 REDIRECT: Final = "http://localhost:3000/callback"
 CIMD: Final = "https://conformance-test.local/client-metadata.json"

@@ -1,5 +1,5 @@
 """A client's ``store=`` in use (docs/stores.md): tokens and registrations of ``auth=``, every member of a group,
-and a store that fails mid-run. Real parts: the test authorization server (mcpfsm._tooling.authserver), a real
+and a store that fails mid-run. Real parts: the test authorization server (tooling.authserver), a real
 ``redis-server`` per test that kills or stops it (tests/support/redisserver.py), files in a temporary directory.
 """
 
@@ -19,9 +19,9 @@ import trio
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._core.credentials import credential_holder, tokens_key
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.support.redisserver import RedisServer, start_redis
+from tooling.processes import RunningAuthServer
 
 GUARD: Final = 60
 AGENT: Final = {"client_id": "agent", "client_secret": "s3cret"}

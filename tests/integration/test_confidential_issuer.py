@@ -1,6 +1,6 @@
 """A confidential credential goes only to an authorization server the caller named, or one on the MCP server's host.
 
-The real test authorization server (``mcpfsm._tooling.authserver``, a process on 127.0.0.1) serves the MCP
+The real test authorization server (``tooling.authserver``, a process on 127.0.0.1) serves the MCP
 endpoint and the authorization server on one port. The client reaches the MCP endpoint as
 ``http://localhost:PORT/mcp`` (the resource metadata names that URL), and the metadata names the
 authorization server ``http://127.0.0.1:PORT``: the same socket, but another host as the URLs write it.
@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 import mcpfsm
 from mcpfsm._core.oauth.issuer import check_confidential_issuer
 from mcpfsm._core.oauth.urls import url_host
-from mcpfsm._tooling.peer_process import RunningAuthServer
+from tooling.processes import RunningAuthServer
 
 SECRET = "cc-secret-4f1d9a-never-sent"
 ASSERTION = "workload.assertion-7c2e-never-sent"

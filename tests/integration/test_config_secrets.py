@@ -20,8 +20,8 @@ import pytest
 from loguru import logger
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import run_authserver
 from tests.support.ports import reserved_port
+from tooling.processes import run_authserver
 
 SECRET: Final = "sk-live-7Qp2Zr9Xw4"
 AGENT: Final = {"client_id": "agent", "client_secret": "agent-secret-value"}

@@ -21,11 +21,11 @@ import trio
 
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder, tokens_key
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.conformance.adapter import headless_authorize
 from tests.support.fleetrun import Fleet
 from tests.support.redisserver import RedisServer, start_cluster, start_failover_pair, start_redis
 from tests.support.store_worker import opened
+from tooling.processes import RunningAuthServer
 
 CALLS: Final = 3
 REDIS_FORMS: Final = ["redis", "redis-bare", "redis-client"]

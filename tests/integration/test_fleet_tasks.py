@@ -1,7 +1,7 @@
 """Task records on a shared store under contention: worker processes start tasks at once, none is lost (docs/tasks.md).
 
 Every worker (tests/support/task_worker.py) starts its tasks all at once on the real tasks server
-(``mcpfsm._tooling.peer_tasks``); each task's record and the server's index of ids go to the shared store, the
+(``tooling.peer_tasks``); each task's record and the server's index of ids go to the shared store, the
 index under the store's lock. Afterwards a fresh client on the same store finds every task in
 ``pending_tasks()``. Every form of every store kind docs/stores.md shows, and several clients of one process on
 one ``MemoryStore`` subclass and on one ``RedisStore`` that nobody entered.

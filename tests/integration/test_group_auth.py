@@ -1,4 +1,4 @@
-"""Configuration auth blocks against the real local authorization server (mcpfsm._tooling.authserver).
+"""Configuration auth blocks against the real local authorization server (tooling.authserver).
 
 ``load_config`` maps ``{"type": "client_credentials" | "bearer" | "oauth", ...}`` onto the client's ``auth=``
 (docs/groups.md); tests/core/test_config.py checks the mapping as data. Here the mapped values are used: a group
@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.support.ports import reserved_port
+from tooling.processes import RunningAuthServer
 
 AGENT: Final = {"client_id": "agent", "client_secret": "agent-secret-value"}
 SCENARIO: Final = {"challenge_scope": "mcp:basic", "client_credentials": AGENT}

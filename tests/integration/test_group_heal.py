@@ -20,7 +20,7 @@ import trio
 import trio.testing
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import run_peer
+from mcpfsm._tooling.server_process import run_peer
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.support.ports import reserved_port
 

@@ -1,5 +1,5 @@
 """Input the server asks for, against the official SDK server (tests/support/peer, tools of
-mcpfsm/_tooling/peer_input.py).
+mcpfsm/_tooling/demo_input.py).
 
 Modern (2026-07-28): the SDK answers ``input_required`` and checks the resend (its sealed ``requestState`` must
 come back exactly, or it answers -32602). Legacy (2025-11-25): the SDK sends real requests on the call's

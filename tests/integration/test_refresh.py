@@ -14,8 +14,8 @@ import pytest
 
 import mcpfsm
 from mcpfsm._client.assembly import HttpServer
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.conformance.adapter import headless_authorize
+from tooling.processes import RunningAuthServer
 
 REDIRECT = "http://localhost:3000/callback"
 REFRESHING = {"refresh_tokens": True, "scopes_supported": ["offline_access"], "challenge_scope": "a"}

@@ -16,7 +16,7 @@ import pytest
 
 import mcpfsm
 from mcpfsm._tooling.cli.tools import render_instructions
-from mcpfsm._tooling.peer import PEER_INSTRUCTIONS, PEER_NAME, PEER_TITLE, PEER_VERSION
+from mcpfsm._tooling.demo_server import PEER_INSTRUCTIONS, PEER_NAME, PEER_TITLE, PEER_VERSION
 from tests.support.clirun import mcpfsm as run_cli
 from tests.support.fakeserver import MODERN, URL, FakeServer, result, rpc_error
 from tests.support.peer.fixtures import HttpPeer, start_http_peer
@@ -104,7 +104,7 @@ async def test_a_pinned_modern_client_asks_only_when_discover_is_called(peer: Ht
 
 
 async def test_stdio_reads_the_discover_result_of_the_sdk_server() -> None:
-    command = [sys.executable, "-m", "mcpfsm._tooling.peer", "--stdio"]
+    command = [sys.executable, "-m", "mcpfsm._tooling.demo_server", "--stdio"]
     async with mcpfsm.Client.stdio(command) as client:
         info = client.server
 

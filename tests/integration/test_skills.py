@@ -1,4 +1,4 @@
-"""Skills (SEP-2640) against a real server: the official SDK with the skills extension (`mcpfsm._tooling.peer_skills`).
+"""Skills (SEP-2640) against a real server: the official SDK with the skills extension (`tooling.peer_skills`).
 
 The server logs every request it receives, so each test also proves what went on the wire: listing reads no
 file, loading reads `SKILL.md` only, a supporting file is read when it is asked for and once, and content that
@@ -13,8 +13,8 @@ from typing import Any, Final
 import pytest
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import RunningSkillsPeer
-from mcpfsm._tooling.peer_skills import SKILLS
+from tooling.peer_skills import SKILLS
+from tooling.processes import RunningSkillsPeer
 
 PDF: Final = "skill://pdf-processing/SKILL.md"
 FORMS: Final = "skill://pdf-processing/references/FORMS.md"

@@ -1,4 +1,4 @@
-"""Tasks (SEP-2663) against a real tasks server: ``mcpfsm._tooling.peer_tasks`` on the official SDK's extensions.
+"""Tasks (SEP-2663) against a real tasks server: ``tooling.peer_tasks`` on the official SDK's extensions.
 
 Every test talks to the server over HTTP on 127.0.0.1 and reads what it received from its log (the method, the
 ``Mcp-Method`` and ``Mcp-Name`` headers, the params and the extensions the request declared).

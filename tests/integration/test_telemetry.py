@@ -681,7 +681,7 @@ HEADLESS_FLOW: Final = [
 
 @pytest.mark.parametrize("secret", ["s3cret", "wrong"], ids=["granted", "refused"])
 async def test_an_authorization_flow_is_a_span_under_the_request_that_was_challenged(otel: Otel, secret: str) -> None:
-    from mcpfsm._tooling.peer_process import run_authserver
+    from tooling.processes import run_authserver
 
     scenario = {"client_credentials": {"client_id": "agent", "client_secret": "s3cret"}, "prm_scopes_supported": ["x"]}
     with run_authserver(scenario) as server:

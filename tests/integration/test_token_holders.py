@@ -24,9 +24,9 @@ from mcpfsm._core.credentials import (
     legacy_registration_key,
     legacy_tokens_key,
 )
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.conformance.adapter import headless_authorize
 from tests.support.redisserver import RedisServer
+from tooling.processes import RunningAuthServer
 
 CLIENTS: Final = [
     {"client_id": name, "client_secret": f"{name}-secret-value"} for name in ("alice", "bob", "admin", "reader")

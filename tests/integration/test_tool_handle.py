@@ -10,7 +10,7 @@ from typing import Any, Final
 import pytest
 
 import mcpfsm
-from mcpfsm._tooling.peer_surface import WEATHER_SCHEMA
+from mcpfsm._tooling.demo_surface import WEATHER_SCHEMA
 from tests.support.fakeserver import FakeServer
 from tests.support.peer.fixtures import HttpPeer
 

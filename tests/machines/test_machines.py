@@ -620,7 +620,7 @@ def test_each_walkthrough_names_a_tooling_module_with_render(definition: Machine
     import importlib
 
     assert definition.walkthrough is not None
-    assert definition.walkthrough.startswith("mcpfsm._tooling.walkthrough")
+    assert definition.walkthrough.startswith("tooling.walkthrough")
     assert callable(importlib.import_module(definition.walkthrough).render)
 
 

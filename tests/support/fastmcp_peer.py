@@ -7,7 +7,7 @@
         assert [entry["http_method"] for entry in server.log()] == [...]
 
 The server binds a free port on 127.0.0.1 and prints ``READY URL`` once uvicorn listens; this waits for that line
-(the same wait as the official SDK's test server, ``mcpfsm._tooling.peer_process``), and stops it with SIGTERM
+(the same wait as the official SDK's test server, ``mcpfsm._tooling.server_process``), and stops it with SIGTERM
 (then SIGKILL after 5 s). fastmcp comes with the test extra (its pins agree with the SDK's there).
 """
 
@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import httpx
 
-from mcpfsm._tooling.peer_process import _await_ready, _stop
+from mcpfsm._tooling.server_process import _await_ready, _stop
 from tests.support.peer.fixtures import REPO_ROOT
 
 __all__ = ["FASTMCP_STDIO", "FASTMCP_TOOLS", "FastmcpServer", "run_fastmcp"]

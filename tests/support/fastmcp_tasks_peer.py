@@ -31,7 +31,7 @@ from typing import Any, Final
 
 import httpx
 
-from mcpfsm._tooling.peer_process import _await_ready, _stop
+from mcpfsm._tooling.server_process import _await_ready, _stop
 from tests.support.peer.fixtures import REPO_ROOT
 
 __all__ = ["PINS", "FastmcpTasksServer", "run_fastmcp_tasks", "tasks_venv"]

@@ -8,7 +8,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from mcpfsm._tooling.peer_process import _started
+from mcpfsm._tooling.server_process import _started
 from tests.support.clirun import mcpfsm as run_mcpfsm
 from tests.support.clirun import one_error_line
 from tests.support.peer.fixtures import REPO_ROOT, HttpPeer

@@ -18,7 +18,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._core import replay as replay_rules
-from mcpfsm._tooling.peer_process import run_peer
+from mcpfsm._tooling.server_process import run_peer
 from mcpfsm.testing import (
     Fault,
     delay,

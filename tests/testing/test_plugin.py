@@ -13,7 +13,7 @@ from typing import Final
 
 import pytest
 
-from mcpfsm._tooling.peer_process import run_peer
+from mcpfsm._tooling.server_process import run_peer
 from tests.support.peer.fixtures import REPO_ROOT
 
 INI: Final = "[pytest]\ntrio_mode = true\n"

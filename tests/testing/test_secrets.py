@@ -15,10 +15,10 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from mcpfsm.testing import replay
 from tests.conformance.adapter import headless_authorize
 from tests.testing.agents import cassette_lines
+from tooling.processes import RunningAuthServer
 
 REDIRECT: Final = "http://localhost:3000/callback"
 SECRET_FIELDS: Final = ("code", "code_verifier", "client_secret", "refresh_token", "client_assertion")

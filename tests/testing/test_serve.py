@@ -19,7 +19,7 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._tooling.peer_process import _started, run_peer
+from mcpfsm._tooling.server_process import _started, run_peer
 from mcpfsm.testing import CassetteError, replay, serve
 from tests.support.clirun import mcpfsm as run_mcpfsm
 from tests.support.clirun import one_error_line

@@ -2,7 +2,7 @@
 
 - :func:`walkthrough_records`: every example of ``specs/tool-call.md`` and ``specs/authorization.md`` (runs
   recorded against the real test server and authorization server by ``mcpfsm diagram``), read back from their
-  event tables into audit records (``mcpfsm._tooling.recorded``, which also makes the manual's reports);
+  event tables into audit records (``tooling.recorded``, which also makes the manual's reports);
 - :func:`input_records`: a live run of the input machine (two SEP-2322 rounds of a ``prompts/get``);
 - :func:`group_records`: live tool calls against two real test servers, each record naming its server in a
   ``server`` field, as a trail of a group of servers does;
@@ -24,10 +24,10 @@ import trio
 
 import mcpfsm
 from mcpfsm._machines.definition import MachineDefinition, edge
-from mcpfsm._tooling import recorded
-from mcpfsm._tooling.recorded import AT
 from tests.support.fakeserver import FakeServer, result
 from tests.support.peer.fixtures import REPO_ROOT, start_http_peer
+from tooling import recorded
+from tooling.recorded import AT
 
 _AT: Final = AT
 

@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from mcpfsm._core import oauth as o
 from mcpfsm._core.errors import AuthorizationError
-from mcpfsm._tooling.peer_process import RunningAuthServer
+from tooling.processes import RunningAuthServer
 
 REDIRECT = "http://localhost:3000/callback"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -996,7 +996,7 @@ def test_unknown_config_field_is_refused(serve: Server, http: httpx.Client) -> N
 
 def test_unknown_config_field_exits() -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "mcpfsm._tooling.authserver", "--config", '{"no_such_field": 1}'],
+        [sys.executable, "-m", "tooling.authserver", "--config", '{"no_such_field": 1}'],
         capture_output=True,
         text=True,
         timeout=60,

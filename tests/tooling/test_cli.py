@@ -60,7 +60,7 @@ def test_console_script_is_installed() -> None:
 
 # --- tools ---------------------------------------------------------------------------------------------
 
-# The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
+# The tools of mcpfsm/_tooling/demo_input.py, listed after the peer's own.
 TOOLS_TABLE = """\
 TOOL             PARAMETER         TYPE         REQUIRED  MIRRORED HEADER
 execute-sql      query             string       yes       -

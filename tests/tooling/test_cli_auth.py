@@ -22,9 +22,9 @@ import pytest
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.cli import Exit
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.support.ports import reserved_port
+from tooling.processes import RunningAuthServer
 
 
 def environment(config: Path) -> dict[str, str]:

@@ -9,10 +9,10 @@ import sys
 import pytest
 
 from mcpfsm._tooling.cli import Exit
-from mcpfsm._tooling.peer_process import RunningSkillsPeer
-from mcpfsm._tooling.peer_skills import SKILLS
 from tests.support.clirun import Run, mcpfsm, one_error_line
 from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
+from tooling.peer_skills import SKILLS
+from tooling.processes import RunningSkillsPeer
 
 PDF = "skill://pdf-processing/SKILL.md"
 

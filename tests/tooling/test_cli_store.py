@@ -13,10 +13,10 @@ import trio
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder, registration_key, tokens_key
 from mcpfsm._tooling.cli import Exit
-from mcpfsm._tooling.peer_process import RunningAuthServer
 from tests.support.ports import reserved_port
 from tests.support.redisserver import RedisServer
 from tests.tooling.test_cli_auth import command, login_with_browser
+from tooling.processes import RunningAuthServer
 
 
 async def never(url: str) -> str:

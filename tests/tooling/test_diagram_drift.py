@@ -1,4 +1,8 @@
-"""The generated files of every machine match the code: text byte for byte, the SVG by structure."""
+"""The generated files of every machine match the code: text byte for byte, the SVG by structure.
+
+``mcpfsm diagram`` (mcpfsm._tooling.diagram) draws the machines; ``python -m tooling.diagram`` (the checkout's
+tooling/, not shipped) writes those files and the walkthroughs, and its check fails on any of them.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from mcpfsm._machines.tool_call import EDGES, STATES, TOOL_CALL
 from mcpfsm._tooling import diagram
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND, CheckReport, GraphvizNotFound, check_all, svg, write_all
 from mcpfsm._tooling.render import banner, dot, expected_structure, mermaid, svg_structure
+from tooling import diagram as everything
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTALL_GRAPHVIZ = (
@@ -27,12 +32,12 @@ def require_graphviz() -> None:
 
 
 def test_every_machine_has_its_four_generated_files() -> None:
-    assert diagram.generated_paths() == [
+    assert everything.generated_paths() == [
         path
         for name in MACHINES
         for path in (f"specs/{name}.mmd", f"specs/{name}.dot", f"diagrams/{name}.svg", f"specs/{name}.md")
     ]
-    assert "specs/tool-call.md" in diagram.generated_paths()
+    assert diagram.generated_paths() == [path for path in everything.generated_paths() if not path.endswith(".md")]
 
 
 @pytest.mark.parametrize("name", list(MACHINES))
@@ -125,18 +130,35 @@ def fake_walkthrough(monkeypatch: pytest.MonkeyPatch) -> None:
     def walkthrough(name: str) -> Callable[[], str]:
         return lambda: f"# {name}\n"
 
-    monkeypatch.setattr(diagram, "_walkthroughs", lambda: {name: walkthrough(name) for name in MACHINES})
+    monkeypatch.setattr(everything, "_walkthroughs", lambda: {name: walkthrough(name) for name in MACHINES})
 
 
 def test_write_all_then_check_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     require_graphviz()
     fake_walkthrough(monkeypatch)
-    assert write_all(tmp_path) == [tmp_path / relative for relative in diagram.generated_paths()]
-    assert write_all(tmp_path) == []
-    assert check_all(tmp_path) == CheckReport()
+    assert everything.write_all(tmp_path) == [tmp_path / relative for relative in everything.generated_paths()]
+    assert everything.write_all(tmp_path) == []
+    assert everything.check_all(tmp_path) == CheckReport()
     (tmp_path / "specs/tool-call.mmd").write_text("stateDiagram-v2\n")
     (tmp_path / "diagrams/tool-call.svg").unlink()
+    (tmp_path / "specs/task.md").write_text("# task, edited by hand\n")
+    assert everything.check_all(tmp_path) == CheckReport(
+        drifted=["specs/tool-call.mmd", "diagrams/tool-call.svg", "specs/task.md"]
+    )
+    # mcpfsm diagram's own check sees the diagrams, not the walkthroughs, and writes only the diagrams.
     assert check_all(tmp_path) == CheckReport(drifted=["specs/tool-call.mmd", "diagrams/tool-call.svg"])
+    assert write_all(tmp_path) == [tmp_path / "specs/tool-call.mmd", tmp_path / "diagrams/tool-call.svg"]
+    assert everything.check_all(tmp_path) == CheckReport(drifted=["specs/task.md"])
+
+
+def test_the_repository_s_generated_files_are_up_to_date() -> None:
+    # The walkthroughs run real servers; this is the one place the whole check runs against the committed files.
+    report = everything.check_all(ROOT)
+    assert report.drifted == [], f"out of date: {report.drifted}; regenerate with: {everything.REGENERATE_COMMAND}"
+    assert report.skipped == [(f"diagrams/{name}.svg", SKIPPED_SVG) for name in MACHINES if not shutil.which("dot")]
+
+
+SKIPPED_SVG = "structure checked against the machine; not re-rendered: no Graphviz `dot`"
 
 
 def test_check_without_graphviz_still_checks_the_svg_structure_and_says_what_it_skipped(
@@ -144,13 +166,11 @@ def test_check_without_graphviz_still_checks_the_svg_structure_and_says_what_it_
 ) -> None:
     require_graphviz()
     fake_walkthrough(monkeypatch)
-    write_all(tmp_path)
+    everything.write_all(tmp_path)
     monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
-    skipped = [
-        (f"diagrams/{name}.svg", "structure checked against the machine; not re-rendered: no Graphviz `dot`")
-        for name in MACHINES
-    ]
+    skipped = [(f"diagrams/{name}.svg", SKIPPED_SVG) for name in MACHINES]
     assert check_all(tmp_path) == CheckReport(skipped=skipped)
+    assert everything.check_all(tmp_path) == CheckReport(skipped=skipped)
     svg_path = tmp_path / "diagrams/tool-call.svg"
     svg_path.write_text(svg_path.read_text().replace("[same plan]", "[other]"))
     assert check_all(tmp_path) == CheckReport(drifted=["diagrams/tool-call.svg"], skipped=skipped[1:])
@@ -161,12 +181,15 @@ def test_check_without_the_sdk_skips_the_walkthrough_with_the_reason(
 ) -> None:
     require_graphviz()
     fake_walkthrough(monkeypatch)
-    write_all(tmp_path)
+    everything.write_all(tmp_path)
 
     def missing() -> str:
         raise diagram.ComponentMissing("the walkthrough needs the mcp SDK")
 
-    monkeypatch.setattr(diagram, "_walkthroughs", lambda: {name: missing for name in MACHINES})
-    assert check_all(tmp_path) == CheckReport(
+    monkeypatch.setattr(everything, "_walkthroughs", lambda: {name: missing for name in MACHINES})
+    assert everything.check_all(tmp_path) == CheckReport(
         skipped=[(f"specs/{name}.md", "the walkthrough needs the mcp SDK") for name in MACHINES]
     )
+    with pytest.raises(diagram.ComponentMissing, match=r"^the walkthrough needs the mcp SDK$"):
+        everything.write_all(tmp_path / "fresh")
+    assert not (tmp_path / "fresh").exists()

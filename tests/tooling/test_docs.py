@@ -18,9 +18,9 @@ from typing import Final
 
 import trio
 
-from mcpfsm._tooling.peer_process import run_authserver
 from tests.support.peer.fixtures import start_http_peer
 from tests.support.rawserver import Server, rpc, serving
+from tooling.processes import run_authserver
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DOCS: Final = ROOT / "docs"
@@ -158,7 +158,7 @@ def test_the_surface_example_reads_resources_prompts_and_completions(tmp_path: P
 
 
 def test_the_skills_example_lists_loads_reads_and_refuses(tmp_path: Path) -> None:
-    from mcpfsm._tooling.peer_process import run_skills_peer
+    from tooling.processes import run_skills_peer
 
     with run_skills_peer() as server:
         done = run_example("skills", tmp_path, server.url)
@@ -340,7 +340,7 @@ def test_the_chained_audit_log_example_writes_a_log_that_verifies_only_with_its_
 
 
 def test_the_long_task_example_runs_against_the_tasks_server(tmp_path: Path) -> None:
-    with start_http_peer(mode="modern", module="mcpfsm._tooling.peer_tasks") as server:
+    with start_http_peer(mode="modern", module="tooling.peer_tasks") as server:
         done = run_example("long-task", tmp_path, server.url)
         methods = [entry["method"] for entry in server.log()]
     assert (done.returncode, done.stderr) == (0, "")

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpfsm._tooling.peer_process import run_authserver
 from tests.support.redisserver import RedisServer
 from tests.tooling.test_docs import example, run_example
+from tooling.processes import run_authserver
 
 SCENARIO = {"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}}
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from mcpfsm._tooling.peer_process import _started
+from mcpfsm._tooling.server_process import _started
 from tests.support.peer.fixtures import REPO_ROOT, start_http_peer
 from tests.tooling.test_docs import example, run_example
 

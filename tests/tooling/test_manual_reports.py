@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from mcpfsm._tooling.recorded import MANUAL_REPORTS, manual_reports, walkthrough_records
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.tooling.test_report import page_data
+from tooling.recorded import MANUAL_REPORTS, manual_reports, walkthrough_records
 
 
 def hook() -> ModuleType:

@@ -30,7 +30,7 @@ MISSING_SESSION = {
 }
 SQL_HEADERS = {"Mcp-Param-Database": "analytics", "Mcp-Param-Read-Only": "true"}
 
-# The tools of mcpfsm/_tooling/peer_input.py, listed after the peer's own.
+# The tools of mcpfsm/_tooling/demo_input.py, listed after the peer's own.
 
 
 def modern_post(

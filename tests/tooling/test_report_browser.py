@@ -269,7 +269,7 @@ def test_a_machine_the_viewer_has_no_code_for_is_lit_the_same_way(driver: WebDri
 
 
 def test_the_manuals_reports_light_every_recorded_path(driver: WebDriver, tmp_path: Path) -> None:
-    from mcpfsm._tooling.recorded import manual_reports
+    from tooling.recorded import manual_reports
 
     recorded = runs(walkthrough_records())
     for path, text in manual_reports(REPO_ROOT).items():
@@ -302,7 +302,7 @@ def test_a_live_task_run_is_drawn_on_the_task_machine(driver: WebDriver, tmp_pat
         async with mcpfsm.Client.http(url, tasks=True, on_elicitation=confirm, on_event=events.append) as client:
             await client.call_tool("approve", {"poll_ms": 50})
 
-    with start_http_peer("modern", module="mcpfsm._tooling.peer_tasks") as server:
+    with start_http_peer("modern", module="tooling.peer_tasks") as server:
         trio.run(main, server.url)
     source, page = tmp_path / "task.jsonl", tmp_path / "task.html"
     source.write_text("".join(event.to_json() + "\n" for event in events), encoding="utf-8")

@@ -16,7 +16,7 @@ from ..._client.client import Client
 from ..._core.constants import MODERN_VERSION
 from ..._core.events import CallEvent
 from ..._machines.tool_call import TERMINAL, State
-from ..peer_process import PeerStartError, RunningPeer, missing_modules, run_peer
+from ..server_process import PeerStartError, RunningPeer, missing_modules, run_peer
 from .call import unknown_tool
 from .common import CliError, Exit, T, connection_errors, print_line
 from .tools import render_tools
@@ -187,7 +187,7 @@ def group_config(url: str) -> dict[str, Any]:
             "web": {"url": url},
             "local": {
                 "command": sys.executable,
-                "args": ["-m", "mcpfsm._tooling.peer", "--stdio"],
+                "args": ["-m", "mcpfsm._tooling.demo_server", "--stdio"],
                 "include_tools": ["echo", "execute-*"],
             },
         }

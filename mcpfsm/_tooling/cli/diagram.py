@@ -1,4 +1,8 @@
-"""``mcpfsm diagram [--check]``: regenerate, or verify, the generated files in ``specs/`` and ``diagrams/``."""
+"""``mcpfsm diagram [--check]``: regenerate, or verify, each machine's diagrams in ``specs/`` and ``diagrams/``.
+
+The walkthroughs (``specs/{name}.md``) run the client against test servers that do not ship: from a checkout,
+``python -m tooling.diagram [--check]`` writes (or checks) them together with these files.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,15 @@ from pathlib import Path
 from typing import Final
 
 from .. import diagram
-from .common import CliError, Exit, configure_logging, os_reason, print_line
+from .common import CliError, Exit, os_reason, print_line
 
 __all__ = ["configure", "run"]
 
 DESCRIPTION: Final = (
-    "Regenerate each state machine's diagrams in specs/ and diagrams/ from its definition, and its\n"
-    "walkthrough in specs/ from recorded runs; or with --check verify that they are up to date.\n"
-    "Writing needs Graphviz's dot for the SVG and the MCP SDK for the walkthroughs; --check without\n"
-    "them checks what it can and names what it skipped."
+    "Regenerate each state machine's diagrams (specs/NAME.mmd, specs/NAME.dot, diagrams/NAME.svg) from\n"
+    "its definition; or with --check verify that they are up to date. Writing needs Graphviz's dot for\n"
+    "the SVG; --check without it compares the SVG's structure with the machine and says what it skipped.\n"
+    "The walkthroughs (specs/NAME.md) come from a checkout: python -m tooling.diagram [--check]."
 )
 
 
@@ -27,9 +31,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> Exit:
     """Regenerate or verify."""
-    # The walkthroughs fail members and servers on purpose (a killed child, a missing command): their warnings are
-    # the story the pages tell, not news for whoever regenerates them; -v shows them.
-    configure_logging(bool(getattr(args, "verbose", 0)), level="ERROR")
     root: Path = args.root if args.root is not None else Path.cwd()
     if not root.is_dir():
         raise CliError(Exit.usage, f"--root {str(root)!r} is not a directory")

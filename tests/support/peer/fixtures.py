@@ -1,4 +1,4 @@
-"""The test peer as a subprocess, for sync and trio tests alike: `mcpfsm._tooling.peer_process` under the tests' names.
+"""The test peer as a subprocess, for sync and trio tests alike: `mcpfsm._tooling.server_process`, tests' names.
 
 ::
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from mcpfsm._tooling.peer_process import PeerStartError, RunningPeer, run_peer
+from mcpfsm._tooling.server_process import PeerStartError, RunningPeer, run_peer
 
 __all__ = ["INPUT_TOOLS", "REPO_ROOT", "TOOLS", "HttpPeer", "PeerStartError", "start_http_peer"]
 
@@ -23,10 +23,10 @@ REPO_ROOT: Final = Path(__file__).resolve().parents[3]
 """The repository root (where `python -m tests.support.peer.server` runs from, as the stdio tests do)."""
 
 start_http_peer: Final = run_peer
-"""Run the HTTP test peer for the duration of a ``with`` block; see `mcpfsm._tooling.peer_process.run_peer`."""
+"""Run the HTTP test peer for the duration of a ``with`` block; see `mcpfsm._tooling.server_process.run_peer`."""
 
 HttpPeer = RunningPeer
-"""A running HTTP test peer; see `mcpfsm._tooling.peer_process.RunningPeer`."""
+"""A running HTTP test peer; see `mcpfsm._tooling.server_process.RunningPeer`."""
 
 INPUT_TOOLS: Final = [
     "ask-name",
@@ -38,7 +38,7 @@ INPUT_TOOLS: Final = [
     "echo-state",
     "elicit-defaults",
 ]
-"""The peer's tools that ask the client for input (`mcpfsm._tooling.peer_input`), in `tools/list` order."""
+"""The peer's tools that ask the client for input (`mcpfsm._tooling.demo_input`), in `tools/list` order."""
 
 TOOLS: Final = ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
 """Every tool the peer lists after a reset, in `tools/list` order (`tests/support/peer/README.md`)."""

@@ -1,6 +1,6 @@
 """The rest of the peer's surface: resources, prompts, completion, subscriptions, cache hints, output schemas.
 
-Installed on the peer's `MCPServer` by `mcpfsm._tooling.peer.build_server` (official SDK `mcp==2.3.0`; a test
+Installed on the peer's `MCPServer` by `mcpfsm._tooling.demo_server.build_server` (official SDK `mcp==2.3.0`; a test
 and demo server only, never a runtime dependency of the client). What it adds, in both eras unless noted:
 
 - **resources** `res://static/readme` (text), `res://static/logo` (blob), the template
@@ -67,7 +67,7 @@ from mcp_types import (
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .peer_input import NAME_SCHEMA
+from .demo_input import NAME_SCHEMA
 
 __all__ = ["ACTIONS", "OUTPUT_TOOLS", "Surface", "install"]
 

@@ -3,7 +3,7 @@
 Imported only by tests and the documentation's examples: it needs the ``demo`` extra (``mcp``, ``uvicorn``).
 Run from the repository root::
 
-    python -m mcpfsm._tooling.peer_skills [--port 0]
+    python -m tooling.peer_skills [--port 0]
 
 It serves the MCP endpoint at ``/mcp`` on 127.0.0.1 in both eras, prints exactly one line
 ``READY http://127.0.0.1:PORT/mcp`` once listening, and exits on SIGTERM or SIGINT. Next to ``/mcp``,
@@ -42,7 +42,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .peer import MCP_PATH, _serve_http
+from mcpfsm._tooling.demo_server import MCP_PATH, _serve_http
 
 __all__ = ["SKILLS", "ServedFile", "ServedSkill", "SkillsExtension", "build_app", "main"]
 
@@ -240,7 +240,7 @@ def build_app(extension: SkillsExtension | None = None) -> Any:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve the skills until SIGTERM/SIGINT."""
-    parser = argparse.ArgumentParser(prog="python -m mcpfsm._tooling.peer_skills", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tooling.peer_skills", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: the OS picks)")
     args = parser.parse_args(argv)
     anyio.run(_serve_http, build_app(), args.port)

@@ -1,13 +1,12 @@
-"""An MCP server peer for integration tests and `mcpfsm demo`, built on the official SDK (`mcp==2.3.0`).
+"""The demo's MCP server: `mcpfsm demo`'s, the manual's try-outs' and the tests' peer, on the official SDK.
 
-Imported only by the demo and the tests: `mcp` is an optional extra (`pip install mcpfsm[demo]`),
-never a runtime dependency of the client.
+Built on `mcp==2.3.0`; imported only by the demo and the tests: `mcp` is an optional extra
+(`pip install mcpfsm[demo]`), never a runtime dependency of the client. Shipped, because `mcpfsm demo` runs it
+(and the manual's examples talk to it); the tests call it "the peer" (`tests/support/peer/README.md`)::
 
-Run from the repository root::
-
-    python -m mcpfsm._tooling.peer [--mode dual|modern|legacy] [--port 0] [--json-response]
-                           [--page-size N] [--event-store] [--retry-ms MS] [--ttl-ms MS]
-    python -m mcpfsm._tooling.peer --stdio [--page-size N] [--ttl-ms MS]
+    python -m mcpfsm._tooling.demo_server [--mode dual|modern|legacy] [--port 0] [--json-response]
+                                          [--page-size N] [--event-store] [--retry-ms MS] [--ttl-ms MS]
+    python -m mcpfsm._tooling.demo_server --stdio [--page-size N] [--ttl-ms MS]
 
 `--ttl-ms MS` makes its 2026-07-28 `tools/list` results say `ttlMs: MS` (SEP-2549; the SDK says 0 by itself), as
 the control surface's `cache_hints` does: a client group may then answer from its known listing that long.
@@ -46,7 +45,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import peer_input, peer_surface
+from . import demo_input, demo_surface
 
 __all__ = [
     "MCP_PATH",
@@ -181,7 +180,7 @@ class PeerState:
     errors: dict[str, _InjectedError] = field(default_factory=dict)
     drop_streams: int = 0
     log: list[dict[str, Any]] = field(default_factory=list)
-    surface: peer_surface.Surface | None = None
+    surface: demo_surface.Surface | None = None
 
     def __post_init__(self) -> None:
         self.page_size = self.initial_page_size
@@ -219,7 +218,7 @@ def _sync_tools(server: MCPServer[Any], state: PeerState) -> None:
     for name in TOOL_NAMES:
         if name not in state.removed:
             _add_tool(server, state, name)
-    peer_input.add_tools(server)
+    demo_input.add_tools(server)
 
 
 def _add_tool(server: MCPServer[Any], state: PeerState, name: str) -> None:
@@ -278,13 +277,13 @@ def _pagination(state: PeerState) -> ServerMiddleware[Any]:
 
 
 def build_server(state: PeerState) -> MCPServer[Any]:
-    """The MCPServer with the peer's tools (as `state` says), `tools/list` paging and `peer_surface`."""
+    """The MCPServer with the peer's tools (as `state` says), `tools/list` paging and `demo_surface`."""
     server: MCPServer[Any] = MCPServer(
         PEER_NAME, title=PEER_TITLE, instructions=PEER_INSTRUCTIONS, version=PEER_VERSION, log_level="WARNING"
     )
     server.middleware.append(_pagination(state))
-    peer_input.install(server)
-    state.surface = peer_surface.install(server)
+    demo_input.install(server)
+    state.surface = demo_surface.install(server)
     _sync_tools(server, state)
     return server
 
@@ -507,7 +506,7 @@ def _install_control_routes(server: MCPServer[Any], state: PeerState) -> None:
         if not isinstance(action, dict):
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
         action = cast(dict[str, Any], action)
-        if action.get("action") in peer_surface.ACTIONS and state.surface is not None:
+        if action.get("action") in demo_surface.ACTIONS and state.surface is not None:
             problem = await state.surface.apply(action)
         else:
             problem = _apply(server, state, action)
@@ -643,7 +642,7 @@ async def _serve_http(app: ASGIApp, port: int) -> None:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m mcpfsm._tooling.peer", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m mcpfsm._tooling.demo_server", description=__doc__.splitlines()[0])
     parser.add_argument("--mode", choices=MODES, default="dual", help="protocol eras served over HTTP")
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: the OS picks)")
     parser.add_argument("--stdio", action="store_true", help="serve over stdio instead of HTTP")

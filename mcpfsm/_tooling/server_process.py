@@ -1,6 +1,7 @@
-"""Run the MCP peer (``python -m mcpfsm._tooling.peer``) as a subprocess, for the demo, walkthroughs and tests.
+"""Run the demo's MCP server (``python -m mcpfsm._tooling.demo_server``) as a subprocess, for ``mcpfsm demo``.
 
-The one place that starts the peer, waits for its ``READY http://127.0.0.1:PORT/mcp`` line and stops it.
+The one place that starts a local server (the demo's, or from a checkout one of ``tooling/``), waits for its
+``READY http://127.0.0.1:PORT/mcp`` line and stops it.
 Plain `subprocess`, a reader thread and sync `httpx`, so nothing here needs an event loop (trio callers run
 the control calls with `trio.to_thread.run_sync`); and nothing here imports the ``mcp`` SDK or uvicorn: only the
 child process does, so callers check :func:`missing_modules` first::
@@ -10,7 +11,8 @@ child process does, so callers check :func:`missing_modules` first::
         ...  # talk to peer.url
         assert [entry["jsonrpc_method"] for entry in peer.log()] == [...]
 
-`tests/support/peer/README.md` documents what the peer sends and its control surface.
+`tests/support/peer/README.md` documents what the demo's server (the tests' "peer") sends and its control surface.
+``tooling/processes.py`` (a checkout's test servers, not shipped) starts its servers through :func:`_started`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
-import json
 import os
 import queue
 import subprocess
@@ -34,13 +35,9 @@ from typing import IO, Any, Final, cast
 __all__ = [
     "ComponentMissing",
     "PeerStartError",
-    "RunningAuthServer",
     "RunningPeer",
-    "RunningSkillsPeer",
     "missing_modules",
-    "run_authserver",
     "run_peer",
-    "run_skills_peer",
 ]
 
 _READY: Final = "READY "
@@ -50,7 +47,7 @@ _STDERR_TAIL_CHARS: Final = 4000
 
 
 class ComponentMissing(RuntimeError):
-    """Something optional is not installed or cannot run (Graphviz, the MCP SDK, the test server)."""
+    """Something optional is not installed or cannot run (Graphviz, the MCP SDK, the demo's server)."""
 
 
 class PeerStartError(RuntimeError):
@@ -111,111 +108,6 @@ class RunningPeer:
         httpx.post(f"{self.base_url}/control/log/clear").raise_for_status()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunningSkillsPeer:
-    """A running skills server (``python -m mcpfsm._tooling.peer_skills``): its MCP endpoint and request log."""
-
-    url: str
-    process: subprocess.Popen[bytes]
-
-    def log(self) -> list[dict[str, Any]]:
-        """``{"method": ..., "uri": ...}`` for every MCP request it received since start or the last clear."""
-        import httpx  # here: `mcpfsm --help` does not import httpx
-
-        response = httpx.get(self.url.rsplit("/", 1)[0] + "/control/log")
-        response.raise_for_status()
-        return cast(list[dict[str, Any]], response.json())
-
-    def clear_log(self) -> None:
-        """Forget the requests logged so far."""
-        import httpx  # here: `mcpfsm --help` does not import httpx
-
-        httpx.post(self.url.rsplit("/", 1)[0] + "/control/log/clear").raise_for_status()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RunningAuthServer:
-    """A running test authorization server (``python -m mcpfsm._tooling.authserver``) and its control surface.
-
-    One origin serves the protected MCP endpoint (`mcp_url`), its metadata, the authorization servers and
-    `/_log`, `/_log/clear`, `/_config`, `/_revoke`, `/_stats` and `/_token_outage` (see that module's docstring).
-    """
-
-    base_url: str
-    process: subprocess.Popen[bytes]
-
-    @property
-    def mcp_url(self) -> str:
-        """The protected MCP endpoint."""
-        return f"{self.base_url}/mcp"
-
-    def configure(self, scenario: Mapping[str, Any]) -> None:
-        """Start afresh with ``scenario`` (a JSON object of the server's `Scenario` fields); empties the log.
-
-        Raises `httpx.HTTPStatusError` when the server refuses the scenario (an unknown field, say).
-        """
-        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
-
-        httpx.post(f"{self.base_url}/_config", json=dict(scenario)).raise_for_status()
-
-    def log(self) -> list[dict[str, Any]]:
-        """Every request the server received since start (or the last clear or configure), oldest first."""
-        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
-
-        response = httpx.get(f"{self.base_url}/_log")
-        response.raise_for_status()
-        return cast(list[dict[str, Any]], response.json())
-
-    def clear_log(self) -> None:
-        """Forget the requests logged so far."""
-        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
-
-        httpx.post(f"{self.base_url}/_log/clear").raise_for_status()
-
-    def revoke(self, *, refresh_tokens: bool = False) -> None:
-        """Make every access token invalid (and every refresh token with `refresh_tokens`; clients stay).
-
-        The next MCP request draws a 401.
-        """
-        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
-
-        httpx.post(f"{self.base_url}/_revoke", json={"refresh_tokens": refresh_tokens}).raise_for_status()
-
-    def stats(self) -> dict[str, Any]:
-        """``{"token_requests": {grant_type: n}, "refresh_reuses": n, "revoked_grants": n}`` since configure."""
-        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
-
-        response = httpx.get(f"{self.base_url}/_stats")
-        response.raise_for_status()
-        return cast(dict[str, Any], response.json())
-
-    def token_outage(self, count: int, *, status: int = 503) -> None:
-        """Answer the next ``count`` token requests with HTTP ``status`` (an authorization server that is down)."""
-        import httpx  # here: `mcpfsm --help` (the demo command) does not import httpx
-
-        httpx.post(f"{self.base_url}/_token_outage", json={"count": count, "status": status}).raise_for_status()
-
-
-@contextmanager
-def run_authserver(
-    scenario: Mapping[str, Any] | None = None,
-    *,
-    port: int = 0,
-    timeout: float = 20.0,
-    cwd: str | os.PathLike[str] | None = None,
-) -> Iterator[RunningAuthServer]:
-    """Run the test authorization server (HTTP, 127.0.0.1) for the duration of the block; like :func:`run_peer`.
-
-    Raises:
-        PeerStartError: no READY line within `timeout` seconds, or the server exited or printed something
-            else first (the error carries the tail of its stderr).
-    """
-    argv = [sys.executable, "-m", "mcpfsm._tooling.authserver", "--config", json.dumps(dict(scenario or {}))]
-    argv += ["--port", str(port)]
-    with _started(argv, cwd, timeout) as (process, base):
-        yield RunningAuthServer(base_url=base, process=process)
-
-
 def missing_modules() -> list[str]:
     """The modules the peer process needs that are not installed (``mcp``, ``uvicorn``), in that order.
 
@@ -234,14 +126,15 @@ def run_peer(
     retry_ms: int | None = None,
     timeout: float = 20.0,
     cwd: str | os.PathLike[str] | None = None,
-    module: str = "mcpfsm._tooling.peer",
+    module: str = "mcpfsm._tooling.demo_server",
     port: int = 0,
 ) -> Iterator[RunningPeer]:
-    """Run ``python -m mcpfsm._tooling.peer`` (HTTP, 127.0.0.1, a free port) for the duration of the block.
+    """Run ``python -m mcpfsm._tooling.demo_server`` (HTTP, 127.0.0.1, a free port) for the duration of the block.
 
     The options are the peer's command-line flags (`--mode`, `--json-response`, `--page-size`,
     `--event-store`, `--retry-ms`); the peer runs with the current interpreter, in `cwd`. ``module`` names
-    another server with the same command line and READY line (``mcpfsm._tooling.peer_tasks``, the tasks server).
+    another server with the same command line and READY line (from a checkout, ``tooling.peer_tasks``, the
+    tasks server).
     ``port`` fixes the port (a server restarted on the port it had; 0: a free one).
     On exit, also on an error or KeyboardInterrupt, the peer gets SIGTERM and is killed if it is still
     running after 5 s.
@@ -261,21 +154,6 @@ def run_peer(
         argv += ["--retry-ms", str(retry_ms)]
     with _started(argv, cwd, timeout) as (process, url):
         yield RunningPeer(url=url, process=process)
-
-
-@contextmanager
-def run_skills_peer(
-    *, timeout: float = 20.0, cwd: str | os.PathLike[str] | None = None
-) -> Iterator[RunningSkillsPeer]:
-    """Run ``python -m mcpfsm._tooling.peer_skills`` (HTTP, 127.0.0.1, a free port) for the block, as :func:`run_peer`.
-
-    Raises:
-        PeerStartError: no READY line within `timeout` seconds, or the server exited or printed something
-            else first (the error carries the tail of its stderr).
-    """
-    argv = [sys.executable, "-m", "mcpfsm._tooling.peer_skills", "--port", "0"]
-    with _started(argv, cwd, timeout) as (process, url):
-        yield RunningSkillsPeer(url=url, process=process)
 
 
 

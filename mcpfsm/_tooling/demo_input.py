@@ -1,6 +1,6 @@
 """The test peer's tools that ask the client for input: elicitation, sampling, roots, in both eras.
 
-Registered by ``mcpfsm._tooling.peer`` (:func:`install` once, :func:`add_tools` whenever the peer
+Registered by ``mcpfsm._tooling.demo_server`` (:func:`install` once, :func:`add_tools` whenever the peer
 re-registers its tools). Each tool asks through the protocol of the era it is called in:
 
 - **2026-07-28**: it *returns* ``InputRequiredResult`` (SEP-2322 multi round-trip requests) and reads

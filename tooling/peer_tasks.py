@@ -1,6 +1,6 @@
 """A small tasks server (SEP-2663, ``io.modelcontextprotocol/tasks``) on the official SDK's extension mechanism.
 
-For the task machine's walkthrough and the tests: ``python -m mcpfsm._tooling.peer_tasks [--port 0]`` serves the
+For the task machine's walkthrough and the tests: ``python -m tooling.peer_tasks [--port 0]`` serves the
 MCP endpoint at ``/mcp`` on 127.0.0.1 (modern era, ``MCPServer`` with one ``Extension``), prints
 ``READY http://127.0.0.1:PORT/mcp`` once listening and exits with status 0 on SIGTERM. The extension binds
 ``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (``MethodBinding``) and intercepts ``tools/call``: a call
@@ -52,7 +52,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .peer import MCP_PATH, _serve_http
+from mcpfsm._tooling.demo_server import MCP_PATH, _serve_http
 
 __all__ = ["TASKS_EXTENSION", "TaskServer", "build_app", "main"]
 
@@ -461,7 +461,7 @@ def build_app(tasks: TaskServer) -> ASGIApp:
 
 def main(argv: list[str] | None = None) -> None:
     """Serve until SIGTERM/SIGINT."""
-    parser = argparse.ArgumentParser(prog="python -m mcpfsm._tooling.peer_tasks", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tooling.peer_tasks", description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: the OS picks)")
     parser.add_argument("--mode", default="modern", choices=["modern"], help="the era served (modern only)")
     args = parser.parse_args(argv)

@@ -1,8 +1,8 @@
 """A local OAuth 2.1 authorization server and protected MCP resource, for mcpfsm's tests, walkthrough and demo.
 
-Run ``python -m mcpfsm._tooling.authserver --config JSON [--port N]``: it listens on 127.0.0.1 (a free port
+Run ``python -m tooling.authserver --config JSON [--port N]``: it listens on 127.0.0.1 (a free port
 unless ``--port`` names one) and prints exactly one line, ``READY http://127.0.0.1:PORT``, once it accepts
-connections (:func:`mcpfsm._tooling.peer_process.run_authserver` starts it and waits for that line). The
+connections (:func:`tooling.processes.run_authserver` starts it and waits for that line). The
 JSON object sets the fields of :class:`Scenario`; each field mirrors a variation the official MCP
 conformance scenarios serve (PRM location, metadata paths, issuer mismatch, ``iss`` variants, token endpoint
 auth methods, pre-registration, Client ID Metadata Documents, dynamic registration, scopes, step-up, retry

@@ -1,8 +1,8 @@
 """The walkthroughs' recorded runs as an audit trail, and the manual's reports made from them.
 
-``specs/tool-call.md``, ``specs/authorization.md`` and ``specs/task.md`` (written by ``mcpfsm diagram`` from runs of
-the real client against the test servers and the test authorization server, and kept byte for byte by its drift
-check), and ``specs/gate.md`` (requests through the gate's own run), show each example's events as a table.
+``specs/tool-call.md``, ``specs/authorization.md`` and ``specs/task.md`` (written by ``python -m tooling.diagram``
+from runs of the real client against the test servers and the test authorization server, and kept byte for byte by
+its drift check), and ``specs/gate.md`` (requests through the gate's own run), show each example's events as a table.
 :func:`walkthrough_records` reads those tables back into event records, with what the tables show of each event: the
 header plan (the ``Mcp-Param-*`` headers beyond the standard ones), the error, the input requests and the answers
 sent, the issuer and scopes of an authorization flow, a task's id, status message and poll interval, a gate run's
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .._core.events import CallEvent
-from .report import report_html
+from mcpfsm._core.events import CallEvent
+from mcpfsm._tooling.report import report_html
 
 __all__ = ["MANUAL_REPORTS", "ManualReport", "manual_reports", "walkthrough_records"]
 

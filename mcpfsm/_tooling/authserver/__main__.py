@@ -1,5 +1,0 @@
-"""``python -m mcpfsm._tooling.authserver``: run the test authorization server (see the package docstring)."""
-
-from . import main
-
-main()
