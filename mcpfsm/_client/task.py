@@ -4,8 +4,8 @@
   ``client.pending_tasks()``): ``wait``, ``refresh``, ``cancel`` and the status fields;
 - :class:`TaskSupport` — the :class:`~mcpfsm._drivers.task.TaskPort` of a client's task runs: ``tasks/*`` requests
   through the session (``Mcp-Name: {taskId}``, the extension declared), the records in the client's store
-  (``task {server} {id}``, and ``tasks {server}``, the ids recorded, since stores list no keys), the
-  ``notifications/tasks`` that wake a waiting run, and each run's span when telemetry is on;
+  (:class:`~mcpfsm._client.task_records.TaskRecords`), the ``notifications/tasks`` that wake a waiting run, and
+  each run's span when telemetry is on;
 - :func:`TaskSupport.bounded` — ``progress_timeout`` and ``total_timeout`` around a call or a wait.
 
 Imported with the first client that opts into tasks or a timeout, or the first handle: ``import mcpfsm`` does
@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextvars
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -25,12 +25,13 @@ from .._core.constants import MISSING_REQUIRED_CAPABILITY
 from .._core.errors import CallTimeoutError, ProtocolError, RpcError
 from .._core.jsonrpc import Notification
 from .._core.results import ToolResult
-from .._core.task import index_key, server_name, task_key, tasks_required
+from .._core.task import server_name, tasks_required
 from .._drivers.audit import AuditBus
 from .._drivers.input import InputHandlers
 from .._drivers.task import TaskRun, new_run_id
 from .._machines.task import TASK
 from .session import Session
+from .task_records import TaskRecords
 
 if TYPE_CHECKING:
     from .._core.credentials import Store
@@ -39,8 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["Task", "TaskSupport"]
 
 R = TypeVar("R")
-
-_LOCK_SECONDS: Final = 10.0
 
 
 class _Watch:
@@ -94,6 +93,8 @@ class TaskSupport:
         self.progress_timeout = progress_timeout
         self.total_timeout = total_timeout
         self._runs: dict[str, TaskRun] = {}
+        self.records = TaskRecords(store, lambda: self.server)
+        """The client's task records in its store, written in batches (``mcpfsm._client.task_records``)."""
         self._listening = False
 
     @property
@@ -121,19 +122,16 @@ class TaskSupport:
 
     async def load(self, task_id: str) -> Mapping[str, Any] | None:
         """The task's record, or ``None``."""
-        return await self._store().get(task_key(self.server, task_id))
+        return await self.records.load(task_id)
 
     async def save(self, task_id: str, record: Mapping[str, Any]) -> None:
         """Record the task, and its id in the server's list."""
-        store, server = self._store(), self.server
-        await store.set(task_key(server, task_id), record)
-        await self._index(lambda ids: ids if task_id in ids else [*ids, task_id])
+        await self.records.save(task_id, record)
 
     async def forget(self, task_id: str) -> None:
         """Remove the task's record and its id from the list."""
         self._runs.pop(task_id, None)
-        await self._store().delete(task_key(self.server, task_id))
-        await self._index(lambda ids: [each for each in ids if each != task_id])
+        await self.records.forget(task_id)
 
     def changed(self) -> None:
         """A task status change or an answered input: ``progress_timeout`` starts again."""
@@ -141,21 +139,9 @@ class TaskSupport:
         if watch is not None:
             watch.touch()
 
-    async def _index(self, change: Callable[[list[str]], list[str]]) -> None:
-        store, key = self._store(), index_key(self.server)
-        async with store.lock(key, _LOCK_SECONDS):
-            value = await store.get(key)
-            ids = value.get("ids") if isinstance(value, dict) else None
-            known = [each for each in ids if isinstance(each, str)] if isinstance(ids, list) else []
-            updated = change(known)
-            if updated != known:
-                await store.set(key, {"ids": updated})
-
     async def recorded(self) -> list[str]:
         """The ids of the unfinished tasks recorded for this server, oldest first."""
-        value = await self._store().get(index_key(self.server))
-        ids = value.get("ids") if isinstance(value, dict) else None
-        return [each for each in ids if isinstance(each, str)] if isinstance(ids, list) else []
+        return await self.records.recorded()
 
     # --- runs and handles ----------------------------------------------------------------------------
 

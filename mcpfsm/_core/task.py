@@ -22,6 +22,7 @@ from .errors import ProtocolError, RpcError
 
 __all__ = [
     "DEFAULT_POLL_INTERVAL",
+    "MAX_MILLISECONDS",
     "MIN_POLL_INTERVAL",
     "STATUSES",
     "TASKS_EXTENSION",
@@ -50,6 +51,10 @@ TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
 """The statuses after which a task never changes."""
 
 _MAX_INTERVAL_MS: Final = 24 * 3600 * 1000
+
+MAX_MILLISECONDS: Final = 2**53 - 1
+"""The largest ``ttlMs`` or ``pollIntervalMs`` read: JSON's interoperable integers (RFC 8259 §6, I-JSON RFC 7493
+§2.2), some 285,000 years. A larger one is a protocol error, not a number that overflows a float later."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,8 +90,9 @@ class TaskStatus:
         """Read a ``Task``; ``what`` names where it came from in the error.
 
         Raises:
-            ProtocolError: it is not a task: ``taskId`` is not a string, ``status`` not one of :data:`STATUSES`, or a
-                field has the wrong type.
+            ProtocolError: it is not a task: ``taskId`` is not a string, ``status`` not one of :data:`STATUSES`, a
+                field has the wrong type, ``ttlMs`` or ``pollIntervalMs`` is beyond :data:`MAX_MILLISECONDS`, or a
+                ``completed`` task has no ``result``.
         """
         task_id = value.get("taskId")
         if not isinstance(task_id, str) or not task_id:
@@ -103,8 +109,8 @@ class TaskStatus:
         numbers = {}
         for key in ("ttlMs", "pollIntervalMs"):
             number = value.get(key)
-            if number is not None and (type(number) is not int or number < 0):
-                raise ProtocolError(f"{what}: \"{key}\" is not a non-negative integer")
+            if number is not None and (type(number) is not int or not 0 <= number <= MAX_MILLISECONDS):
+                raise ProtocolError(f"{what}: \"{key}\" is not an integer from 0 to 2^53-1")
             numbers[key] = number
         details: dict[str, Mapping[str, Any] | None] = {}
         for key in ("inputRequests", "result", "error"):
@@ -112,6 +118,10 @@ class TaskStatus:
             if detail is not None and not isinstance(detail, Mapping):
                 raise ProtocolError(f"{what}: \"{key}\" is not an object")
             details[key] = detail
+        if status == "completed" and details["result"] is None:
+            # SEP-2663: a completed task carries the result of the original request; without it there is nothing
+            # to hand the caller, and the server will not say it again.
+            raise ProtocolError(f"{what}: the task is \"completed\" without its \"result\"")
         return cls(
             task_id=task_id,
             status=str(status),

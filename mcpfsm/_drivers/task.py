@@ -109,6 +109,8 @@ class TaskRun:
         self._responses: Mapping[str, Any] | None = None
         self._pending: dict[str, Any] = {}
         self._answers: dict[str, Any] | None = None
+        self._cancelling: trio.Event | None = None
+        self._gathering: trio.CancelScope | None = None
 
     # --- how a run begins ------------------------------------------------------------------------
 
@@ -199,14 +201,28 @@ class TaskRun:
     async def cancel(self) -> None:
         """``tasks/cancel`` (never ``notifications/cancelled``); returns once the server acknowledged it.
 
-        A task that is over already is left as it is.
+        A task that is over already is left as it is. One ``tasks/cancel`` is in flight at a time: a second caller
+        waits for the first one's and returns when the task is over (it raises nothing of the first one's). A
+        ``wait()`` that is asking the handlers for input meanwhile ends with the task's end.
 
         Raises:
             RpcError: the server refused (the run ends ``failed``).
             McpError: the request failed.
         """
-        if self.state in COMPILED.definition.terminal:
+        terminal = COMPILED.definition.terminal
+        while self.state not in terminal:
+            if self._cancelling is not None:
+                await self._cancelling.wait()
+                continue
+            self._cancelling = done = trio.Event()
+            try:
+                await self._send_cancel()
+            finally:
+                self._cancelling = None
+                done.set()
             return
+
+    async def _send_cancel(self) -> None:
         await self._load()
         assert self.task_id is not None
         if self.state != State.cancelling:
@@ -329,13 +345,27 @@ class TaskRun:
 
     async def _gather(self) -> None:
         assert self.status is not None
+        # cancel() may end the run while the handlers are still asking (a person at a terminal): the task is over,
+        # so the asking stops, and the caller's wait() ends with the task's end (_end cancels this scope).
+        failure: Exception | None = None
+        answers: dict[str, Any] = {}
+        self._gathering = trio.CancelScope()
         try:
-            parsed = parse_input_required("tasks/get", {"inputRequests": self._pending})
-            self._answers = await self.port.inputs.gather(parsed.requests)
-        except Exception as exc:
+            with self._gathering:
+                try:
+                    parsed = parse_input_required("tasks/get", {"inputRequests": self._pending})
+                    answers = await self.port.inputs.gather(parsed.requests)
+                except Exception as exc:
+                    failure = exc
+        finally:
+            self._gathering = None
+        if self.state != State.input_required:
+            return  # cancel() took over meanwhile: neither the answers nor a handler's error matter any more
+        if failure is not None:
             await self._abandon()
-            await self._end(Trigger.input_failed, exc)
-            raise
+            await self._end(Trigger.input_failed, failure)
+            raise failure
+        self._answers = answers
         if self.port.inputs.audit_answers:
             self._responses = self._answers
         self._follow(Trigger.gathered)
@@ -363,9 +393,11 @@ class TaskRun:
         self.updates += 1
         self.answered.update(self._answers)
         if self.state != State.answering:
-            # cancel() was called while the update was in flight: the cancellation decides what comes next.
+            # cancel() was called while the update was in flight: the cancellation decides what comes next, and a
+            # task it already ended keeps no record.
             self._answers = None
-            await self.port.save(self.task_id, self.record())
+            if self.state not in COMPILED.definition.terminal:
+                await self.port.save(self.task_id, self.record())
             return
         self._answers = None
         self._pending = {}
@@ -386,6 +418,8 @@ class TaskRun:
         if error is not None:
             self.error = error
         self._follow(trigger)
+        if self._gathering is not None:
+            self._gathering.cancel()
         if self.task_id is not None:
             await self.port.forget(self.task_id)
 

@@ -6,6 +6,7 @@ Built on `mcp==2.3.0`; imported only by the demo and the tests: `mcp` is an opti
 
     python -m mcpfsm._tooling.demo_server [--mode dual|modern|legacy] [--port 0] [--json-response]
                                           [--page-size N] [--event-store] [--retry-ms MS] [--ttl-ms MS]
+                                          [--bad-header-tool] [--public-listings MS]
     python -m mcpfsm._tooling.demo_server --stdio [--page-size N] [--ttl-ms MS]
 
 `--ttl-ms MS` makes its 2026-07-28 `tools/list` results say `ttlMs: MS` (SEP-2549; the SDK says 0 by itself), as
@@ -85,6 +86,8 @@ MODES: Final[tuple[Mode, ...]] = ("dual", "modern", "legacy")
 """Every `Mode`, default first."""
 
 TOOL_NAMES: Final[tuple[str, ...]] = ("execute-sql", "echo", "slow", "fail")
+BAD_HEADER_TOOL: Final = "bad-header"
+"""The tool `--bad-header-tool` lists last (`x-mcp-header: "Bad Header"` on `region`)."""
 """The tools of the initial state, in listing order."""
 
 _LOGGED_HEADERS: Final = frozenset({"accept", "content-type", "last-event-id"})
@@ -112,6 +115,9 @@ OptionsArg = Annotated[Options | None, WithJsonSchema(_OPTIONS_SCHEMA)]
 # After `evolve`: `type` must be the plain string "string" for the annotation to be valid, so the
 # `anyOf [string, null]` pydantic would derive from `str | None` is replaced.
 RegionArg = Annotated[str | None, WithJsonSchema({"type": "string", "x-mcp-header": "Region"})]
+BAD_HEADER: Final = "Bad Header"
+"""The annotation of `--bad-header-tool`: a space is not allowed in an RFC 9110 token, so a client that mirrors
+excludes the tool (the SDK refuses to register it, so the listed schema is changed after registration)."""
 
 
 def _sql_result(query: str, database: str, region: str | None, options: Options | None) -> CallToolResult:
@@ -145,6 +151,11 @@ def echo(text: str) -> str:
     return text
 
 
+def bad_header(region: RegionArg = None) -> str:
+    """A tool whose only annotation is invalid (`--bad-header-tool`): clients that mirror leave it out."""
+    return f"region {region!r}"
+
+
 def fail() -> str:
     """Always fail as a tool (a result with isError true, not a JSON-RPC error)."""
     raise ToolError("deliberate failure")
@@ -173,6 +184,7 @@ class PeerState:
     mode: Mode
     json_response: bool
     initial_page_size: int | None
+    bad_header_tool: bool = False
     page_size: int | None = None
     evolved: bool = False
     removed: set[str] = field(default_factory=set)
@@ -219,6 +231,14 @@ def _sync_tools(server: MCPServer[Any], state: PeerState) -> None:
         if name not in state.removed:
             _add_tool(server, state, name)
     demo_input.add_tools(server)
+    if state.bad_header_tool:
+        with contextlib.suppress(ToolError):
+            server.remove_tool(BAD_HEADER_TOOL)
+        description = "Its x-mcp-header is invalid."
+        server.add_tool(bad_header, name=BAD_HEADER_TOOL, description=description, structured_output=False)
+        registered = server._tool_manager.get_tool(BAD_HEADER_TOOL)  # the SDK has no public way to list a bad schema
+        assert registered is not None
+        registered.parameters["properties"]["region"]["x-mcp-header"] = BAD_HEADER
 
 
 def _add_tool(server: MCPServer[Any], state: PeerState, name: str) -> None:
@@ -650,10 +670,23 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--page-size", type=int, default=None, help="paginate tools/list with N tools per page")
     parser.add_argument("--event-store", action="store_true", help="legacy SSE: event ids and resumability")
     parser.add_argument("--retry-ms", type=int, default=None, help="legacy SSE: `retry:` on priming events")
+    parser.add_argument(
+        "--bad-header-tool",
+        action="store_true",
+        help=f"also list {BAD_HEADER_TOOL!r}, whose x-mcp-header is invalid (clients that mirror exclude it)",
+    )
+    parser.add_argument(
+        "--public-listings",
+        type=int,
+        metavar="MS",
+        help="2026-07-28 listings (tools, prompts, resources, templates) say ttlMs: MS, cacheScope: public",
+    )
     parser.add_argument("--ttl-ms", type=int, default=None, help="2026-07-28 tools/list results say ttlMs: MS")
     args = parser.parse_args(argv)
     if args.page_size is not None and args.page_size < 1:
         parser.error("--page-size must be at least 1")
+    if args.public_listings is not None and args.public_listings < 1:
+        parser.error("--public-listings must be at least 1 (milliseconds)")
     if args.stdio and args.mode != "dual":
         parser.error("--stdio serves whatever the SDK's stdio transport serves; --mode must stay 'dual'")
     return args
@@ -664,21 +697,29 @@ def main(argv: list[str] | None = None) -> None:
     args = _parse_args(argv)
     # The SDK marks logging deprecated at 2026-07-28; the peer still exercises it on purpose.
     warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
-    state = PeerState(mode=args.mode, json_response=args.json_response, initial_page_size=args.page_size)
+    state = PeerState(
+        mode=args.mode,
+        json_response=args.json_response,
+        initial_page_size=args.page_size,
+        bad_header_tool=args.bad_header_tool,
+    )
     if args.stdio:
         server = build_server(state)
         _hint_tools(state, args.ttl_ms)
         anyio.run(server.run_stdio_async)
         return
     app, _ = build_http_app(state, event_store=args.event_store, retry_ms=args.retry_ms)
+    if args.public_listings is not None:
+        assert state.surface is not None
+        state.surface.keep_hints({"ttlMs": args.public_listings, "cacheScope": "public"})
     _hint_tools(state, args.ttl_ms)
     anyio.run(_serve_http, app, args.port)
 
 
 def _hint_tools(state: PeerState, ttl_ms: int | None) -> None:
-    # --ttl-ms: what the control surface's cache_hints action sets, from the start.
+    # --ttl-ms: what the control surface's cache_hints action sets, from the start (over --public-listings').
     if ttl_ms is not None and state.surface is not None:
-        state.surface.hints = {"tools/list": {"ttlMs": ttl_ms, "cacheScope": "private"}}
+        state.surface.hints["tools/list"] = {"ttlMs": ttl_ms, "cacheScope": "private"}
 
 
 if __name__ == "__main__":

@@ -98,6 +98,8 @@ _LEGACY_REQUEST: ContextVar[bool] = ContextVar("legacy_request", default=False)
 _CACHEABLE: Final = frozenset(
     {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
 )
+_LISTINGS: Final = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+"""What the peer's ``--public-listings`` marks public."""
 
 
 @dataclass(slots=True)
@@ -113,10 +115,16 @@ class Surface:
     hints: dict[str, dict[str, Any]] = field(default_factory=dict)
     hints_legacy: bool = False
     output_tools: bool = False
+    kept_hints: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def keep_hints(self, hint: dict[str, Any]) -> None:
+        """Put ``hint`` (``ttlMs``, ``cacheScope``) on every cacheable listing, now and after each reset."""
+        self.kept_hints = {method: dict(hint) for method in _LISTINGS}
+        self.hints = {method: dict(value) for method, value in self.kept_hints.items()}
 
     def reset(self) -> None:
-        """Forget hints and subscriptions, and remove the output tools."""
-        self.hints.clear()
+        """Forget hints (but those of ``--public-listings``) and subscriptions, and remove the output tools."""
+        self.hints = {method: dict(value) for method, value in self.kept_hints.items()}
         self.hints_legacy = False
         self.subscribers.clear()
         self.log_levels.clear()

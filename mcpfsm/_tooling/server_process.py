@@ -124,6 +124,8 @@ def run_peer(
     page_size: int | None = None,
     event_store: bool = False,
     retry_ms: int | None = None,
+    bad_header_tool: bool = False,
+    public_listings: int | None = None,
     timeout: float = 20.0,
     cwd: str | os.PathLike[str] | None = None,
     module: str = "mcpfsm._tooling.demo_server",
@@ -132,10 +134,10 @@ def run_peer(
     """Run ``python -m mcpfsm._tooling.demo_server`` (HTTP, 127.0.0.1, a free port) for the duration of the block.
 
     The options are the peer's command-line flags (`--mode`, `--json-response`, `--page-size`,
-    `--event-store`, `--retry-ms`); the peer runs with the current interpreter, in `cwd`. ``module`` names
-    another server with the same command line and READY line (from a checkout, ``tooling.peer_tasks``, the
-    tasks server).
-    ``port`` fixes the port (a server restarted on the port it had; 0: a free one).
+    `--event-store`, `--retry-ms`, `--bad-header-tool`, `--public-listings`); the peer runs with the current
+    interpreter, in `cwd`. ``module`` names another server with the same command line and READY line
+    (from a checkout, ``tooling.peer_tasks``, the tasks server). ``port`` fixes the port (a server restarted on
+    the port it had; 0: a free one).
     On exit, also on an error or KeyboardInterrupt, the peer gets SIGTERM and is killed if it is still
     running after 5 s.
 
@@ -152,6 +154,10 @@ def run_peer(
         argv.append("--event-store")
     if retry_ms is not None:
         argv += ["--retry-ms", str(retry_ms)]
+    if bad_header_tool:
+        argv.append("--bad-header-tool")
+    if public_listings is not None:
+        argv += ["--public-listings", str(public_listings)]
     with _started(argv, cwd, timeout) as (process, url):
         yield RunningPeer(url=url, process=process)
 

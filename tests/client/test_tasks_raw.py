@@ -271,3 +271,51 @@ async def test_a_task_whose_input_cannot_be_given_is_cancelled_on_the_server() -
     bodies = [json.loads(seen.body) for seen in server.seen]
     cancel = next(body for body in bodies if body.get("method") == "tasks/cancel")
     assert cancel["params"]["taskId"] == TASK_ID
+
+
+@pytest.mark.parametrize("where", ["poll", "create"])
+async def test_a_completed_task_without_its_result_is_a_protocol_error(where: str) -> None:
+    # SEP-2663: "completed" carries the result of the original request; without it there is nothing to return.
+    answers = iter([task("completed"), completed()])
+
+    def script(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "tools/call" and params["name"] == "job":
+            return {"resultType": "task", **task("completed")} if where == "create" else created(pollIntervalMs=50)
+        if method == "tools/call":
+            return {"content": [{"type": "text", "text": "still here"}]}
+        return next(answers)
+
+    what = "the tasks/get answer" if where == "poll" else "the tools/call task answer"
+    async with serving(scripted(script)) as server, client(server) as mcp:
+        with trio.fail_after(30), pytest.raises(
+            mcpfsm.ProtocolError, match=rf'^{what}: the task is "completed" without its "result"$'
+        ):
+            await mcp.call_tool("job")
+        assert (await mcp.call_tool("other")).text == "still here"
+        if where == "poll":
+            # The task goes on as the poll found it: the next wait polls again.
+            [pending] = await mcp.pending_tasks()
+            assert (await pending.wait()).text == "done"
+    assert methods(server).count("tasks/get") == (2 if where == "poll" else 0)
+
+
+@pytest.mark.parametrize("field", ["ttlMs", "pollIntervalMs"])
+@pytest.mark.parametrize("where", ["poll", "create"])
+async def test_a_huge_ttl_or_poll_interval_is_a_protocol_error(field: str, where: str) -> None:
+    huge = {field: 10**400}  # a JSON integer Python reads whole, and no float can hold
+
+    def script(method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method == "tools/call" and params["name"] == "job":
+            return created(**huge) if where == "create" else created(pollIntervalMs=50)
+        if method == "tools/call":
+            return {"content": [{"type": "text", "text": "still here"}]}
+        return task(**huge)
+
+    what = "the tasks/get answer" if where == "poll" else "the tools/call task answer"
+    async with serving(scripted(script)) as server, client(server) as mcp:
+        with trio.fail_after(30), pytest.raises(
+            mcpfsm.ProtocolError, match=rf'^{what}: "{field}" is not an integer from 0 to 2\^53-1$'
+        ):
+            await mcp.call_tool("job")
+        assert (await mcp.call_tool("other")).text == "still here"
+    assert methods(server).count("tasks/get") == (1 if where == "poll" else 0)

@@ -72,21 +72,19 @@ async def test_a_401_without_a_jsonrpc_body_carries_its_challenges() -> None:
     )
 
 
-async def test_a_401_with_a_jsonrpc_body_is_a_reply_with_its_challenges() -> None:
+async def test_a_401_with_a_jsonrpc_body_is_raised_with_its_challenges() -> None:
+    # A JSON-RPC error in a 401 answers no message: the transport raises the 401 as it raises a bare one (the
+    # authorization layer turns either into a flow; without one, the caller gets the challenges).
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32001, "message": "Unauthorized"}}
 
     def handler(request: httpx.Request) -> httpx.Response:
         return httpx.Response(401, headers={"WWW-Authenticate": "Bearer"}, json=body)
 
     transport = HttpTransport(MCP, transport=httpx.MockTransport(handler))
-    reply = await transport.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
-    assert reply is not None
-    assert (reply.status, reply.www_authenticate, reply.dpop_nonce, json.loads(reply.body)) == (
-        401,
-        ("Bearer",),
-        None,
-        body,
-    )
+    refused = r"^HTTP 401 Unauthorized: the server requires authorization"
+    with pytest.raises(mcpfsm.TransportError, match=refused) as caught:
+        await transport.send('{"jsonrpc":"2.0","id":1,"method":"tools/list"}')
+    assert (caught.value.status, caught.value.www_authenticate, caught.value.dpop_nonce) == (401, ("Bearer",), None)
 
 
 async def test_credentials_are_asked_for_every_request_to_the_endpoint_and_sent() -> None:

@@ -1049,10 +1049,13 @@ async def test_no_secret_reaches_a_log_line_an_event_a_repr_or_an_error_when_a_f
 
 async def test_a_static_token_is_sent_as_is_and_a_401_is_the_callers(site: Site) -> None:
     site.configure()
-    with pytest.raises(mcpfsm.RpcError) as caught:
+    # docs/authorization.md: the 401 nothing answered is a TransportError with its challenges, whatever its body
+    # (this server's is a JSON-RPC -32001 error).
+    with pytest.raises(mcpfsm.TransportError, match="refused the credentials sent") as caught:
         async with site.client("not-a-real-token", protocol="2026-07-28") as client:
             await client.tools()
     assert caught.value.status == 401
+    assert [value.split(" ", 1)[0] for value in caught.value.www_authenticate] == ["Bearer"]
     assert site.steps() == [("POST", "/mcp", 401)]
     assert site.log()[0]["headers"]["authorization"] == "Bearer not-a-real-token"
 

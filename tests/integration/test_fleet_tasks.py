@@ -103,4 +103,7 @@ async def test_clients_of_one_process_on_one_store_lose_no_record(
             found = sorted(task.id for task in await fresh.pending_tasks() if task.id is not None)
     assert found == sorted(started) and len(started) == WORKERS * TASKS
     if isinstance(store, CountingStore):
-        assert store.locks >= WORKERS * TASKS
+        # The subclass's own lock is the one the records take, not a process lock in its place. The index is
+        # written in batches (mcpfsm._client.task_records), so how many depends on timing: at least one a client
+        # (tests/integration/test_task_burst.py counts them under a burst).
+        assert store.locks >= WORKERS

@@ -81,8 +81,11 @@ async def test_client_credentials_and_bearer_blocks_authorize_their_members(
         assert group.status == {"agent": "connected", "token": "connected", "stale": "failed"}
         # A bearer token is all the client has: the server's 401 for it fails the member, and no flow starts
         # (there is nothing to authorize with); the other members are not affected.
-        assert isinstance(group.errors["stale"], mcpfsm.RpcError)
-        assert str(group.errors["stale"]) == "JSON-RPC error -32001: Unauthorized"
+        stale = group.errors["stale"]
+        assert isinstance(stale, mcpfsm.TransportError) and stale.status == 401
+        assert str(stale).startswith(
+            "HTTP 401 Unauthorized: the server requires authorization and refused the credentials sent ("
+        )
         assert "at-revoked-long-ago" not in str(group.errors["stale"])
         assert (await group.tools()).names == ["agent_test-tool", "token_test-tool"]
         before = len(mcp_authorizations(site))

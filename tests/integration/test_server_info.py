@@ -245,7 +245,9 @@ def test_the_tools_command_puts_the_instructions_into_its_json(peer: HttpPeer) -
     [
         pytest.param(None, "instructions: none", id="none"),
         pytest.param(
-            "line one\nline\ttwo \x1b[31mred", "instructions:\n  line one\n  line\\x09two \\x1b[31mred", id="escaped"
+            "line one\nline\ttwo \x1b[31mred\x9b",
+            "instructions:\n  line one\n  line\ttwo \\u001b[31mred\\u009b",
+            id="escaped",
         ),
     ],
 )

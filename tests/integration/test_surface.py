@@ -1,6 +1,6 @@
 """Resources, prompts, completion, subscriptions and logging against the official SDK server, in both eras.
 
-The peer (``mcpfsm._tooling.demo_server`` with ``peer_surface``) logs every request it receives, so each test also
+The peer (``mcpfsm._tooling.demo_server`` with ``demo_surface``) logs every request it receives, so each test also
 proves what went on the wire: ``Mcp-Name`` carries the prompt name or resource URI in the modern era and no
 ``Mcp-*`` request header goes out in the legacy era (SEP-2243; MCP 2025-11-25 and 2026-07-28).
 """

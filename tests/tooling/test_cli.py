@@ -17,7 +17,7 @@ import pytest
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.cli.tools import render_tools
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND
-from tests.support.clirun import Run, mcpfsm, one_error_line
+from tests.support.clirun import Run, Screen, background, command, finished, mcpfsm, one_error_line
 from tests.support.peer.fixtures import INPUT_TOOLS, REPO_ROOT, TOOLS, HttpPeer
 
 STDIO_SERVER = f"{sys.executable} -m tests.support.peer.server --stdio"
@@ -46,8 +46,8 @@ def test_help_documents_every_exit_code() -> None:
     assert (run.code, run.stderr) == (0, "")
     documented = [int(m.group(1)) for m in re.finditer(r"^  (\d+) +\S", run.stdout, re.MULTILINE)]
     assert documented == [int(code) for code in Exit]
-    for command in ("demo", "tools", "call", "plan", "trace", "diagram"):
-        assert re.search(rf"^    {command} +\S", run.stdout, re.MULTILINE), command
+    for name in ("demo", "tools", "call", "plan", "trace", "diagram"):
+        assert re.search(rf"^    {name} +\S", run.stdout, re.MULTILINE), name
 
 
 def test_console_script_is_installed() -> None:
@@ -214,30 +214,14 @@ def test_call_shows_progress(peer: HttpPeer) -> None:
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_call_on_a_terminal_shows_a_spinner_between_progress_lines(peer: HttpPeer) -> None:
-    import select
-
     controller, terminal = os.openpty()
-    with subprocess.Popen(
-        [sys.executable, "-m", "mcpfsm", "call", peer.url, "slow", "--args", '{"seconds": 0.8}', "--compact"],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=terminal,
-    ) as process:
+    screen = Screen(controller)
+    argv = command("call", peer.url, "slow", "--args", '{"seconds": 0.8}', "--compact")
+    with background(argv, stdout=subprocess.PIPE, stderr=terminal, text=False) as process:
         os.close(terminal)
-        assert process.stdout is not None
-        stdout = process.stdout.read().decode()
-        code = process.wait(timeout=60)
-    screen = b""
-    while select.select([controller], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the terminal side is closed
-            break
-        if not chunk:
-            break
-        screen += chunk
-    os.close(controller)
-    text = screen.decode()
+        code, out, _ = finished(process)
+        stdout = out.decode()
+    text = screen.text()
     # The live line shows a progress bar once a progress notification gave a total.
     spinner = re.compile(r"\r[|/\\-] slow \d+\.\ds(?: \[#*\.*\] [1-4]/4)?\x1b\[K")
     assert (code, json.loads(stdout)["content"]) == (0, [{"type": "text", "text": "done"}])
@@ -596,3 +580,13 @@ def test_trace_malformed_events_name_the_line(tmp_path: Path) -> None:
         f"mcpfsm: error: {events}: line 1: not a CallEvent record (no 'seq', 'tool', 'state', 'attempt', 'at', "
         "'elapsed')"
     )
+
+
+def test_an_exception_group_of_several_failures_is_reported_by_its_meaningful_leaf() -> None:
+    from mcpfsm._tooling.cli.common import leaf
+
+    interrupt = KeyboardInterrupt()
+    nested = BaseExceptionGroup("", [ValueError("noise"), BaseExceptionGroup("", [interrupt])])
+    assert leaf(nested) is interrupt
+    noise = ExceptionGroup("", [ValueError("a"), OSError("b")])
+    assert leaf(noise) is noise

@@ -12,7 +12,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.cli import Exit
+from tests.support.clirun import background, finished, line_within
 from tests.support.peer.fixtures import REPO_ROOT
 from tests.support.ports import reserved_port
 from tooling.processes import RunningAuthServer
@@ -47,32 +47,17 @@ def login_with_browser(config: Path, *args: str) -> tuple[int, str, list[str], d
     """Run ``mcpfsm login`` and play the browser; return its exit code, stdout, stderr lines and the page."""
     lines: list[str] = []
     page: dict[str, Any] = {}
-    with subprocess.Popen(
-        [sys.executable, "-m", "mcpfsm", "login", *args, "--no-browser"],
-        cwd=REPO_ROOT,
-        env=environment(config),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        assert process.stderr is not None and process.stdout is not None
-        try:
-            # The URL line follows the "log in" line; reading blocks until the command prints it.
-            for line in process.stderr:
-                lines.append(line.rstrip("\n"))
-                if line.startswith("  http"):
-                    answer = httpx.get(line.strip(), follow_redirects=True, timeout=30)
-                    page = {"status": answer.status_code, "text": answer.text}
-                    break
-            stderr = process.stderr
-            rest = threading.Thread(target=lambda: lines.extend(x.rstrip("\n") for x in stderr))
-            rest.start()
-            out = process.stdout.read()
-            code = process.wait(timeout=60)
-            rest.join(timeout=60)
-        finally:
-            if process.poll() is None:
-                process.kill()
+    argv = [sys.executable, "-m", "mcpfsm", "login", *args, "--no-browser"]
+    with background(argv, env=environment(config), stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        # The URL line follows the "log in" line; each read is bounded.
+        while line := line_within(process.stderr):
+            lines.append(line.rstrip("\n"))
+            if line.startswith("  http"):
+                answer = httpx.get(line.strip(), follow_redirects=True, timeout=30)
+                page = {"status": answer.status_code, "text": answer.text}
+                break
+        code, out, err = finished(process)
+        lines.extend(err.splitlines())
     return code, out, lines, page
 
 
@@ -132,9 +117,12 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
     assert logged_out == f"{authserver.mcp_url}: no tokens stored in {tokens}\n"
 
     refused = command(tmp_path, "tools", authserver.mcp_url, "--auth", "none")
+    # The server's 401 carries a JSON-RPC error (-32001): still the 401 docs/authorization.md describes.
     assert (refused.returncode, refused.stderr) == (
-        Exit.rpc_error,
-        "mcpfsm: error: the server answered JSON-RPC error -32001: Unauthorized\n",
+        Exit.unauthorized,
+        f"mcpfsm: error: {authserver.mcp_url}: the server requires authorization (HTTP 401) and the request"
+        f" carried none it accepts: run `mcpfsm login {authserver.mcp_url}` and use --auth oauth (the default),"
+        " or pass --token TOKEN\n",
     )
 
 

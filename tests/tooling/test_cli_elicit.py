@@ -10,14 +10,13 @@ import json
 import os
 import select
 import subprocess
-import sys
 import time
 
 import pytest
 
-from mcpfsm._tooling.cli.elicit import TerminalElicitation, shown
-from tests.support.clirun import Run, mcpfsm
-from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
+from mcpfsm._tooling.cli.elicit import TerminalElicitation
+from tests.support.clirun import Run, background, command, finished, mcpfsm
+from tests.support.peer.fixtures import HttpPeer
 
 LEGACY = "2025-11-25"
 ASK_NAME = "mcpfsm: the server asks: What is your name?\n  Answer it? [Y]es / [n]o (decline) / [c]ancel: \n"
@@ -145,29 +144,18 @@ def test_a_request_the_cli_cannot_answer_is_one_error_line(peer: HttpPeer) -> No
     )
 
 
-def test_text_from_the_server_cannot_drive_the_terminal() -> None:
-    assert shown("Sign in\x1b[2J\x07 here\n") == "Sign in\\x1b[2J\\x07 here\\x0a"
-    assert shown("https://example.test/ä?q=1") == "https://example.test/ä?q=1"
-
-
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_call_on_a_terminal_asks_and_reads_the_answers_there(peer: HttpPeer) -> None:
     controller, terminal = os.openpty()
-    with subprocess.Popen(
-        [sys.executable, "-m", "mcpfsm", "call", peer.url, "ask-name", "--compact"],
-        cwd=REPO_ROOT,
-        stdin=terminal,
-        stdout=subprocess.PIPE,
-        stderr=terminal,
-    ) as process:
+    argv = command("call", peer.url, "ask-name", "--compact")
+    with background(argv, stdin=terminal, stdout=subprocess.PIPE, stderr=terminal, text=False) as process:
         os.close(terminal)
         screen = expect(controller, b"[c]ancel: ")
         os.write(controller, b"y\n")
         screen += expect(controller, b"[Ada]: ")
         os.write(controller, b"Grace\n")
-        assert process.stdout is not None
-        stdout = process.stdout.read().decode()
-        code = process.wait(timeout=60)
+        code, out, _ = finished(process)
+        stdout = out.decode()
     os.close(controller)
     assert (code, json.loads(stdout)["structuredContent"]) == (0, {"action": "accept", "content": {"name": "Grace"}})
     # The terminal echoes what was typed; mcpfsm adds no line breaks of its own there.

@@ -2,16 +2,30 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
+import trio
 
 from mcpfsm._tooling.cli import Exit
-from tests.support.clirun import Run, mcpfsm, one_error_line
-from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.clirun import (
+    GUARD,
+    Run,
+    background,
+    command,
+    finished,
+    line_within,
+    mcpfsm,
+    one_error_line,
+    with_default_sigint,
+)
+from tests.support.peer.fixtures import HttpPeer
+from tests.support.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, serving
 
 STDIO_SERVER = f"{sys.executable} -m tests.support.peer.server --stdio"
 
@@ -112,28 +126,14 @@ def test_prompt_arguments_must_be_strings(peer: HttpPeer) -> None:
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
 def test_listen_prints_json_lines_until_interrupted(peer: HttpPeer, protocol: str) -> None:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mcpfsm", "listen", peer.url, "--protocol", protocol, "--tools"],
-        cwd=REPO_ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stderr is not None and process.stdout is not None
-        assert process.stderr.readline() == 'mcpfsm: listening: {"toolsListChanged": true}\n'
+    argv = command("listen", peer.url, "--protocol", protocol, "--tools")
+    with background(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert line_within(process.stderr) == 'mcpfsm: listening: {"toolsListChanged": true}\n'
         peer.control({"action": "prompts_changed"})  # not asked for
         peer.control({"action": "tools_changed"})
-        line = json.loads(process.stdout.readline())
+        line = json.loads(line_within(process.stdout))
         process.send_signal(signal.SIGINT)
-        code = process.wait(timeout=30)
-        rest = process.stdout.read(), process.stderr.read()
-    finally:
-        process.kill()
-        process.wait()
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+        code, *rest = finished(process)
 
     assert line["method"] == "notifications/tools/list_changed"
     if protocol == "2026-07-28":
@@ -141,7 +141,7 @@ def test_listen_prints_json_lines_until_interrupted(peer: HttpPeer, protocol: st
         assert line["params"] == {"_meta": {"io.modelcontextprotocol/subscriptionId": listen}}
     else:
         assert line["params"] == {}
-    assert (code, rest) == (0, ("", ""))
+    assert (code, rest) == (0, ["", ""])
 
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])
@@ -152,3 +152,67 @@ def test_prompt_and_read_answer_the_servers_question_at_the_terminal(peer: HttpP
     assert mcpfsm("read", peer.url, "res://ask/k1", "--protocol", protocol, "--yes") == Run(
         0, "k1 for Ada\n", "mcpfsm: the server asks: Who is asking?\nmcpfsm: accepted with the defaults (--yes)\n"
     )
+
+
+async def test_listen_exits_0_when_a_second_sigint_arrives_during_its_shutdown() -> None:
+    # A legacy server whose DELETE of the session (the last step of the shutdown) waits for the test: the second
+    # SIGINT arrives while the command is ending the session, and must not turn a clean stop into exit 130.
+    deleting, release = trio.Event(), trio.Event()
+
+    async def answer(stream: trio.abc.Stream, seen: Seen) -> bool:
+        method = seen.request_line.split(" ", 1)[0]
+        if method == "GET":  # the standalone stream: open, silent
+            await stream.send_all(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+            await trio.sleep_forever()
+        if method == "DELETE":
+            deleting.set()
+            await release.wait()
+            return await ok(b"", headers=[])(stream, seen)
+        request = json.loads(seen.body)
+        if "id" not in request:
+            return await ok(b"", status=202, headers=[])(stream, seen)
+        result = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "slow-goodbye", "version": "1"},
+        }
+        body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}).encode()
+        return await ok(body, headers=[*JSON_HEADERS, ("Mcp-Session-Id", "s-1")])(stream, seen)
+
+    async with serving(Server(default=answer)) as server:
+        argv = with_default_sigint(command("listen", f"http://{HOST}:{server.port}/mcp", "--protocol", "2025-11-25"))
+        process = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            with trio.fail_after(GUARD):
+                assert process.stderr is not None
+                said = b""
+                while b"\n" not in said:
+                    said += await process.stderr.receive_some(1024)
+                assert said.startswith(b"mcpfsm: listening: ")
+                process.send_signal(signal.SIGINT)
+                await deleting.wait()
+                process.send_signal(signal.SIGINT)
+                release.set()
+                code = await process.wait()
+        finally:
+            process.kill()
+            with trio.move_on_after(GUARD):
+                await process.wait()
+    assert code == 0
+
+
+def test_listen_exits_0_however_soon_the_second_sigint_follows_the_first(peer: HttpPeer) -> None:
+    # The shutdown of a modern listen is short: the second SIGINT lands in it, or in the interpreter's exit after it
+    # (where a signal with a Python handler is back at its default disposition: killed, as a shell's 130).
+    codes = []
+    for gap in (0.0, 0.002, 0.005, 0.01, 0.02, 0.05):
+        argv = command("listen", peer.url, "--protocol", "2026-07-28", "--tools")
+        with background(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+            assert line_within(process.stderr).startswith("mcpfsm: listening: ")
+            process.send_signal(signal.SIGINT)
+            time.sleep(gap)  # not a wait for anything: the offset of the second signal is what is varied
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGINT)
+            code, _, stderr = finished(process)
+        codes.append((gap, code, stderr))
+    assert codes == [(gap, 0, "") for gap, _, _ in codes]

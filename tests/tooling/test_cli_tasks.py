@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import select
 import signal
 import subprocess
-import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,9 +16,9 @@ import trio
 
 import mcpfsm
 from mcpfsm._tooling.cli import Exit
+from tests.support.clirun import Screen, background, command, finished, line_within, one_error_line
 from tests.support.clirun import mcpfsm as run_mcpfsm
-from tests.support.clirun import one_error_line
-from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 
 @pytest.fixture
@@ -121,33 +121,30 @@ def test_tasks_lists_what_the_commands_store_recorded(server: HttpPeer) -> None:
     assert "tasks/get" not in [method for method, _ in methods(server)]
 
 
-def started_call(server: HttpPeer, store: Path) -> tuple[subprocess.Popen[str], str]:
+@contextlib.contextmanager
+def started_call(server: HttpPeer, store: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
     """``mcpfsm call --tasks --store`` of ``forever`` in the background, once its task is working: (process, id)."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mcpfsm", "call", server.url, "forever", "--tasks", "--store", str(store), "--compact"],
-        cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    assert process.stderr is not None
-    line = process.stderr.readline()  # the readiness signal: the task's first status line
-    match = re.fullmatch(r"mcpfsm: task (\S+) working\n", line)
-    assert match is not None, line
-    return process, match.group(1)
+    argv = command("call", server.url, "forever", "--tasks", "--store", str(store), "--compact")
+    with background(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        line = line_within(process.stderr)  # the readiness signal: the task's first status line
+        match = re.fullmatch(r"mcpfsm: task (\S+) working\n", line)
+        assert match is not None, line
+        yield process, match.group(1)
 
 
 def test_a_call_with_a_store_is_listed_while_it_runs_and_cancelled_from_another_command(
     server: HttpPeer, tmp_path: Path
 ) -> None:
     store = tmp_path / "store"
-    process, task_id = started_call(server, store)
-    with process:
+    with started_call(server, store) as (process, task_id):
         run = run_mcpfsm("tasks", server.url, "--store", str(store))
         assert (run.code, run.stderr) == (0, "")
         assert run.stdout.splitlines()[1].split() == [task_id, "forever", "working"]
         run = run_mcpfsm("task", server.url, task_id, "--store", str(store), "--cancel")
         assert run.code == 0
         assert run.stdout.splitlines()[:3] == [f"task: {task_id}", "tool: forever", "status: cancelled"]
-        _, stderr = process.communicate(timeout=60)
-    assert process.returncode == Exit.rpc_error
+        code, _, stderr = finished(process)
+    assert code == Exit.rpc_error
     assert stderr.splitlines() == [
         f"mcpfsm: task {task_id} cancelled: cancelled by the client",
         f"mcpfsm: error: task {task_id} was cancelled",
@@ -157,11 +154,10 @@ def test_a_call_with_a_store_is_listed_while_it_runs_and_cancelled_from_another_
 
 def test_a_call_interrupted_leaves_its_task_recorded(server: HttpPeer, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    process, task_id = started_call(server, store)
-    with process:
+    with started_call(server, store) as (process, task_id):
         process.send_signal(signal.SIGINT)
-        process.communicate(timeout=60)
-    assert process.returncode == Exit.interrupted
+        code, _, _ = finished(process)
+    assert code == Exit.interrupted
     run = run_mcpfsm("tasks", server.url, "--store", str(store), "--json")
     assert [(each["taskId"], each["tool"], each["status"]) for each in json.loads(run.stdout)["tasks"]] == [
         (task_id, "forever", "working")
@@ -180,23 +176,13 @@ def test_a_store_that_does_not_answer_is_one_error_line(server: HttpPeer) -> Non
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_call_tasks_on_a_terminal_redraws_one_status_line(server: HttpPeer) -> None:
     controller, terminal = os.openpty()
-    command = [sys.executable, "-m", "mcpfsm", "call", server.url, "build", "--tasks", "seconds=1.6", "--compact"]
-    with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=terminal) as process:
+    screen = Screen(controller)
+    argv = command("call", server.url, "build", "--tasks", "seconds=1.6", "--compact")
+    with background(argv, stdout=subprocess.PIPE, stderr=terminal, text=False) as process:
         os.close(terminal)
-        assert process.stdout is not None
-        stdout = process.stdout.read().decode()
-        code = process.wait(timeout=60)
-    screen = b""
-    while select.select([controller], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the terminal side is closed
-            break
-        if not chunk:
-            break
-        screen += chunk
-    os.close(controller)
-    text = screen.decode()
+        code, out, _ = finished(process)
+        stdout = out.decode()
+    text = screen.text()
     assert (code, json.loads(stdout)["content"]) == (0, [{"type": "text", "text": "built in 1.6 s"}])
     live = re.compile(r"\r[|/\\-] build \d+\.\ds task \S+:build working: compiling [1-4]/4\x1b\[K")
     assert live.search(text)
@@ -213,22 +199,36 @@ def test_the_live_line_fits_a_narrow_terminal(server: HttpPeer) -> None:
 
     controller, terminal = os.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 30, 0, 0))  # 30 columns
-    command = [sys.executable, "-m", "mcpfsm", "call", server.url, "build", "--tasks", "seconds=1", "--compact"]
-    with subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=terminal) as process:
+    screen = Screen(controller)
+    argv = command("call", server.url, "build", "--tasks", "seconds=1", "--compact")
+    with background(argv, stdout=subprocess.PIPE, stderr=terminal, text=False) as process:
         os.close(terminal)
-        assert process.stdout is not None
-        process.stdout.read()
-        assert process.wait(timeout=60) == 0
-    screen = b""
-    while select.select([controller], [], [], 0.2)[0]:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the terminal side is closed
-            break
-        if not chunk:
-            break
-        screen += chunk
-    os.close(controller)
-    draws = re.findall(r"\r([^\r\x1b]+)\x1b\[K", screen.decode())
+        assert finished(process)[0] == 0
+    draws = re.findall(r"\r([^\r\x1b]+)\x1b\[K", screen.text())
     assert draws and all(len(draw) <= 29 for draw in draws)
     assert any(" build " in draw for draw in draws)
+
+
+def test_the_command_files_its_tasks_under_the_server_it_calls(server: HttpPeer, tmp_path: Path) -> None:
+    # Two tasks servers, one store: what `mcpfsm tasks` does on one never touches the other's records, and a
+    # Python client of the first finds the command's task there (pending_tasks()).
+    store = tmp_path / "store"
+    with (
+        start_http_peer("modern", module="tooling.peer_tasks") as other,
+        started_call(server, store) as (process, task_id),
+    ):
+        run = run_mcpfsm("tasks", other.url, "--store", str(store), "--json")
+        assert (run.code, json.loads(run.stdout), run.stderr) == (0, {"tasks": []}, "")
+        assert "tasks/get" not in [each["method"] for each in other.log()]
+
+        async def pending() -> list[tuple[str | None, str | None]]:
+            async with mcpfsm.Client.http(server.url, tasks=True, store=mcpfsm.FileStore(store)) as client:
+                return [(task.id, task.tool) for task in await client.pending_tasks()]
+
+        assert trio.run(pending) == [(task_id, "forever")]
+        run = run_mcpfsm("tasks", server.url, "--store", str(store), "--json")
+        assert [(each["taskId"], each["status"]) for each in json.loads(run.stdout)["tasks"]] == [
+            (task_id, "working")
+        ]
+        assert run_mcpfsm("task", server.url, task_id, "--store", str(store), "--cancel").code == 0
+        assert finished(process)[0] == Exit.rpc_error

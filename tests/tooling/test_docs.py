@@ -16,10 +16,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-import trio
-
 from tests.support.peer.fixtures import start_http_peer
-from tests.support.rawserver import Server, rpc, serving
 from tooling.processes import run_authserver
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -202,35 +199,14 @@ def test_the_telemetry_example_prints_its_spans_and_its_audit_log_draws_the_call
     ]
 
 
-_BAD_HEADER_LISTING: Final = {
-    "tools": [
-        {
-            "name": "bad-header",
-            "inputSchema": {
-                "type": "object",
-                "properties": {"region": {"type": "string", "x-mcp-header": "Bad Header"}},
-            },
-        }
-    ]
-}
-
-
-async def test_log_to_stdlib_sends_the_library_warning_through_logging(tmp_path: Path) -> None:
-    _, code = example("log-to-stdlib")
-    (tmp_path / "logs.py").write_text(code, encoding="utf-8")
-    server = Server()
-    server.queue(rpc({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}), rpc(_BAD_HEADER_LISTING))
-    async with serving(server):
-        done = await trio.run_process(
-            [sys.executable, "logs.py", f"http://127.0.0.1:{server.port}/mcp"],
-            capture_stdout=True,
-            capture_stderr=True,
-            cwd=tmp_path,
-            check=False,
-        )
-    assert (done.returncode, done.stderr.decode()) == (0, "")
-    assert done.stdout.decode().splitlines() == shown_after("telemetry.md", "then the exclusion:")
-    assert len(server.seen) == 2
+def test_log_to_stdlib_sends_the_library_warning_through_logging(tmp_path: Path) -> None:
+    # Against the server the page names: the demo's, started with --bad-header-tool.
+    with start_http_peer(mode="dual", bad_header_tool=True) as peer:
+        done = run_example("log-to-stdlib", tmp_path, peer.url)
+        listed = [entry["jsonrpc_method"] for entry in peer.log()].count("tools/list")
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == shown_after("telemetry.md", "then the exclusion:")
+    assert listed == 1
 
 
 def test_the_interactive_login_runs_with_a_browser(tmp_path: Path) -> None:
@@ -274,16 +250,12 @@ def test_the_headless_agent_runs(tmp_path: Path) -> None:
 
 
 def test_the_shared_listings_example_lists_once_for_two_processes(tmp_path: Path) -> None:
-    hint = {"ttlMs": 60_000, "cacheScope": "public"}
-    with start_http_peer(mode="modern") as peer:
-        peer.control({"action": "cache_hints", "hints": {"tools/list": hint}})
-        runs = [run_example("shared-listings", tmp_path, peer.url, str(tmp_path / "store")) for _ in range(2)]
+    # Against the server the page names: the demo's, started with --public-listings 60000.
+    with start_http_peer(mode="dual", public_listings=60_000) as peer:
+        runs = [run_example("shared-listings", tmp_path, peer.url, "store") for _ in range(2)]
         listed = [entry["jsonrpc_method"] for entry in peer.log()].count("tools/list")
     assert [run.returncode for run in runs] == [0, 0], [run.stderr for run in runs]
-    assert [run.stdout for run in runs] == [
-        "12 tools; from the shared store: 0\n",
-        "12 tools; from the shared store: 1\n",
-    ]
+    assert [run.stdout for run in runs] == [f"{line}\n" for line in shown_after("cache.md", "sends no `tools/list`:")]
     assert listed == 1
 
 

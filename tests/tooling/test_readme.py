@@ -58,6 +58,30 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test_commands[0] in ci_script.splitlines()
 
 
+def test_the_manuals_front_page_shows_the_test_command_ci_runs() -> None:
+    # docs/index.md says its second command "is exactly what CI runs": it must be the README's, line for line.
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```bash\n(.*?)```", index, flags=re.DOTALL)
+    lines = [line for block in blocks for line in block.splitlines() if line and not line.startswith("#")]
+    assert [line for line in lines if "-m pytest" in line] == [
+        line for line in bash_lines() if "-m pytest" in line and "graphviz" in line
+    ]
+
+
+def test_every_example_says_where_to_save_it_before_the_command_that_runs_it() -> None:
+    # "python NAME.py" in the prose before an example needs "save ... as `NAME.py`" first, in the same paragraph.
+    pages = {"README.md": README} | {
+        f"docs/{path.name}": path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))
+    }
+    unsaid = []
+    for page, text in pages.items():
+        for match in re.finditer(r"python ([a-z_]+\.py)\b", text):
+            paragraph = " ".join(text[text.rfind("\n\n", 0, match.start()) : match.start()].split())
+            if f"as `{match[1]}`" not in paragraph:
+                unsaid.append(f"{page}: {match[1]}")
+    assert unsaid == []
+
+
 def test_the_readme_install_command_runs_the_demo() -> None:
     first = bash_lines()[0]
     assert first == "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/mcpfsm demo"

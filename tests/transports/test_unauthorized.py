@@ -16,6 +16,7 @@ import trio
 
 import mcpfsm
 from tests.support.rawserver import HOST, Server, ok, serving
+from tooling.processes import run_authserver
 
 CHALLENGE: Final = [("WWW-Authenticate", 'Bearer realm="mcp"'), ("Content-Type", "text/plain")]
 ASK: Final = (
@@ -74,3 +75,29 @@ async def test_the_cli_says_to_log_in_or_pass_a_token(options: list[str]) -> Non
         f"mcpfsm: error: {url}: the server requires authorization (HTTP 401) and the request carried none it"
         f" accepts: run `mcpfsm login {url}` and use --auth oauth (the default), or pass --token TOKEN\n",
     )
+
+
+async def test_a_401_whose_body_is_a_json_rpc_error_keeps_its_challenge() -> None:
+    # The project's own authorization server answers with -32001 "Unauthorized" in the body, as many servers do:
+    # still a 401 that nothing answered, with its WWW-Authenticate, never an RpcError without it.
+    with run_authserver({}) as server:
+        for protocol in ("auto", "2026-07-28", "2025-11-25"):
+            client = mcpfsm.Client.http(server.mcp_url, protocol=protocol)
+            with pytest.raises(mcpfsm.TransportError, match=rf"^HTTP 401 Unauthorized: {re.escape(ASK)} ") as caught:
+                await client.tools()
+            await client.aclose()
+            assert caught.value.status == 401
+            [challenge] = caught.value.www_authenticate
+            assert challenge.startswith("Bearer ") and "resource_metadata=" in challenge
+        for options in (["--auth", "none"], ["--token", "t0ken"]):
+            done = await trio.run_process(
+                [sys.executable, "-m", "mcpfsm", "tools", server.mcp_url, *options],
+                capture_stdout=True, capture_stderr=True, check=False,
+            )
+            assert (done.returncode, done.stdout, done.stderr.decode()) == (
+                11,
+                b"",
+                f"mcpfsm: error: {server.mcp_url}: the server requires authorization (HTTP 401) and the request carried"
+                f" none it accepts: run `mcpfsm login {server.mcp_url}` and use --auth oauth (the default), or pass"
+                " --token TOKEN\n",
+            )

@@ -47,6 +47,7 @@ from .common import (
 from .configured import find_config, is_url, read_config
 from .elicit import TerminalElicitation
 from .task import add_task_store_option, client_store, entered, shared_store
+from .terminal import erase, redraw, write
 
 __all__ = ["configure", "run", "unknown_tool"]
 
@@ -121,8 +122,7 @@ class _Console:
     def line(self, text: str) -> None:
         """Write one line, clearing the spinner first."""
         self._clear()
-        self._stream.write(text + "\n")
-        self._stream.flush()
+        write(self._stream, text)
 
     def notification(self, method: str, params: dict[str, Any]) -> None:
         """Show a progress or log notification of the server as one line."""
@@ -176,8 +176,7 @@ class _Console:
             tail = "" if self._bar is None else " " + _progress_bar(*self._bar)
             tail += "" if self._status is None else f" {self._status}"
             text = f"{_SPINNER[tick % 4]} {self._label} {elapsed:.1f}s{tail}"
-            self._stream.write(f"\r{text[: self._columns() - 1]}\x1b[K")  # one row, or \r redraws no more
-            self._stream.flush()
+            redraw(self._stream, text, self._columns())  # one row, or \r redraws no more
             self._drawn = True
             await trio.sleep(0.1)
 
@@ -200,7 +199,7 @@ class _Console:
 
     def _clear(self) -> None:
         if self._drawn:
-            self._stream.write("\r\x1b[K")
+            erase(self._stream)
             self._drawn = False
 
 

@@ -41,6 +41,7 @@ from .configured import add_config_option, find_config, is_url, named_server, re
 
 # `positive` lives with the login options, which common imports (the other way round would be a cycle).
 from .credentials import add_auth_options, auth_from, positive
+from .terminal import log_sink, out, write
 from .wire import method_not_found, wire_of, wired
 
 __all__ = [
@@ -228,9 +229,9 @@ def leaf(exc: BaseException) -> BaseException:
         exc = exc.exceptions[0]
     if isinstance(exc, BaseExceptionGroup):
         leaves = [leaf(inner) for inner in exc.exceptions]
-        for leaf in leaves:
-            if isinstance(leaf, KeyboardInterrupt | CliError | McpError):
-                return leaf
+        for found in leaves:
+            if isinstance(found, KeyboardInterrupt | CliError | McpError):
+                return found
     return exc
 
 
@@ -265,8 +266,7 @@ def error_line(message: str) -> None:
     if len(text) > MAX_ERROR:
         text = text[: MAX_ERROR - 3] + "..."
     with contextlib.suppress(OSError, ValueError):
-        sys.stderr.write(f"mcpfsm: error: {text}\n")
-        sys.stderr.flush()
+        write(sys.stderr, f"mcpfsm: error: {text}")
 
 
 def configure_logging(verbose: bool, *, level: str = "WARNING") -> None:
@@ -279,7 +279,7 @@ def configure_logging(verbose: bool, *, level: str = "WARNING") -> None:
     def line(record: Any) -> str:
         return "mcpfsm: " + str(record["level"].name).lower() + ": {message}\n"
 
-    logger.add(sys.stderr, level="DEBUG" if verbose else level, format=line, colorize=False, backtrace=False)
+    logger.add(log_sink, level="DEBUG" if verbose else level, format=line, colorize=False, backtrace=False)
     logger.enable("mcpfsm")
 
 
@@ -533,8 +533,8 @@ def connection_errors(target: str, client: Client | None = None) -> Iterator[Non
 
 
 def print_line(text: str) -> None:
-    sys.stdout.write(text + "\n")
-    sys.stdout.flush()
+    """One line on stdout, its control characters escaped (:func:`~mcpfsm._tooling.cli.terminal.shown`)."""
+    out(text)
 
 
 def columns(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -24,6 +24,7 @@ from ..._client.stores import FileTokenStore, default_token_path
 from ..._core.credentials import DEFAULT_REDIRECT_URI, ClientCredentials, OAuth
 from ..._core.errors import AuthorizationError
 from ..._transports.http import carries_credentials
+from .terminal import redraw, write
 
 __all__ = [
     "AUTH_CHOICES",
@@ -106,8 +107,10 @@ class BrowserLogin:
         self._timeout = timeout
 
     def _announce(self, text: str) -> None:
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()
+        write(sys.stderr, text)  # the URL names the authorization server's endpoint: escaped like any server text
+        if not sys.stderr.isatty():
+            # Written here, not by the progress task, which a quick browser may end before it ever runs.
+            write(sys.stderr, f"mcpfsm: waiting for the browser (up to {self._timeout:g} s; Ctrl-C to give up)")
         self._announced.set()
 
     async def __call__(self, url: str) -> str:
@@ -129,20 +132,16 @@ class BrowserLogin:
     async def _progress(self) -> None:
         await self._announced.wait()
         if not sys.stderr.isatty():
-            sys.stderr.write(f"mcpfsm: waiting for the browser (up to {self._timeout:g} s; Ctrl-C to give up)\n")
-            sys.stderr.flush()
             return
         waited = 0
         try:
             while True:
-                line = f"\rmcpfsm: waiting for the browser: {waited} s of {self._timeout:g} s (Ctrl-C to give up)"
-                sys.stderr.write(line)
-                sys.stderr.flush()
+                waiting = f"{waited} s of {self._timeout:g} s"
+                redraw(sys.stderr, f"mcpfsm: waiting for the browser: {waiting} (Ctrl-C to give up)")
                 await trio.sleep(1)
                 waited += 1
         finally:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+            write(sys.stderr, "")
 
 
 def auth_from(args: argparse.Namespace) -> OAuth | ClientCredentials | str | None:

@@ -14,25 +14,20 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 from collections.abc import Callable, Mapping
 from typing import IO, Any, Final
 
 import trio
 
-__all__ = ["TerminalElicitation", "shown"]
+from .terminal import shown, write
 
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+__all__ = ["TerminalElicitation"]
+
 _YES: Final = ("y", "yes")
 _NO: Final = ("n", "no")
 _CANCEL: Final = ("c", "cancel")
 _TRUE: Final = ("y", "yes", "true", "1")
 _FALSE: Final = ("n", "no", "false", "0")
-
-
-def shown(text: object) -> str:
-    """``text`` with every control character written as a hex escape, safe to show on a terminal."""
-    return _CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", str(text))
 
 
 class _Cancelled(Exception):
@@ -160,8 +155,7 @@ class TerminalElicitation:
             self._say("    answer y, n or c")
 
     async def _ask(self, prompt: str) -> str:
-        self._stderr.write(prompt)
-        self._stderr.flush()
+        write(self._stderr, prompt, end="")
         line = await trio.to_thread.run_sync(self._stdin.readline, abandon_on_cancel=True)
         if not line:
             self._say("")
@@ -172,8 +166,7 @@ class TerminalElicitation:
         return str(line)
 
     def _say(self, text: str) -> None:
-        self._stderr.write(text + "\n")
-        self._stderr.flush()
+        write(self._stderr, text)
 
 
 _OMITTED: Final = object()

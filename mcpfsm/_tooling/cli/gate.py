@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import signal
-import sys
 from typing import Final
 
 import trio
 
 from ..._core.gate import DEFAULT_MAX_BODY
-from .common import CliError, Exit
+from .common import CliError, Exit, print_line
 from .store import add_store_option, describe, open_store, opened
 
 __all__ = ["DESCRIPTION", "configure", "run"]
@@ -135,8 +134,7 @@ def run(args: argparse.Namespace) -> Exit:
         raise CliError(Exit.usage, str(exc)) from None
 
     def ready(origin: str) -> None:
-        sys.stdout.write(f"READY {origin}{forwarder.path}\n")
-        sys.stdout.flush()
+        print_line(f"READY {origin}{forwarder.path}")
 
     async def shutdown() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -16,6 +16,7 @@ from ...testing._cassettes import book_for
 from ...testing._serve import run_http
 from ...testing._stdio import run_stdio
 from .common import CliError, Exit, os_reason, print_line
+from .terminal import write
 
 __all__ = ["DESCRIPTION", "configure", "parse_fault", "run"]
 
@@ -102,8 +103,7 @@ def run(args: argparse.Namespace) -> Exit:
 
 async def _stdio(book: ReplayBook) -> None:
     def ready() -> None:
-        sys.stderr.write(f"READY stdio {book.cassette.source}\n")
-        sys.stderr.flush()
+        write(sys.stderr, f"READY stdio {book.cassette.source}")  # the source is the cassette file's text
 
     with trio.CancelScope() as scope:
         async with trio.open_nursery() as nursery:

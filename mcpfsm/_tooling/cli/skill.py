@@ -8,17 +8,20 @@ from typing import Final
 
 import trio
 
-from .common import CliError, Exit, add_server_options, connection_errors, make_client, target
+from .common import CliError, Exit, add_server_options, connection_errors, make_client, print_line, target
+from .terminal import write
 
 __all__ = ["DESCRIPTION", "configure", "run"]
 
 DESCRIPTION: Final = (
     "Get a skill's entry (skills/get, with the URI of its SKILL.md), read its SKILL.md and verify it\n"
-    "against the entry: byte size, sha256 digest, then the YAML frontmatter field by field; print it.\n"
+    "against the entry: byte size, sha256 digest, then the YAML frontmatter field by field; print it\n"
+    "(control characters escaped, as all text from the server).\n"
     "--file PATH (relative to the skill's root, or a URI) reads and prints that supporting file instead,\n"
     "verified the same way; only files the entry lists are read. A file that fails a check is not\n"
     "printed: exit 5 with the check that failed. A skill whose files are 'dynamic' (no digests) is\n"
-    "refused unless --allow-dynamic."
+    "refused unless --allow-dynamic. A file that is not UTF-8 text is written as it is when stdout is\n"
+    "not a terminal (redirect it to save the file), and named by its size on a terminal."
 )
 
 
@@ -53,6 +56,15 @@ def run(args: argparse.Namespace) -> Exit:
                     raise CliError(Exit.usage, f"--file: {exc}") from exc
 
     data = trio.run(read)
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Not text (an image, an archive): the bytes as they are where they are saved, never onto a terminal.
+        if sys.stdout.isatty():
+            print_line(f"[{len(data)} bytes of binary data from {args.file}: redirect stdout to a file to save them]")
+        else:
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        return Exit.ok
+    write(sys.stdout, text, end="")  # the server's text: escaped like everything the command prints
     return Exit.ok

@@ -26,7 +26,7 @@ from .common import (
     refuse_record_for_group,
     target,
 )
-from .elicit import shown
+from .terminal import shown
 
 __all__ = ["configure", "parameter_rows", "render_instructions", "render_tools", "run"]
 

@@ -14,6 +14,7 @@ from ..diagram import GraphvizNotFound
 from ..report import parse_trail, report_html
 from ..trace import parse_events, run_id, select_call, sequence_diagram, servers_of, summary_by_server
 from .common import CliError, Exit, os_reason, print_line, read_text
+from .terminal import write
 
 __all__ = ["configure", "run", "write_report"]
 
@@ -68,8 +69,7 @@ def run(args: argparse.Namespace) -> Exit:
     except ValueError as exc:
         raise CliError(Exit.usage, f"{args.events}: {exc}") from exc
     if args.output is None:
-        sys.stdout.write(diagram)
-        sys.stdout.flush()
+        write(sys.stdout, diagram, end="")  # a trail's strings came from servers: escaped like the rest
         return Exit.ok
     try:
         Path(args.output).write_text(diagram, encoding="utf-8")

@@ -294,7 +294,10 @@ class HttpTransport:
             response.release()
         elif request_id is not None and media == "application/json":
             await self._foreign_stray(response, stray_id(decoded_json(body), request_id), request_id)
-        if media == "application/json" and is_jsonrpc_error(body):
+        # A 401 is the transport's to raise whatever its body (MCP "Authorization", RFC 9110 §15.5.2): a JSON-RPC
+        # error in it (-32001 "Unauthorized", as servers often send) answers no message, and as a reply it would
+        # reach the caller as an RpcError without its challenges. An authorization layer turns it into a flow.
+        if media == "application/json" and status != 401 and is_jsonrpc_error(body):
             return Reply(body, status, session_id, challenges, nonce)
         message = status_message(response, body, self._headers.refusal_hint(status))
         if crossed:
