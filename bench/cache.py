@@ -2,7 +2,7 @@
 
 Run from the repository root:  python bench/cache.py [--listings N] [--page-size P] [--storm S] [--rounds R]
 
-One local peer server (the official SDK's MCPServer, tests/peer) serves every client. It logs every request
+One local peer server (the official SDK's MCPServer, tests/support/peer) serves every client. It logs every request
 it receives, so the counts are the server's, not the client's. The peer is told to give ``tools/list`` a
 one-hour ``ttlMs`` (SEP-2549) and to page its tools P per page.
 
@@ -26,7 +26,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 HOUR = {"ttlMs": 3_600_000, "cacheScope": "private"}
 ARGS = {"query": "select 1", "database": "analytics", "region": "eu"}

@@ -56,7 +56,7 @@ import mcpfsm
 import mcpfsm._transports.http.routing
 from mcpfsm._core.constants import MODERN_VERSION
 from mcpfsm._core.jsonrpc import encode_request, modern_meta
-from tests.peer.fixtures import start_http_peer
+from tests.support.peer.fixtures import start_http_peer
 
 ARGS = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 TOOL = "execute-sql"

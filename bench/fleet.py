@@ -15,7 +15,7 @@ called as ``lock(key, ttl)``, which every version takes), so the same script mea
 
 One test authorization server (tooling.authserver, in its own process) rotates refresh tokens and
 revokes the whole grant when a rotated-away refresh token comes back (RFC 6749 §10.4, RFC 9700 §4.14.2); it
-counts token requests itself. One real ``redis-server`` on 127.0.0.1 (tests/redisserver.py) backs a
+counts token requests itself. One real ``redis-server`` on 127.0.0.1 (tests/support/redisserver.py) backs a
 ``RedisStore`` (or, with ``--store file``, a ``FileStore`` in a temporary directory).
 
 This process logs in once into the store and marks the stored access token expired. Then W worker processes
@@ -129,7 +129,7 @@ async def refuse(url: str) -> str:
 
 
 async def worker(spec: str, mcp_url: str, duration: float) -> None:
-    from tests.store_worker import opened
+    from tests.support.store_worker import opened
 
     async with opened(spec) as raw:
         store = TimedStore(raw)
@@ -166,7 +166,7 @@ async def worker(spec: str, mcp_url: str, duration: float) -> None:
 
 async def log_in_and_expire(spec: str, mcp_url: str, base: str) -> None:
     from tests.conformance.adapter import headless_authorize
-    from tests.store_worker import opened
+    from tests.support.store_worker import opened
 
     async with opened(spec) as store:
         auth = mcpfsm.OAuth(redirect_uri="http://localhost:3000/callback", authorize=headless_authorize, store=store)
@@ -227,7 +227,7 @@ def waits(results: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
 
 
 async def handoff_worker(spec: str, rounds: int, think: float) -> None:
-    from tests.store_worker import opened
+    from tests.support.store_worker import opened
 
     async with opened(spec) as store:
         reads = []
@@ -263,7 +263,7 @@ def handoffs(results: list[dict[str, Any]]) -> list[float]:
 def run_handoff(workers: int, rounds: int, store: str, think_ms: float) -> None:
     with contextlib.ExitStack() as stack:
         if store == "redis":
-            from tests.redisserver import start_redis
+            from tests.support.redisserver import start_redis
 
             spec = f"redis:{stack.enter_context(start_redis()).url}"
             os.environ["MCPFSM_TEST_PREFIX"] = f"mcpfsm-bench-{uuid.uuid4().hex[:8]}:"
@@ -332,7 +332,7 @@ def main() -> None:
         run_handoff(args.workers, args.rounds, args.store, args.think)
         return
 
-    from tests.redisserver import start_redis
+    from tests.support.redisserver import start_redis
     from tooling.processes import run_authserver
 
     duration = args.lifetime * 1.3

@@ -6,7 +6,8 @@ Run from the repository root:
     python bench/group.py [--members 10] [--start-delay 0] [--calls 500] [--rounds 15] [--skip-calls]
                           [--lazy 25] [--processes 7] [--search 1000] [--queries 200] [--only PARTS]
 
-1. **Opening.** Each of ``--members`` stdio servers (``python -I -S tests/stdio_lingering.py``, a real subprocess
+1. **Opening.** Each of ``--members`` stdio servers (``python -I -S tests/support/stdio_lingering.py``, a real
+subprocess
    speaking MCP on stdio; ``--start-delay`` makes each wait that long before its first answer, as a server that loads
    something first) is opened alone, one after another (``Client.connect``: process start and the
    ``server/discover`` handshake), and the slowest of those starts is taken; then one ``ClientGroup`` of all of
@@ -19,7 +20,7 @@ Run from the repository root:
    the same listed handle), rounds interleaved (which goes first alternates); CPU is this process's
    ``time.process_time()`` per call (the server is another process), the median round reported. Target: the
    group at most 1.05x the member's ``Client``. Events are on in both (the member publishes to the group's bus).
-3. **Lazy members with known listings** (issue 31). ``--lazy`` stdio members (``tests/stdio_member.py``, each
+3. **Lazy members with known listings** (issue 31). ``--lazy`` stdio members (``tests/support/stdio_member.py``, each
    appending its process id to a file as it starts) are opened once as an eager group with a ``FileStore``, which
    keeps each member's listing as its known listing. Then fresh processes (``--processes`` of each kind,
    interleaved), each entering a ``ClientGroup(config, lazy=True, store=FileStore(dir))``: one times
@@ -59,7 +60,7 @@ import mcpfsm  # noqa: E402
 
 def member(delay: float) -> dict[str, Any]:
     # -I -S: no site, no user paths; the cheapest start a Python MCP server can have (the server needs neither).
-    args = ["-I", "-S", str(ROOT / "tests" / "stdio_lingering.py")]
+    args = ["-I", "-S", str(ROOT / "tests" / "support" / "stdio_lingering.py")]
     if delay:
         args += ["--start-delay", str(delay)]
     return {"command": sys.executable, "args": args, "cwd": str(ROOT)}
@@ -113,7 +114,7 @@ async def calling(calls: int, rounds: int) -> tuple[float, float]:
     return statistics.median(through_group), statistics.median(direct)
 
 
-MEMBER = ROOT / "tests" / "stdio_member.py"
+MEMBER = ROOT / "tests" / "support" / "stdio_member.py"
 
 
 def lazy_config(directory: Path, members: int) -> dict[str, Any]:

@@ -3,7 +3,7 @@ with an SDK provider, and with the JSON Lines audit sink.
 
 Run from the repository root:  python bench/otel.py [--calls N] [--rounds R] [--concurrency C] [--baseline DIR]
 
-One local peer server (the official SDK's MCPServer, tests/peer, modern era) serves one client process per
+One local peer server (the official SDK's MCPServer, tests/support/peer, modern era) serves one client process per
 mode, started once and warmed up; each round asks every process in turn (in a shuffled order) for ``--calls``
 calls (the same ``execute-sql`` call through a listed ``Tool`` as bench/call.py) and reads back its CPU time
 (``time.process_time()``, all of that process's threads, so a span processor's work counts) per call. Each
@@ -111,7 +111,7 @@ def child(mode: str, url: str, concurrency: int, root: Path) -> None:
 
 def main(calls: int, rounds: int, concurrency: int, baseline: Path | None) -> None:
     sys.path.insert(0, str(ROOT))
-    from tests.peer.fixtures import start_http_peer
+    from tests.support.peer.fixtures import start_http_peer
 
     modes = {mode: ROOT for mode in MODES}
     if baseline is not None:

@@ -91,7 +91,7 @@ EXECUTE_SQL = {
     },
     "name": TOOL,
 }
-# What the SDK peer of bench/call.py answers (tests/peer, modern mode), byte for byte but the server's name.
+# What the SDK peer of bench/call.py answers (tests/support/peer, modern mode), byte for byte but the server's name.
 RESULTS: dict[str, Any] = {
     "server/discover": {
         "cacheScope": "private",

@@ -3,10 +3,10 @@ a shared store (docs/cache.md, "Shared listings").
 
 Run from the repository root:  python bench/shared_listings.py [--workers W] [--page-size P] [--rounds R]
 
-One local peer server (tests/peer) logs every request it receives; it gives ``tools/list`` a one-hour public
+One local peer server (tests/support/peer) logs every request it receives; it gives ``tools/list`` a one-hour public
 ``ttlMs`` (SEP-2549) and pages its tools P per page. For each store (none: the baseline; a ``FileStore`` in a
 temporary directory; a ``RedisStore`` on a ``redis-server`` this script starts on 127.0.0.1) it runs R rounds of
-W worker processes (tests/listing_worker.py) released together, each with a fresh store, and reports:
+W worker processes (tests/support/listing_worker.py) released together, each with a fresh store, and reports:
 
 - the ``tools/list`` requests the server received per round (baseline: W times the pages; shared: pages);
 - the median time of one worker's ``client.tools()``, and its ratio to the baseline's in the same run.
@@ -26,14 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-from tests.redisserver import start_redis
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.redisserver import start_redis
 
 
 def fleet(spec: str, url: str, workers: int, env: dict[str, str]) -> list[dict[str, object]]:
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.listing_worker", spec, url],
+            [sys.executable, "-m", "tests.support.listing_worker", spec, url],
             cwd=REPO_ROOT,
             env={**os.environ, **env},
             stdin=subprocess.PIPE,

@@ -2,7 +2,7 @@
 
 Run from the repository root:  python bench/stores.py [--ops N] [--rounds R]
 
-One ``redis-server`` on a free 127.0.0.1 port (tests/redisserver.py) serves the RedisStore; the FileStore
+One ``redis-server`` on a free 127.0.0.1 port (tests/support/redisserver.py) serves the RedisStore; the FileStore
 is a temporary directory. For each backend: the median over R rounds of the wall time per ``get``, per
 ``set`` and per uncontended ``lock`` (enter and leave), each round N operations in a row on one key with a
 value the size of a token record; then the same for the backend inside the client's guard (GuardedStore:
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
-from tests.redisserver import start_redis
+from tests.support.redisserver import start_redis
 
 RECORD = {
     "access_token": "at-" + "x" * 40,

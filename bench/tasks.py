@@ -38,7 +38,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import mcpfsm
-from tests.peer.fixtures import start_http_peer
+from tests.support.peer.fixtures import start_http_peer
 
 
 async def _fan_out(jobs: Sequence[Callable[[], Awaitable[Any]]], concurrency: int) -> None:

@@ -11,10 +11,14 @@ import pytest
 from hypothesis import HealthCheck, settings
 from loguru import logger
 
-# `tests.<module>` imports (tests.peer, tests.fakeserver) resolve through pyproject's pytest `pythonpath = ["."]`.
-from tests.fakeserver import FakeServer
-from tests.peer.fixtures import HttpPeer, start_http_peer
-from tests.redisserver import RedisServer, start_redis
+from tests.support.fakeserver import FakeServer
+from tests.support.fastmcp_peer import FastmcpServer, run_fastmcp
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.redisserver import RedisServer, start_redis
+
+# `tests.<module>` imports (tests.support.peer, tests.support.fakeserver) resolve through pyproject's pytest
+# `pythonpath = ["."]`.
+from tooling.processes import RunningAuthServer, RunningSkillsPeer, run_authserver, run_skills_peer
 
 # The pytest plugin's own tests (tests/testing/test_plugin.py) run pytest in a subprocess with pytester.
 pytest_plugins = ["pytester"]
@@ -43,6 +47,43 @@ def peer(dual: HttpPeer) -> HttpPeer:
     """The module's dual-mode peer, reset (``{"action": "reset"}``) before each test."""
     dual.control({"action": "reset"})
     return dual
+
+
+@pytest.fixture(scope="module")
+def modern_peer() -> Iterator[HttpPeer]:
+    """The test peer in its ``modern`` mode (no legacy era), one per test module that asks for it."""
+    with start_http_peer(mode="modern", timeout=60) as peer:
+        yield peer
+
+
+@pytest.fixture(scope="module")
+def tasks_peer() -> Iterator[HttpPeer]:
+    """The tasks server (SEP-2663, ``tooling.peer_tasks``) in modern mode, one per test module."""
+    with start_http_peer("modern", module="tooling.peer_tasks") as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def skills_peer() -> Iterator[RunningSkillsPeer]:
+    """The skills server (skills as resources), one per test module; tests clear its log first."""
+    with run_skills_peer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def fastmcp_http() -> Iterator[FastmcpServer]:
+    """fastmcp's server (tests/support/fastmcp_server.py) over HTTP, one per test module that asks for it."""
+    with run_fastmcp() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def authserver() -> Iterator[RunningAuthServer]:
+    """The project's local authorization server (with its MCP endpoint) in a process of its own, one per test module
+    that asks for it. It starts with an empty scenario: a test (or a fixture of its module) calls ``configure`` with
+    its own, which also starts the server afresh (no clients, tokens or log of an earlier test)."""
+    with run_authserver({}) as running:
+        yield running
 
 
 @pytest.fixture
@@ -81,7 +122,9 @@ def records() -> Iterator[list[tuple[str, str]]]:
 
 @pytest.fixture(scope="module")
 def redis_server() -> Iterator[RedisServer]:
-    """A real ``redis-server`` on a free 127.0.0.1 port, one per test module that asks for it (tests/redisserver.py)."""
+    """A real ``redis-server`` on a free 127.0.0.1 port, one per test module that asks for it.
+
+    See tests/support/redisserver.py."""
     with start_redis() as server:
         yield server
 

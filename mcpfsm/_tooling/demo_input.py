@@ -24,7 +24,7 @@ Tools, what they ask for, and their structured content:
 - ``elicit-defaults``: one form elicitation whose five properties all have defaults, on the GET stream only
   (legacy; the conformance scenario ``elicitation-sep1034-client-defaults``) → ``{"action", "content"}``.
 
-``tests/peer/README.md`` documents the wire.
+``tests/support/peer/README.md`` documents the wire.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Built on `mcp==2.3.0`; imported only by the demo and the tests: `mcp` is an optional extra
 (`pip install mcpfsm[demo]`), never a runtime dependency of the client. Shipped, because `mcpfsm demo` runs it
-(and the manual's examples talk to it); the tests call it "the peer" (`tests/peer/README.md`)::
+(and the manual's examples talk to it); the tests call it "the peer" (`tests/support/peer/README.md`)::
 
     python -m mcpfsm._tooling.demo_server [--mode dual|modern|legacy] [--port 0] [--json-response]
                                           [--page-size N] [--event-store] [--retry-ms MS] [--ttl-ms MS]
@@ -15,7 +15,7 @@ the control surface's `cache_hints` does: a client group may then answer from it
 Over HTTP it serves the MCP endpoint at `/mcp` on 127.0.0.1, prints exactly one line
 `READY http://127.0.0.1:PORT/mcp` to stdout once listening, and exits with status 0 on SIGTERM or
 SIGINT. Next to `/mcp` it serves a control surface for tests (`POST /control`, `GET /control/log`,
-`POST /control/log/clear`); it is plain HTTP, not MCP. `tests/peer/README.md` documents the wire.
+`POST /control/log/clear`); it is plain HTTP, not MCP. `tests/support/peer/README.md` documents the wire.
 """
 
 from __future__ import annotations

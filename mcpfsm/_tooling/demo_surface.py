@@ -19,7 +19,7 @@ and demo server only, never a runtime dependency of the client). What it adds, i
   and, on 2026-07-28 only (a 2025-11-25 `tools/list` must not list them), `raw-array` (an array) and
   `raw-null` (JSON `null`).
 
-Control actions (`POST /control`; `tests/peer/README.md`): `tools_changed`, `prompts_changed`,
+Control actions (`POST /control`; `tests/support/peer/README.md`): `tools_changed`, `prompts_changed`,
 `resources_changed`, `resource_updated` (`uri`), `close_listens`, `cache_hints` (`hints`:
 `{method: {"ttlMs": N, "cacheScope": S}}`; `"legacy": true` adds them to 2025-11-25 results too, which a
 conforming server never does), `output_tools`. A change is announced to every legacy session

@@ -11,7 +11,7 @@ child process does, so callers check :func:`missing_modules` first::
         ...  # talk to peer.url
         assert [entry["jsonrpc_method"] for entry in peer.log()] == [...]
 
-`tests/peer/README.md` documents what the demo's server (the tests' "peer") sends and its control surface.
+`tests/support/peer/README.md` documents what the demo's server (the tests' "peer") sends and its control surface.
 ``tooling/processes.py`` (a checkout's test servers, not shipped) starts its servers through :func:`_started`.
 """
 

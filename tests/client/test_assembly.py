@@ -33,6 +33,7 @@ from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._client.surface import Surface
 from mcpfsm._client.task import TaskSupport
 from mcpfsm._core.cache import ResponseCache
+from mcpfsm._core.oauth.tokens import TokenSet
 from mcpfsm._drivers.audit import AuditBus
 from mcpfsm._drivers.authorization_binding import Binding
 from mcpfsm._drivers.input import InputHandlers
@@ -268,6 +269,21 @@ def test_each_part_holds_the_parts_it_was_given() -> None:
     assert parts.audit.server == "one" and parts.audit.redact is not None
     assert parts.timed is parts.tasks() and parts.store() is store
     assert parts.audit.redact("it was s3cret") == "it was [redacted]"
+
+
+def test_no_part_of_an_authorized_client_quotes_a_secret_in_its_repr() -> None:
+    # The client's own repr, its events, log lines and errors are checked after real flows in
+    # tests/integration/test_authorization.py; the parts behind it are checked here, built as the client builds them.
+    secrets = ("client-secret-value", "access-token-value", "refresh-token-value")
+    credential = mcpfsm.ClientCredentials("cid", client_secret=secrets[0])
+    parts = Parts(HttpServer(url="http://127.0.0.1:9/mcp", auth=credential), ClientOptions())
+    layer = parts.authorization
+    assert isinstance(layer, AuthorizationLayer)
+    tokens = TokenSet(access_token=secrets[1], refresh_token=secrets[2], issuer="http://127.0.0.1:9", resource=None)
+    layer.binding.load(tokens)
+    assert parts.audit.redact is not None and parts.audit.redact(" ".join(secrets)) == "[redacted] " * 2 + "[redacted]"
+    text = repr(layer) + repr(layer.binding) + repr(layer.binding.tokens) + repr(parts.session)
+    assert [secret for secret in secrets if secret in text] == []
 
 
 def test_a_plain_transport_gets_no_secrets_and_no_shared_listings() -> None:

@@ -10,7 +10,16 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fakeserver import FRESH_SQL, SENT_FRESH, SENT_STALE, SQL_ARGS, STALE_SQL, FakeServer, blocks, rpc_error
+from tests.support.fakeserver import (
+    FRESH_SQL,
+    SENT_FRESH,
+    SENT_STALE,
+    SQL_ARGS,
+    STALE_SQL,
+    FakeServer,
+    blocks,
+    rpc_error,
+)
 
 ECHO: Final = {"name": "echo", "inputSchema": {"type": "object"}}
 CANCELLED: Final = {"type": "Cancelled", "code": None, "message": "the call was cancelled"}

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import mcpfsm
-from tests.fakeserver import MODERN, URL, Answer, FakeServer, raises, response, result, rpc_error, sse
+from tests.support.fakeserver import MODERN, URL, Answer, FakeServer, raises, response, result, rpc_error, sse
 
 META: Final = {
     "io.modelcontextprotocol/protocolVersion": MODERN,

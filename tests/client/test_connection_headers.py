@@ -3,7 +3,7 @@
 A ``Content-Length`` or ``Transfer-Encoding`` (or ``TE``, ``Trailer``, ``Upgrade``) in ``headers=`` would
 contradict the framing of every request the connection writes: refused at ``Client.http(...)`` with a
 ``ValueError`` naming the header, before anything is sent. Checked against a raw server on 127.0.0.1
-(tests/rawserver.py), on both connection layers.
+(tests/support/rawserver.py), on both connection layers.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import trio
 
 import mcpfsm
 from mcpfsm._tooling.cli import Exit
-from tests.layers import LAYERS, connect
-from tests.peer.fixtures import REPO_ROOT
-from tests.rawserver import HOST, Server, rpc, serving
+from tests.support.layers import LAYERS, connect
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.rawserver import HOST, Server, rpc, serving
 
 OWNED: Final = ["Content-Length", "transfer-encoding", "TE", "Upgrade", "TRAILER"]
 

@@ -1,6 +1,6 @@
 """A secret the server quotes back never leaves the client: not in an error, an event, an audit file or a span.
 
-A raw socket server (tests/rawserver.py) plays a careless MCP server that echoes the bearer token it was
+A raw socket server (tests/support/rawserver.py) plays a careless MCP server that echoes the bearer token it was
 sent in a 401 body or in a JSON-RPC error message and ``data``, in several encodings at once (as is,
 percent-encoded with upper- and lower-case hex digits, form-encoded, JSON-escaped), and a careless token
 endpoint that echoes the client secret percent-encoded with lower-case escapes. Every text that leaves the
@@ -25,8 +25,8 @@ import trio
 import mcpfsm
 from mcpfsm._client.assembly import HttpServer, Parts
 from mcpfsm._client.options import ClientOptions
-from tests.oteltest import configured
-from tests.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, serving
+from tests.support.oteltest import configured
+from tests.support.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, serving
 
 TOKEN: Final = "tok/Ab+c=9-zz"
 SECRET: Final = "s3cr t/+v@l!x"

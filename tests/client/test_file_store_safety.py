@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,9 +30,9 @@ import mcpfsm
 from mcpfsm._client import file_store
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._core.credentials import credential_holder
-from tests.peer.fixtures import REPO_ROOT
-from tests.redisserver import start_redis
-from tooling.processes import RunningAuthServer, run_authserver
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.redisserver import start_redis
+from tooling.processes import RunningAuthServer
 
 GUARD: Final = 20.0
 """Hang guard in seconds for one store operation (the bug was an operation that never returned)."""
@@ -223,10 +223,10 @@ async def test_a_stalled_file_system_holds_a_call_no_longer_than_the_store_timeo
 # --- a client with a planted store, against the project's authorization server --------------------------------
 
 
-@pytest.fixture(scope="module")
-def site() -> Iterator[RunningAuthServer]:
-    with run_authserver({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}}) as server:
-        yield server
+@pytest.fixture
+def site(authserver: RunningAuthServer) -> RunningAuthServer:
+    authserver.configure({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}})
+    return authserver
 
 
 async def test_a_client_whose_store_holds_a_fifo_calls_from_memory(

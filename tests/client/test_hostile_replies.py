@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 import mcpfsm
-from tests.fakeserver import FakeServer, response, result
+from tests.support.fakeserver import FakeServer, response, result
 
 TOOL: Final = {"name": "t", "inputSchema": {"type": "object"}}
 

@@ -18,8 +18,8 @@ import trio
 import trio.testing
 
 import mcpfsm
-from tests.fakeserver import FakeServer, blocks, result, rpc_error
-from tests.legacyfake import ELICIT, LegacyFake, done, request, sse_event
+from tests.support.fakeserver import FakeServer, blocks, result, rpc_error
+from tests.support.legacyfake import ELICIT, LegacyFake, done, request, sse_event
 
 FORM: Final = {"message": "Who is asking?", "requestedSchema": {"type": "object", "properties": {}}}
 ASK: Final = {

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcpfsm
-from tests.fakeserver import FRESH_SQL, SQL_ARGS, STALE_SQL
+from tests.support.fakeserver import FRESH_SQL, SQL_ARGS, STALE_SQL
 
 URL: Final = "http://prop.test/mcp"
 KINDS: Final = {

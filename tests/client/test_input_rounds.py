@@ -16,7 +16,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._core.constants import CLIENT_CAPABILITIES_KEY
-from tests.fakeserver import (
+from tests.support.fakeserver import (
     FRESH_SQL,
     SENT_FRESH,
     SENT_STALE,

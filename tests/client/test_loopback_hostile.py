@@ -16,7 +16,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._client.loopback import _MAX_READING, _READ_SECONDS
-from tests.ports import reserved_port
+from tests.support.ports import reserved_port
 
 STATE: Final = "s-3f9a0c17e2b4d58a6c91"
 AUTHORIZE: Final = f"https://as.example/authorize?response_type=code&state={STATE}&code_challenge=x"

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 import mcpfsm
-from tests.fakeserver import (
+from tests.support.fakeserver import (
     MODERN,
     Answer,
     FakeServer,

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fakeserver import FRESH_SQL, MODERN, SQL_ARGS, STALE_SQL, FakeServer, Seen, result, rpc_error, sse
+from tests.support.fakeserver import FRESH_SQL, MODERN, SQL_ARGS, STALE_SQL, FakeServer, Seen, result, rpc_error, sse
 
 
 def gated(gate: trio.Event, answer: Any) -> Any:
@@ -149,7 +149,7 @@ async def test_a_malformed_listing_entry_is_a_protocol_error(fake: FakeServer) -
         assert await client.prompts() == []
 
 
-STDIO = [sys.executable, "-m", "tests.peer.server", "--stdio"]
+STDIO = [sys.executable, "-m", "tests.support.peer.server", "--stdio"]
 
 
 @pytest.mark.parametrize(
@@ -160,7 +160,7 @@ STDIO = [sys.executable, "-m", "tests.peer.server", "--stdio"]
     ],
 )
 async def test_listen_over_stdio_opens_and_ends_cleanly(era: str, acknowledged: dict[str, Any]) -> None:
-    from tests.peer.fixtures import REPO_ROOT
+    from tests.support.peer.fixtures import REPO_ROOT
 
     async with mcpfsm.Client.stdio(STDIO, cwd=str(REPO_ROOT), protocol=era) as client:
         async with client.listen(tools=True, resource_uris=["res://static/readme"]) as subscription:

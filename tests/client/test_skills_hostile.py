@@ -10,7 +10,7 @@ from typing import Any, Final
 import pytest
 
 import mcpfsm
-from tests.rawserver import Server, rpc, serving
+from tests.support.rawserver import Server, rpc, serving
 
 URI: Final = "skill://hostile/SKILL.md"
 TEXT: Final = "---\nname: hostile\ndescription: Scripted answers\n---\nBody.\n"

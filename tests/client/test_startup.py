@@ -197,7 +197,7 @@ INPUT_ROUND = """
 import json, sys
 import trio
 import mcpfsm
-from tests.fakeserver import FakeServer, result
+from tests.support.fakeserver import FakeServer, result
 
 def loaded():
     return sorted(name for name in json.loads(sys.argv[1]) if name in sys.modules)
@@ -259,7 +259,7 @@ ANNOTATIONS = """
 import json, sys
 import trio
 import mcpfsm
-from tests.fakeserver import FakeServer
+from tests.support.fakeserver import FakeServer
 
 async def main():
     seen = {"import mcpfsm": "mcpfsm._core.tool_annotations" in sys.modules}

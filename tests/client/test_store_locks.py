@@ -4,7 +4,7 @@
 living inside the store, so that no caller ever needs a cancel scope of its own around a store's lock (issue 28:
 a ``RedisStore`` that was not entered opened a coredis client, a task group, inside such a scope and crashed
 its host with "Cancel scope stack corrupted"). Real parts: files in a temporary directory, a real
-``redis-server`` (tests/redisserver.py), a worker process holding a lock (tests/store_worker.py).
+``redis-server`` (tests/support/redisserver.py), a worker process holding a lock (tests/support/store_worker.py).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import trio.testing
 
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
-from tests.fleetrun import Fleet
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
-from tests.redisserver import RedisServer, answer_of
-from tests.store_worker import coredis_client
+from tests.support.fleetrun import Fleet
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.redisserver import RedisServer, answer_of
+from tests.support.store_worker import coredis_client
 
 GUARD: Final = 60
 FORMS: Final = ["memory", "memory-subclass", "file", "tokenfile", "redis", "redis-bare", "redis-client"]
@@ -167,7 +167,9 @@ async def test_a_waiter_cancelled_leaves_the_task_and_the_store_usable(
 
 def test_a_redis_lock_another_process_holds_times_out(redis_server: RedisServer, redis_prefix: str) -> None:
     with Fleet(
-        "tests.store_worker", [[f"redis:{redis_server.url}", "hold", "k", "30"]], {"MCPFSM_TEST_PREFIX": redis_prefix}
+        "tests.support.store_worker",
+        [[f"redis:{redis_server.url}", "hold", "k", "30"]],
+        {"MCPFSM_TEST_PREFIX": redis_prefix},
     ) as holder:
         assert holder.line(0) == "HELD"
 

@@ -1,7 +1,7 @@
 """The shared stores (docs/stores.md): the Store contract on every backend, then real processes on one store.
 
 Every backend is the real thing: files in a temporary directory, a real ``redis-server`` on 127.0.0.1
-(tests/redisserver.py), worker processes started with ``python -m tests.store_worker``.
+(tests/support/redisserver.py), worker processes started with ``python -m tests.support.store_worker``.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import REPO_ROOT
-from tests.redisserver import RedisServer, start_cluster_node, start_redis, start_sentinel
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.redisserver import RedisServer, start_cluster_node, start_redis, start_sentinel
 
 BACKENDS = ["memory", "file", "tokenfile", "redis"]
 SHARED = ["file", "tokenfile", "redis"]
@@ -55,7 +55,7 @@ def spec(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
 def workers(store: str, env: dict[str, str], *commands: list[str]) -> Iterator[list[subprocess.Popen[str]]]:
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "tests.store_worker", store, *command],
+            [sys.executable, "-m", "tests.support.store_worker", store, *command],
             cwd=REPO_ROOT,
             env={**os.environ, **env},
             stdin=subprocess.PIPE,

@@ -12,7 +12,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fakeserver import Answer, FakeServer, Seen, result, rpc_error
+from tests.support.fakeserver import Answer, FakeServer, Seen, result, rpc_error
 
 TASKS = "io.modelcontextprotocol/tasks"
 CREATED = "2026-01-01T00:00:00Z"

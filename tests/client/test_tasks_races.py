@@ -1,7 +1,7 @@
 """Cancelling a task while something else is under way on it (SEP-2663 ``tasks/cancel``), against a raw socket server.
 
-The server (``tests/rawserver.py``, in this trio run) holds the answers the test wants in flight until it says so.
-Each test waits for readiness (the server received the request; every task blocked), never for a fixed time.
+The server (``tests/support/rawserver.py``, in this trio run) holds the answers the test wants in flight until it says
+so. Each test waits for readiness (the server received the request; every task blocked), never for a fixed time.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import trio.testing
 
 import mcpfsm
 from tests.client.test_tasks_raw import TASK_ID, ask, created, task
-from tests.rawserver import HOST, Seen, Server, ok, serving
+from tests.support.rawserver import HOST, Seen, Server, ok, serving
 
 MODERN = "2026-07-28"
 GUARD = 30.0

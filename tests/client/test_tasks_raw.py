@@ -1,4 +1,4 @@
-"""Hostile tasks servers (SEP-2663) on real sockets: tests/rawserver.py on 127.0.0.1 writes every byte.
+"""Hostile tasks servers (SEP-2663) on real sockets: tests/support/rawserver.py on 127.0.0.1 writes every byte.
 
 A task that never ends (the TTL backstop; ``total_timeout``), ``pollIntervalMs: 0``, a poll answer that is not a
 task, a ``failed`` task without ``error``, and input keys repeated 10,000 times. Each test counts what the server
@@ -17,7 +17,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._drivers.input import MAX_CONCURRENT_HANDLERS
-from tests.rawserver import HOST, Seen, Server, ok, serving
+from tests.support.rawserver import HOST, Seen, Server, ok, serving
 
 MODERN = "2026-07-28"
 TASK_ID = "t-raw"

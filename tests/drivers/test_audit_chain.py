@@ -256,7 +256,7 @@ def peak_of_verify(*paths: Path) -> tuple[int, str, float]:
     import subprocess
     import sys
 
-    from tests.peer.fixtures import REPO_ROOT
+    from tests.support.peer.fixtures import REPO_ROOT
 
     done = subprocess.run(
         [sys.executable, "-c", MEASURE, *map(str, paths)],

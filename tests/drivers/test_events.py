@@ -12,7 +12,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fakeserver import (
+from tests.support.fakeserver import (
     FRESH_SQL,
     SENT_FRESH,
     SENT_STALE,

@@ -1,6 +1,6 @@
 """Input fan-out is bounded: requests per round, and handler calls at once (SEP-2322; MCP 2025-11-25 server requests).
 
-Against raw servers on 127.0.0.1 (tests/rawserver.py): a modern server whose ``tools/call`` answers
+Against raw servers on 127.0.0.1 (tests/support/rawserver.py): a modern server whose ``tools/call`` answers
 ``input_required`` with as many ``roots/list`` requests as the test asks, and a legacy server whose
 ``tools/call`` stream carries that many server requests. A round beyond :data:`MAX_INPUT_REQUESTS` is a
 ``ProtocolError`` naming the limit, before any handler runs; otherwise at most
@@ -22,8 +22,8 @@ import trio.testing
 import mcpfsm
 from mcpfsm._core.input_rounds import MAX_INPUT_REQUESTS
 from mcpfsm._drivers.input import MAX_CONCURRENT_HANDLERS
-from tests.layers import connect
-from tests.rawserver import HOST, Seen, Server, no_stream, ok, serving
+from tests.support.layers import connect
+from tests.support.rawserver import HOST, Seen, Server, no_stream, ok, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

@@ -1,6 +1,6 @@
 """Nested input on a legacy stream: a handler whose own ``tools/call`` stream carries a server request.
 
-Against a raw legacy server on 127.0.0.1 (tests/rawserver.py): the ``outer`` call's stream asks as many
+Against a raw legacy server on 127.0.0.1 (tests/support/rawserver.py): the ``outer`` call's stream asks as many
 elicitations as the handler bound allows at once, and each handler calls ``inner``, whose stream asks one more.
 The nested requests' handlers must find places of their own, or every outer handler waits forever.
 """
@@ -14,8 +14,8 @@ import pytest
 import trio
 
 from mcpfsm._drivers.input import MAX_CONCURRENT_HANDLERS
-from tests.layers import connect
-from tests.rawserver import HOST, Seen, Server, no_stream, ok, serving
+from tests.support.layers import connect
+from tests.support.rawserver import HOST, Seen, Server, no_stream, ok, serving
 
 LEGACY: Final = "2025-11-25"
 FORM: Final = {"type": "object", "properties": {}}

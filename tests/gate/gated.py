@@ -5,9 +5,10 @@
                                [--learn-ttl S] [--events FILE]
 
 ``--app``: ``unchecked`` is tests/gate/upstream.py's app (no header checks of its own), ``sdk`` the official SDK's
-server (mcpfsm/_tooling/demo_server.py, modern era, JSON answers), ``fastmcp`` fastmcp's (tests/fastmcp_server.py). The
-gate wraps the app in process; ``--server uvicorn`` (asyncio, the default) or ``hypercorn`` (Hypercorn's trio
-worker) serves it on 127.0.0.1, a free port, and it prints ``READY http://127.0.0.1:PORT/mcp``.
+server (mcpfsm/_tooling/demo_server.py, modern era, JSON answers), ``fastmcp`` fastmcp's
+(tests/support/fastmcp_server.py). The gate wraps the app in process; ``--server uvicorn`` (asyncio, the default) or
+``hypercorn`` (Hypercorn's trio worker) serves it on 127.0.0.1, a free port, and it prints ``READY
+http://127.0.0.1:PORT/mcp``.
 
 ``GET /control/gate`` answers the gate's ``stats`` and its book's ``fetches``, ``shared_hits`` and
 ``store_failures``; ``--events FILE`` writes every ``GateEvent`` to FILE as JSON Lines. Other ``/control/*`` paths go
@@ -39,7 +40,7 @@ def build(args: argparse.Namespace) -> Any:
 
         app, _ = build_http_app(PeerState(mode="modern", json_response=not args.sse, initial_page_size=None))
     else:
-        from tests.fastmcp_server import server
+        from tests.support.fastmcp_server import server
 
         app = server.http_app(path=MCP_PATH)
     store = open_store(args.store) if args.store else None

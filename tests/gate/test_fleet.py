@@ -18,7 +18,7 @@ import pytest
 import trio
 
 from tests.gate.conftest import call, control, headers, proxy_process, running, upstream_process
-from tests.redisserver import start_redis
+from tests.support.redisserver import start_redis
 
 FLEET = 4
 LIE = "analytics-lie"

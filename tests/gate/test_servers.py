@@ -59,7 +59,7 @@ async def test_the_fastmcp_server_behind_the_gate() -> None:
 
 async def test_the_proxy_in_front_of_the_sdk_server() -> None:
     from tests.gate.conftest import proxy_process
-    from tests.peer.fixtures import start_http_peer
+    from tests.support.peer.fixtures import start_http_peer
 
     with start_http_peer(mode="modern") as peer, proxy_process(peer.url) as (_, url):
         async with mcpfsm.Client.http(url) as client:

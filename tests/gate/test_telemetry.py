@@ -7,7 +7,7 @@ import sys
 
 from mcpfsm._gate.middleware import HeaderGate
 from tests.gate.conftest import asgi, call, headers, request, upstream_app
-from tests.oteltest import configured, traceparent
+from tests.support.oteltest import configured, traceparent
 
 LIE = "analytics-lie"
 

@@ -26,8 +26,8 @@ from loguru import logger
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder
 from tests.conformance.adapter import headless_authorize
-from tests.ports import reserved_port
-from tooling.processes import RunningAuthServer, run_authserver
+from tests.support.ports import reserved_port
+from tooling.processes import RunningAuthServer
 
 REDIRECT: Final = "http://localhost:3000/callback"
 CIMD: Final = "https://conformance-test.local/client-metadata.json"
@@ -54,24 +54,18 @@ CLIENT: Final = Like(r"client-[0-9a-f]{12}")
 JWT: Final = Like(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as running:
-        yield running
-
-
 @pytest.fixture
-def site(server: RunningAuthServer) -> Iterator[Site]:
-    yield Site(server)
+def site(authserver: RunningAuthServer) -> Iterator[Site]:
+    yield Site(authserver)
 
 
 class Site:
     """The test authorization server for one test: configure, read the log, build clients."""
 
-    def __init__(self, server: RunningAuthServer) -> None:
-        self.server = server
-        self.base = server.base_url
-        self.url = server.mcp_url
+    def __init__(self, authserver: RunningAuthServer) -> None:
+        self.server = authserver
+        self.base = authserver.base_url
+        self.url = authserver.mcp_url
 
     def configure(self, **scenario: Any) -> Site:
         self.server.configure(scenario)
@@ -836,8 +830,9 @@ async def test_no_secret_reaches_a_log_line_an_event_a_repr_or_an_error(site: Si
     try:
         async with site.client(auth, events=events, protocol="2026-07-28") as client:
             await client.call_tool("test-tool", {})
-            text = repr(client) + repr(auth) + repr(client._session.authorization)
-            text += repr(client._session.authorization.binding.tokens)  # type: ignore[union-attr]
+            # The parts behind the client (the authorization layer, its binding and tokens) are built in
+            # tests/client/test_assembly.py, which checks their reprs.
+            text = repr(client) + repr(auth)
     finally:
         logger.remove(sink)
         logger.disable("mcpfsm")
@@ -1040,8 +1035,7 @@ async def test_no_secret_reaches_a_log_line_an_event_a_repr_or_an_error_when_a_f
         logger.remove(sink)
         logger.disable("mcpfsm")
     error = caught.value
-    layer = client._session.authorization
-    text = repr(client) + repr(credential) + repr(layer) + repr(getattr(layer, "binding", None))
+    text = repr(client) + repr(credential)  # the layer's repr: tests/client/test_assembly.py
     text += repr(error) + repr(error.args) + f"{error.reason} {error.error_description}"
     secrets = given | sent_secrets(site, redirects)
     published = "\n".join(lines) + "\n".join(e.to_json() for e in events) + text

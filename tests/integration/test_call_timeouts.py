@@ -12,18 +12,12 @@ from collections.abc import Iterator
 import pytest
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 
 @pytest.fixture(scope="module")
 def plain() -> Iterator[HttpPeer]:
     with start_http_peer("modern") as running:
-        yield running
-
-
-@pytest.fixture(scope="module")
-def tasks() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="tooling.peer_tasks") as running:
         yield running
 
 
@@ -56,14 +50,14 @@ async def test_a_plain_call_fails_with_total_timeout_whatever_its_progress(plain
         assert caught.value.timeout == "total_timeout"
 
 
-async def test_status_changes_keep_a_task_alive(tasks: HttpPeer) -> None:
+async def test_status_changes_keep_a_task_alive(tasks_peer: HttpPeer) -> None:
     # A new statusMessage every 0.6 s over 2.4 s: longer than the limit, never unchanged for that long.
-    async with mcpfsm.Client.http(tasks.url, tasks=True, progress_timeout=1.5) as client:
+    async with mcpfsm.Client.http(tasks_peer.url, tasks=True, progress_timeout=1.5) as client:
         assert (await client.call_tool("build", {"seconds": 2.4, "poll_ms": 50})).text == "built in 2.4 s"
 
 
-async def test_a_task_that_never_changes_fails_with_progress_timeout_and_stays_recorded(tasks: HttpPeer) -> None:
-    async with mcpfsm.Client.http(tasks.url, tasks=True, progress_timeout=0.4) as client:
+async def test_a_task_that_never_changes_fails_with_progress_timeout_and_stays_recorded(tasks_peer: HttpPeer) -> None:
+    async with mcpfsm.Client.http(tasks_peer.url, tasks=True, progress_timeout=0.4) as client:
         expected = r"^progress_timeout of 0\.4 s fired.*\(task \S+\)$"
         with pytest.raises(mcpfsm.CallTimeoutError, match=expected) as caught:
             await client.call_tool("forever", {"poll_ms": 50})
@@ -76,8 +70,8 @@ async def test_a_task_that_never_changes_fails_with_progress_timeout_and_stays_r
         assert await client.pending_tasks() == []
 
 
-async def test_a_task_wait_fails_with_total_timeout(tasks: HttpPeer) -> None:
-    async with mcpfsm.Client.http(tasks.url, tasks=True, total_timeout=0.5) as client:
+async def test_a_task_wait_fails_with_total_timeout(tasks_peer: HttpPeer) -> None:
+    async with mcpfsm.Client.http(tasks_peer.url, tasks=True, total_timeout=0.5) as client:
         task = await client.start_tool("forever", {"poll_ms": 50})
         with pytest.raises(mcpfsm.CallTimeoutError, match=rf"^total_timeout of 0\.5 s fired.*\(task {task.id}\)$"):
             await task.wait()

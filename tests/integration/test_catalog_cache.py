@@ -14,8 +14,8 @@ import trio
 
 import mcpfsm
 from mcpfsm._core.cache import DEFAULT_MAX_BYTES, CacheStats
-from tests.fakeserver import FakeServer, result, rpc_error
-from tests.peer.fixtures import HttpPeer
+from tests.support.fakeserver import FakeServer, result, rpc_error
+from tests.support.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

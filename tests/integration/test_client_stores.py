@@ -1,6 +1,6 @@
 """A client's ``store=`` in use (docs/stores.md): tokens and registrations of ``auth=``, every member of a group,
 and a store that fails mid-run. Real parts: the test authorization server (tooling.authserver), a real
-``redis-server`` per test that kills or stops it (tests/redisserver.py), files in a temporary directory.
+``redis-server`` per test that kills or stops it (tests/support/redisserver.py), files in a temporary directory.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,24 +19,18 @@ import trio
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
 from mcpfsm._core.credentials import credential_holder, tokens_key
-from tests.peer.fixtures import REPO_ROOT
-from tests.redisserver import RedisServer, start_redis
-from tooling.processes import RunningAuthServer, run_authserver
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.redisserver import RedisServer, start_redis
+from tooling.processes import RunningAuthServer
 
 GUARD: Final = 60
 AGENT: Final = {"client_id": "agent", "client_secret": "s3cret"}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as running:
-        yield running
-
-
 @pytest.fixture
-def site(server: RunningAuthServer) -> RunningAuthServer:
-    server.configure({"client_credentials": AGENT})
-    return server
+def site(authserver: RunningAuthServer) -> RunningAuthServer:
+    authserver.configure({"client_credentials": AGENT})
+    return authserver
 
 
 def agent(**options: Any) -> mcpfsm.ClientCredentials:
@@ -56,8 +50,8 @@ async def shared(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> A
     if kind == "file":
         yield mcpfsm.FileStore(tmp_path / "store")
     else:
-        server: RedisServer = request.getfixturevalue("redis_server")
-        async with mcpfsm.RedisStore(server.url, prefix=request.getfixturevalue("redis_prefix")) as store:
+        authserver: RedisServer = request.getfixturevalue("redis_server")
+        async with mcpfsm.RedisStore(authserver.url, prefix=request.getfixturevalue("redis_prefix")) as store:
             yield store
 
 
@@ -156,7 +150,7 @@ async def test_the_guard_tries_the_store_again_after_a_few_seconds(
 
 async def test_a_group_passes_one_store_to_every_member(tmp_path: Path) -> None:
     store = mcpfsm.FileStore(tmp_path / "store")
-    entry = {"command": sys.executable, "args": ["-m", "tests.stdio_child"], "cwd": str(REPO_ROOT)}
+    entry = {"command": sys.executable, "args": ["-m", "tests.support.stdio_child"], "cwd": str(REPO_ROOT)}
     async with mcpfsm.ClientGroup({"mcpServers": {"one": entry, "two": entry}}, store=store) as group:
         assert group.status == {"one": "connected", "two": "connected"}
         assert [group[name].store for name in ("one", "two")] == [store, store]
@@ -184,7 +178,7 @@ def test_a_lock_held_past_its_ttl_by_another_process_is_waited_for_then_bypassed
 
     directory = tmp_path / "store"
     with subprocess.Popen(
-        [sys.executable, "-m", "tests.store_worker", f"file:{directory}", "hold", "tokens x", "3600"],
+        [sys.executable, "-m", "tests.support.store_worker", f"file:{directory}", "hold", "tokens x", "3600"],
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,

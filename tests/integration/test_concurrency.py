@@ -1,4 +1,4 @@
-"""Many tool calls at once through one client, against the official SDK's server (tests/peer).
+"""Many tool calls at once through one client, against the official SDK's server (tests/support/peer).
 
 Bounded in count (CALLS) and, against a hang only, in time (trio.fail_after); nothing here measures speed
 (bench/call.py --concurrency 1000 does, as ratios). Every call must succeed with its own answer, every call
@@ -9,34 +9,26 @@ keep-alive pool must never open more connections than its cap.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 
-import pytest
 import trio
 
 import mcpfsm
 from mcpfsm._transports.http.routing import _MAX_CONNECTIONS
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer
 
 CALLS = 1000
 HANG_GUARD_SECONDS = 300
 
 
-@pytest.fixture(scope="module")
-def peer() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="modern") as running:
-        yield running
-
-
-async def test_a_thousand_concurrent_calls_through_one_client_all_succeed(peer: HttpPeer) -> None:
+async def test_a_thousand_concurrent_calls_through_one_client_all_succeed(modern_peer: HttpPeer) -> None:
     events: list[mcpfsm.CallEvent] = []
     texts: list[str] = []
     most_connections = 0
     with trio.fail_after(HANG_GUARD_SECONDS):
-        async with mcpfsm.Client.http(peer.url, protocol="2026-07-28", on_event=events.append) as client:
+        async with mcpfsm.Client.http(modern_peer.url, protocol="2026-07-28", on_event=events.append) as client:
             tool = (await client.tools()).get("execute-sql")
             assert tool is not None
-            await trio.to_thread.run_sync(peer.clear_log)
+            await trio.to_thread.run_sync(modern_peer.clear_log)
             transport = client.transport
             assert isinstance(transport, mcpfsm.HttpTransport)
             (pool,) = transport._route.pools.values()  # type: ignore[attr-defined]
@@ -51,7 +43,7 @@ async def test_a_thousand_concurrent_calls_through_one_client_all_succeed(peer: 
             async with trio.open_nursery() as nursery:
                 for index in range(CALLS):
                     nursery.start_soon(one, index)
-            log = await trio.to_thread.run_sync(peer.log)
+            log = await trio.to_thread.run_sync(modern_peer.log)
     assert sorted(texts) == sorted(f"executed 'select {index}' on 'analytics'" for index in range(CALLS))
     assert Counter(event.state for event in events) == {
         "resolving": CALLS,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 import mcpfsm
 from mcpfsm._core.oauth.issuer import check_confidential_issuer
 from mcpfsm._core.oauth.urls import url_host
-from tooling.processes import RunningAuthServer, run_authserver
+from tooling.processes import RunningAuthServer
 
 SECRET = "cc-secret-4f1d9a-never-sent"
 ASSERTION = "workload.assertion-7c2e-never-sent"
@@ -38,17 +38,11 @@ def _private_key() -> bytes:
     )
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as running:
-        yield running
-
-
-def _configure(server: RunningAuthServer) -> str:
+def _configure(authserver: RunningAuthServer) -> str:
     """Serve the MCP endpoint as ``http://localhost:PORT/mcp``; return that URL."""
-    url = server.mcp_url.replace("://127.0.0.1:", "://localhost:")
-    assert url != server.mcp_url
-    server.configure(
+    url = authserver.mcp_url.replace("://127.0.0.1:", "://localhost:")
+    assert url != authserver.mcp_url
+    authserver.configure(
         {
             "prm_resource": url,
             "client_credentials": {"client_id": "agent", "client_secret": SECRET},
@@ -57,9 +51,9 @@ def _configure(server: RunningAuthServer) -> str:
     return url
 
 
-def _secrets_reaching(server: RunningAuthServer) -> list[str]:
+def _secrets_reaching(authserver: RunningAuthServer) -> list[str]:
     # Every secret (and every form of it a request could carry) that appears anywhere in the server's log.
-    text = json.dumps(server.log())
+    text = json.dumps(authserver.log())
     basic = base64.b64encode(f"agent:{SECRET}".encode()).decode()
     return [value for value in (SECRET, basic, ASSERTION, ID_TOKEN, "client_assertion") if value in text]
 
@@ -80,12 +74,12 @@ CREDENTIALS: dict[str, tuple[Callable[[str], Any], str]] = {
 
 @pytest.mark.parametrize("kind", list(CREDENTIALS))
 async def test_a_confidential_credential_is_not_sent_to_an_authorization_server_on_another_host(
-    server: RunningAuthServer, kind: str
+    authserver: RunningAuthServer, kind: str
 ) -> None:
-    url = _configure(server)
+    url = _configure(authserver)
     build, what = CREDENTIALS[kind]
     events: list[mcpfsm.CallEvent] = []
-    base = server.base_url
+    base = authserver.base_url
     with pytest.raises(mcpfsm.AuthorizationError) as caught:
         async with mcpfsm.Client.http(url, auth=build(base), on_event=events.append) as client:
             await client.call_tool("test-tool", {})
@@ -96,34 +90,34 @@ async def test_a_confidential_credential_is_not_sent_to_an_authorization_server_
     )
     assert caught.value.state == "discovering_issuer"
     # The MCP endpoint and its resource metadata were asked; the authorization server never was.
-    paths = [entry["path"] for entry in server.log()]
+    paths = [entry["path"] for entry in authserver.log()]
     assert paths == ["/mcp", "/.well-known/oauth-protected-resource/mcp"], paths
-    assert _secrets_reaching(server) == []
+    assert _secrets_reaching(authserver) == []
     failed = [e for e in events if e.machine == "authorization" and e.state == "failed"]
     assert len(failed) == 1 and failed[0].issuer == base
 
 
-async def test_the_issuer_the_caller_names_receives_the_secret(server: RunningAuthServer) -> None:
-    url = _configure(server)
-    auth = mcpfsm.ClientCredentials("agent", client_secret=SECRET, issuer=server.base_url)
+async def test_the_issuer_the_caller_names_receives_the_secret(authserver: RunningAuthServer) -> None:
+    url = _configure(authserver)
+    auth = mcpfsm.ClientCredentials("agent", client_secret=SECRET, issuer=authserver.base_url)
     async with mcpfsm.Client.http(url, auth=auth) as client:
         result = await client.call_tool("test-tool", {})
     assert result.text == "test-tool called"
-    token = [entry for entry in server.log() if entry["path"] == "/token"]
+    token = [entry for entry in authserver.log() if entry["path"] == "/token"]
     assert len(token) == 1
     basic = base64.b64encode(f"agent:{SECRET}".encode()).decode()
     assert token[0]["headers"]["authorization"] == f"Basic {basic}"
 
 
-async def test_another_named_issuer_still_gets_nothing(server: RunningAuthServer) -> None:
+async def test_another_named_issuer_still_gets_nothing(authserver: RunningAuthServer) -> None:
     # Naming an issuer is no licence for the one the metadata names: the credentials belong to theirs (SEP-2352).
-    url = _configure(server)
+    url = _configure(authserver)
     auth = mcpfsm.ClientCredentials("agent", client_secret=SECRET, issuer="http://localhost:1")
     with pytest.raises(mcpfsm.AuthorizationError, match=r"^registering: the client credentials belong to"):
         async with mcpfsm.Client.http(url, auth=auth) as client:
             await client.call_tool("test-tool", {})
-    assert "/token" not in [entry["path"] for entry in server.log()]
-    assert _secrets_reaching(server) == []
+    assert "/token" not in [entry["path"] for entry in authserver.log()]
+    assert _secrets_reaching(authserver) == []
 
 
 @pytest.mark.parametrize(

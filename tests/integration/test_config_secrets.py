@@ -20,7 +20,7 @@ import pytest
 from loguru import logger
 
 import mcpfsm
-from tests.ports import reserved_port
+from tests.support.ports import reserved_port
 from tooling.processes import run_authserver
 
 SECRET: Final = "sk-live-7Qp2Zr9Xw4"

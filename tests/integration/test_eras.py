@@ -1,4 +1,4 @@
-"""One script, every era: mcpfsm against the official SDK server (tests/peer) in each of its modes.
+"""One script, every era: mcpfsm against the official SDK server (tests/support/peer) in each of its modes.
 
 The peer logs every request it receives with its headers (``GET /control/log``), so these tests
 prove what each era put on the wire: modern requests carry ``Mcp-Method``/``Mcp-Name``/``Mcp-Param-*``
@@ -16,7 +16,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import TOOLS, HttpPeer, start_http_peer
+from tests.support.peer.fixtures import TOOLS, HttpPeer, start_http_peer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

@@ -1,6 +1,6 @@
 """A fleet of real worker processes on one shared store lists a server once per page and TTL (docs/cache.md).
 
-Each worker (tests/listing_worker.py) connects, says ``READY`` and waits; the test releases them all at once, so
+Each worker (tests/support/listing_worker.py) connects, says ``READY`` and waits; the test releases them all at once, so
 their misses are concurrent, and counts the ``tools/list`` requests the real peer received.
 """
 
@@ -16,8 +16,8 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fleetrun import Fleet
-from tests.peer.fixtures import HttpPeer
+from tests.support.fleetrun import Fleet
+from tests.support.peer.fixtures import HttpPeer
 
 WORKERS: Final = 8
 TTL_S: Final = 8
@@ -36,7 +36,8 @@ def store_spec(form: str, tmp_path: Path, request: pytest.FixtureRequest) -> tup
 
 def fleet(spec: str, env: dict[str, str], url: str, tokens: list[str | None]) -> list[dict[str, Any]]:
     """Run one worker per token, release them together, return what each printed."""
-    with Fleet("tests.listing_worker", [[spec, url, *([token] if token else [])] for token in tokens], env) as workers:
+    argvs = [[spec, url, *([token] if token else [])] for token in tokens]
+    with Fleet("tests.support.listing_worker", argvs, env) as workers:
         workers.expect("READY")
         results = workers.round()
         workers.finish()

@@ -1,6 +1,6 @@
 """Task records on a shared store under contention: worker processes start tasks at once, none is lost (docs/tasks.md).
 
-Every worker (tests/task_worker.py) starts its tasks all at once on the real tasks server
+Every worker (tests/support/task_worker.py) starts its tasks all at once on the real tasks server
 (``tooling.peer_tasks``); each task's record and the server's index of ids go to the shared store, the
 index under the store's lock. Afterwards a fresh client on the same store finds every task in
 ``pending_tasks()``. Every form of every store kind docs/stores.md shows, and several clients of one process on
@@ -9,7 +9,6 @@ one ``MemoryStore`` subclass and on one ``RedisStore`` that nobody entered.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -17,19 +16,13 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fleetrun import Fleet
-from tests.peer.fixtures import HttpPeer, start_http_peer
-from tests.redisserver import RedisServer
-from tests.store_worker import opened
+from tests.support.fleetrun import Fleet
+from tests.support.peer.fixtures import HttpPeer
+from tests.support.redisserver import RedisServer
+from tests.support.store_worker import opened
 
 WORKERS: Final = 4
 TASKS: Final = 15
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="tooling.peer_tasks") as running:
-        yield running
 
 
 def spec_of(form: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
@@ -47,7 +40,7 @@ async def pending(spec: str, url: str) -> list[str]:
 
 @pytest.mark.parametrize("form", ["file", "redis", "redis-bare", "redis-client"])
 async def test_worker_processes_starting_tasks_at_once_lose_no_record(
-    server: HttpPeer,
+    tasks_peer: HttpPeer,
     form: str,
     tmp_path: Path,
     request: pytest.FixtureRequest,
@@ -56,15 +49,15 @@ async def test_worker_processes_starting_tasks_at_once_lose_no_record(
 ) -> None:
     spec = spec_of(form, tmp_path, request)
     monkeypatch.setenv("MCPFSM_TEST_PREFIX", redis_prefix)
-    argv = [spec, server.url, str(TASKS)]
-    with Fleet("tests.task_worker", [argv] * WORKERS, {"MCPFSM_TEST_PREFIX": redis_prefix}) as fleet:
+    argv = [spec, tasks_peer.url, str(TASKS)]
+    with Fleet("tests.support.task_worker", [argv] * WORKERS, {"MCPFSM_TEST_PREFIX": redis_prefix}) as fleet:
         fleet.expect("READY")
         results: list[dict[str, Any]] = await trio.to_thread.run_sync(fleet.round)
         fleet.finish()
     assert [(len(result["ids"]), result["fallbacks"]) for result in results] == [(TASKS, 0)] * WORKERS
     started = sorted(task_id for result in results for task_id in result["ids"])
     assert len(set(started)) == WORKERS * TASKS
-    assert await pending(spec, server.url) == started
+    assert await pending(spec, tasks_peer.url) == started
 
 
 class CountingStore(mcpfsm.MemoryStore):
@@ -81,7 +74,7 @@ class CountingStore(mcpfsm.MemoryStore):
 
 @pytest.mark.parametrize("form", ["memory-subclass", "redis-bare"])
 async def test_clients_of_one_process_on_one_store_lose_no_record(
-    server: HttpPeer, form: str, redis_server: RedisServer, redis_prefix: str
+    tasks_peer: HttpPeer, form: str, redis_server: RedisServer, redis_prefix: str
 ) -> None:
     # One store object, several clients in tasks of their own: a MemoryStore subclass (guarded like any store
     # that is not a plain MemoryStore), and a RedisStore that nobody entered, whose one connection pool the
@@ -91,7 +84,7 @@ async def test_clients_of_one_process_on_one_store_lose_no_record(
     started: list[str] = []
 
     async def worker() -> None:
-        async with mcpfsm.Client.http(server.url, tasks=True, store=store) as client:
+        async with mcpfsm.Client.http(tasks_peer.url, tasks=True, store=store) as client:
             async with trio.open_nursery() as nursery:
                 for _ in range(TASKS):
                     nursery.start_soon(start, client)
@@ -106,7 +99,7 @@ async def test_clients_of_one_process_on_one_store_lose_no_record(
         async with trio.open_nursery() as nursery:
             for _ in range(WORKERS):
                 nursery.start_soon(worker)
-        async with mcpfsm.Client.http(server.url, tasks=True, store=store) as fresh:
+        async with mcpfsm.Client.http(tasks_peer.url, tasks=True, store=store) as fresh:
             found = sorted(task.id for task in await fresh.pending_tasks() if task.id is not None)
     assert found == sorted(started) and len(started) == WORKERS * TASKS
     if isinstance(store, CountingStore):

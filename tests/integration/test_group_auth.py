@@ -15,7 +15,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,18 +22,12 @@ import httpx
 import pytest
 
 import mcpfsm
-from tests.peer.fixtures import REPO_ROOT
-from tests.ports import reserved_port
-from tooling.processes import RunningAuthServer, run_authserver
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.ports import reserved_port
+from tooling.processes import RunningAuthServer
 
 AGENT: Final = {"client_id": "agent", "client_secret": "agent-secret-value"}
 SCENARIO: Final = {"challenge_scope": "mcp:basic", "client_credentials": AGENT}
-
-
-@pytest.fixture(scope="module")
-def authserver() -> Iterator[RunningAuthServer]:
-    with run_authserver(SCENARIO) as server:
-        yield server
 
 
 @pytest.fixture

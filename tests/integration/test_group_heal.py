@@ -1,9 +1,9 @@
 """Members that heal (docs/groups.md, "When a member restarts"): a stdio child killed with SIGKILL in the middle of
 a call, an HTTP server stopped and started again on the same port, the backoff window, and ``reload``.
 
-Everything is real: ``tests/stdio_member.py`` children (each start appends its process id to a file, each ``sleep``
-call its mark to another, so the tests see what was started and what was run), the official SDK's test peer over
-HTTP (which logs every request it receives). Time is trio's own clock except in the backoff test, which steps a
+Everything is real: ``tests/support/stdio_member.py`` children (each start appends its process id to a file, each
+``sleep`` call its mark to another, so the tests see what was started and what was run), the official SDK's test peer
+over HTTP (which logs every request it receives). Time is trio's own clock except in the backoff test, which steps a
 ``MockClock`` by hand so that windows of a minute pass at once.
 """
 
@@ -21,10 +21,10 @@ import trio.testing
 
 import mcpfsm
 from mcpfsm._tooling.server_process import run_peer
-from tests.peer.fixtures import REPO_ROOT
-from tests.ports import reserved_port
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.ports import reserved_port
 
-MEMBER: Final = str(REPO_ROOT / "tests" / "stdio_member.py")
+MEMBER: Final = str(REPO_ROOT / "tests" / "support" / "stdio_member.py")
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics"}
 
 

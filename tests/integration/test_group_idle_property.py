@@ -2,8 +2,8 @@
 
 Hypothesis scripts a sequence of group operations — listings (answered by known listings where the store holds
 fresh ones), searches, calls, ``group.client()``, ``group[name]``, reloads that drop a member and bring it back —
-against real members: two stdio children (``tests/stdio_member.py``, which appends its process id to a file as it
-starts) and the official SDK's test peer over HTTP behind a counting TCP relay at the edge (it counts the
+against real members: two stdio children (``tests/support/stdio_member.py``, which appends its process id to a file as
+it starts) and the official SDK's test peer over HTTP behind a counting TCP relay at the edge (it counts the
 connections a member opens, and passes the bytes on). After every operation, each member that is ``idle`` has
 started no process and opened no connection since it was made, and a stdio member has started exactly one process
 per connect it published.
@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mcpfsm
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 
-MEMBER: Final = str(REPO_ROOT / "tests" / "stdio_member.py")
+MEMBER: Final = str(REPO_ROOT / "tests" / "support" / "stdio_member.py")
 NAMES: Final = ("s0", "s1", "h0")
 QUERIES: Final = ("process id", "echo text", "sleep mark", "sql database")
 

@@ -1,6 +1,6 @@
 """Lazy members and known listings (docs/groups.md, "Many servers") against real servers and real stores.
 
-Members are real stdio children (``tests/stdio_member.py``, which appends its process id to a file as it starts:
+Members are real stdio children (``tests/support/stdio_member.py``, which appends its process id to a file as it starts:
 the count of processes a group started; fastmcp's server over stdio) and real HTTP servers (the official SDK's
 test peer, which logs every request, and fastmcp's). Known listings live in a ``FileStore`` on disk and in a
 ``RedisStore`` on a real ``redis-server``; a fresh process reads them.
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,11 +20,11 @@ import trio
 import mcpfsm
 from mcpfsm._core.config import load_config
 from mcpfsm._core.known_listings import known_key
-from tests.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer, run_fastmcp
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
-from tests.redisserver import RedisServer, command
+from tests.support.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.redisserver import RedisServer, command
 
-MEMBER: Final = str(REPO_ROOT / "tests" / "stdio_member.py")
+MEMBER: Final = str(REPO_ROOT / "tests" / "support" / "stdio_member.py")
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics"}
 HOUR_MS: Final = 3_600_000
 START: Final = 120.0
@@ -41,7 +40,7 @@ def started(path: Path) -> int:
 
 
 def member(tmp_path: Path, name: str, *extra: str, **options: Any) -> dict[str, Any]:
-    """A ``tests/stdio_member.py`` entry that counts its starts in ``tmp_path/NAME.started``."""
+    """A ``tests/support/stdio_member.py`` entry that counts its starts in ``tmp_path/NAME.started``."""
     args = [MEMBER, "--name", name, "--started", str(tmp_path / f"{name}.started"), *extra]
     return {"command": sys.executable, "args": args, "cwd": str(REPO_ROOT), **options}
 
@@ -63,12 +62,6 @@ def owner(tool: mcpfsm.Tool) -> str:
     """The member that listed an aggregated tool."""
     assert isinstance(tool, mcpfsm.GroupTool)
     return tool.server
-
-
-@pytest.fixture(scope="module")
-def fastmcp_http() -> Iterator[FastmcpServer]:
-    with run_fastmcp() as server:
-        yield server
 
 
 async def test_an_idle_member_starts_nothing_and_concurrent_first_uses_share_one_connect(tmp_path: Path) -> None:

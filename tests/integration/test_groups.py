@@ -17,12 +17,12 @@ import trio
 
 import mcpfsm
 from mcpfsm import StdioTransport
-from tests.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer, run_fastmcp
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-from tests.ports import reserved_port
+from tests.support.fastmcp_peer import FASTMCP_STDIO, FASTMCP_TOOLS, FastmcpServer
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.ports import reserved_port
 
-PEER: Final = [sys.executable, "-m", "tests.peer.server", "--stdio"]
-LINGERING: Final = [sys.executable, "-m", "tests.stdio_lingering"]
+PEER: Final = [sys.executable, "-m", "tests.support.peer.server", "--stdio"]
+LINGERING: Final = [sys.executable, "-m", "tests.support.stdio_lingering"]
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 REGION_ARGS: Final = {**SQL_ARGS, "region": "eu-west"}
 PEER_TOOLS: Final = ["execute-sql", "echo", "slow", "fail"]
@@ -31,21 +31,9 @@ START: Final = 120.0
 
 
 @pytest.fixture(scope="module")
-def modern_peer() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="modern", timeout=60) as peer:
-        yield peer
-
-
-@pytest.fixture(scope="module")
 def legacy_peer() -> Iterator[HttpPeer]:
     with start_http_peer(mode="legacy", timeout=60) as peer:
         yield peer
-
-
-@pytest.fixture(scope="module")
-def fastmcp_http() -> Iterator[FastmcpServer]:
-    with run_fastmcp() as server:
-        yield server
 
 
 @pytest.fixture
@@ -91,7 +79,7 @@ async def test_a_group_from_a_file_opens_every_kind_of_member_and_tells_their_st
                 "archive": {"url": legacy.url, "include_tools": ["execute-*", "echo"], "exclude_tools": ["echo"]},
                 "local": {
                     "command": sys.executable,
-                    "args": ["-m", "tests.stdio_lingering"],
+                    "args": ["-m", "tests.support.stdio_lingering"],
                     "cwd": "${GROUP_TEST_PATH}",
                     "env": {"SERVICE_SECRET": "${env:GROUP_TEST_SECRET}"},
                 },
@@ -286,7 +274,8 @@ async def test_a_failed_member_reconnects_once_it_can_start(tmp_path: Path) -> N
         assert isinstance(group.errors["late"], mcpfsm.TransportError)
         assert (await group.tools()).names == ["early_pid", "early_getenv"]
         script.write_text(
-            f"import sys\nsys.path.insert(0, {str(REPO_ROOT)!r})\nfrom tests.stdio_lingering import main\nmain()\n",
+            f"import sys\nsys.path.insert(0, {str(REPO_ROOT)!r})\n"
+            "from tests.support.stdio_lingering import main\nmain()\n",
             encoding="utf-8",
         )
         assert await group.reconnect("late") == "connected"
@@ -339,7 +328,7 @@ async def test_a_config_in_claude_desktops_documented_format_works_unchanged(tmp
         '  "mcpServers": {\n'
         '    "peer": {\n'
         f'      "command": {json.dumps(sys.executable)},\n'
-        '      "args": ["-m", "tests.peer.server", "--stdio"],\n'
+        '      "args": ["-m", "tests.support.peer.server", "--stdio"],\n'
         f'      "env": {{"PYTHONPATH": {json.dumps(str(REPO_ROOT))}}}\n'
         "    }\n"
         "  }\n"

@@ -1,4 +1,5 @@
-"""Input the server asks for, against the official SDK server (tests/peer, tools of mcpfsm/_tooling/demo_input.py).
+"""Input the server asks for, against the official SDK server (tests/support/peer, tools of
+mcpfsm/_tooling/demo_input.py).
 
 Modern (2026-07-28): the SDK answers ``input_required`` and checks the resend (its sealed ``requestState`` must
 come back exactly, or it answers -32602). Legacy (2025-11-25): the SDK sends real requests on the call's
@@ -9,14 +10,13 @@ both eras share the one pipe.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -55,19 +55,13 @@ class User:
         }
 
 
-@pytest.fixture(scope="module")
-def peer() -> Iterator[HttpPeer]:
-    with start_http_peer("dual") as running:
-        yield running
+def fresh(dual: HttpPeer) -> HttpPeer:
+    dual.control({"action": "reset"})
+    return dual
 
 
-def fresh(peer: HttpPeer) -> HttpPeer:
-    peer.control({"action": "reset"})
-    return peer
-
-
-def tool_calls(peer: HttpPeer) -> list[tuple[int | None, dict[str, Any] | None]]:
-    return [(entry["status"], entry["input"]) for entry in peer.log() if entry["jsonrpc_method"] == "tools/call"]
+def tool_calls(dual: HttpPeer) -> list[tuple[int | None, dict[str, Any] | None]]:
+    return [(entry["status"], entry["input"]) for entry in dual.log() if entry["jsonrpc_method"] == "tools/call"]
 
 
 ROUND_TRIP: Final = [
@@ -95,7 +89,7 @@ ROUND_TRIP: Final = [
     ("tool", "arguments", "text", "structured", "asked"), ROUND_TRIP, ids=[r[0] for r in ROUND_TRIP]
 )
 async def test_elicitation_sampling_roots_and_url_mode_in_both_eras(
-    peer: HttpPeer,
+    dual: HttpPeer,
     protocol: str,
     tool: str,
     arguments: dict[str, Any],
@@ -103,11 +97,11 @@ async def test_elicitation_sampling_roots_and_url_mode_in_both_eras(
     structured: dict[str, Any],
     asked: list[tuple[str, str]],
 ) -> None:
-    fresh(peer)
+    fresh(dual)
     user = User()
 
     async with mcpfsm.Client.http(
-        peer.url, protocol=protocol, elicitation_modes=("form", "url"), **user.handlers()
+        dual.url, protocol=protocol, elicitation_modes=("form", "url"), **user.handlers()
     ) as client:
         handle = (await client.tools()).get(tool)
         assert handle is not None
@@ -118,20 +112,20 @@ async def test_elicitation_sampling_roots_and_url_mode_in_both_eras(
     if protocol == MODERN:
         state = tool != "ask-model" and tool != "ask-url"  # those two send no requestState
         keys = {"ask-name": ["name"], "ask-model": ["haiku"], "list-roots": ["roots"], "ask-url": ["sign-in"]}[tool]
-        assert tool_calls(peer) == [(200, None), (200, {"responses": keys, "state": state})]
+        assert tool_calls(dual) == [(200, None), (200, {"responses": keys, "state": state})]
     else:
-        assert tool_calls(peer) == [(200, None)]
+        assert tool_calls(dual) == [(200, None)]
 
 
 @pytest.mark.parametrize("protocol", [MODERN, LEGACY])
 async def test_a_call_that_elicits_twice_and_samples_once_succeeds_with_the_handlers_answers(
-    peer: HttpPeer, protocol: str
+    dual: HttpPeer, protocol: str
 ) -> None:
-    fresh(peer)
+    fresh(dual)
     user = User()
     events: list[mcpfsm.CallEvent] = []
 
-    async with mcpfsm.Client.http(peer.url, protocol=protocol, on_event=events.append, **user.handlers()) as client:
+    async with mcpfsm.Client.http(dual.url, protocol=protocol, on_event=events.append, **user.handlers()) as client:
         interview = (await client.tools()).get("interview")
         assert interview is not None
         outcome = await interview.call({})
@@ -153,7 +147,7 @@ async def test_a_call_that_elicits_twice_and_samples_once_succeeds_with_the_hand
             ("resending", 2, None),
             ("succeeded", 2, None),
         ]
-        assert tool_calls(peer) == [
+        assert tool_calls(dual) == [
             (200, None),
             (200, {"responses": ["first", "last"], "state": True}),
             (200, {"responses": ["greeting"], "state": True}),
@@ -190,13 +184,13 @@ async def test_a_call_that_elicits_twice_and_samples_once_succeeds_with_the_hand
             ("2", answered("elicitation/create", "2")),
             ("3", answered("sampling/createMessage", "3")),
         ]
-        answers = [e for e in peer.log() if e["http_method"] == "POST" and e["jsonrpc_method"] is None]
+        answers = [e for e in dual.log() if e["http_method"] == "POST" and e["jsonrpc_method"] is None]
         assert [e["status"] for e in answers] == [202, 202, 202]
 
 
-async def test_state_only_rounds_and_a_verbatim_request_state(peer: HttpPeer) -> None:
-    fresh(peer)
-    async with mcpfsm.Client.http(peer.url, protocol=MODERN, **User().handlers()) as client:
+async def test_state_only_rounds_and_a_verbatim_request_state(dual: HttpPeer) -> None:
+    fresh(dual)
+    async with mcpfsm.Client.http(dual.url, protocol=MODERN, **User().handlers()) as client:
         tools = await client.tools()
         state_only, echo = tools.get("state-only"), tools.get("echo-state")
         assert state_only is not None and echo is not None
@@ -210,13 +204,13 @@ async def test_state_only_rounds_and_a_verbatim_request_state(peer: HttpPeer) ->
     assert absent.structured_content == {"requestState": "absent", "inputResponses": confirmed}
 
 
-async def test_a_legacy_server_request_on_the_standalone_stream_only(peer: HttpPeer) -> None:
-    fresh(peer)
+async def test_a_legacy_server_request_on_the_standalone_stream_only(dual: HttpPeer) -> None:
+    fresh(dual)
 
     async def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
         return {"action": "accept", "content": {}}
 
-    async with mcpfsm.Client.http(peer.url, protocol=LEGACY, on_elicitation=accept_defaults) as client:
+    async with mcpfsm.Client.http(dual.url, protocol=LEGACY, on_elicitation=accept_defaults) as client:
         with trio.fail_after(20):
             outcome = await client.call_tool("elicit-defaults")
         by_get = await client.call_tool("ask-name", {"stream": "get"})
@@ -226,25 +220,25 @@ async def test_a_legacy_server_request_on_the_standalone_stream_only(peer: HttpP
         "content": {"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": True},
     }
     assert by_get.structured_content == {"action": "accept", "content": {"name": "Ada"}}
-    gets = [e for e in peer.log() if e["http_method"] == "GET"]
+    gets = [e for e in dual.log() if e["http_method"] == "GET"]
     assert [(e["status"], e["headers"]["accept"]) for e in gets] == [(200, "text/event-stream")]
 
 
-async def test_without_handlers_modern_input_fails_cleanly_and_legacy_requests_get_minus_32601(peer: HttpPeer) -> None:
-    fresh(peer)
-    async with mcpfsm.Client.http(peer.url, protocol=MODERN) as client:
+async def test_without_handlers_modern_input_fails_cleanly_and_legacy_requests_get_minus_32601(dual: HttpPeer) -> None:
+    fresh(dual)
+    async with mcpfsm.Client.http(dual.url, protocol=MODERN) as client:
         message = "input request 'name': no on_elicitation handler: the client did not declare 'elicitation/create'"
         with pytest.raises(mcpfsm.ProtocolError, match=f"^{message}$"):
             await client.call_tool("ask-name")
         assert (await client.call_tool("echo", {"text": "still usable"})).text == "still usable"
 
-    async with mcpfsm.Client.http(peer.url, protocol=LEGACY) as client:
+    async with mcpfsm.Client.http(dual.url, protocol=LEGACY) as client:
         # The SDK turns the -32601 answer into a JSON-RPC error of the call.
         with pytest.raises(mcpfsm.RpcError, match=r"no on_elicitation handler"):
             await client.call_tool("ask-name")
 
 
-STDIO: Final = [sys.executable, "-m", "tests.peer.server", "--stdio"]
+STDIO: Final = [sys.executable, "-m", "tests.support.peer.server", "--stdio"]
 
 
 @pytest.mark.parametrize("protocol", [MODERN, LEGACY])

@@ -8,7 +8,7 @@ from typing import Any, Final
 import pytest
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer
+from tests.support.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

@@ -17,9 +17,9 @@ import pytest
 import mcpfsm
 from mcpfsm._tooling.cli.tools import render_instructions
 from mcpfsm._tooling.demo_server import PEER_INSTRUCTIONS, PEER_NAME, PEER_TITLE, PEER_VERSION
-from tests.clirun import mcpfsm as run_cli
-from tests.fakeserver import MODERN, URL, FakeServer, result, rpc_error
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.clirun import mcpfsm as run_cli
+from tests.support.fakeserver import MODERN, URL, FakeServer, result, rpc_error
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 LEGACY: Final = "2025-11-25"
 PEER_CAPABILITIES: Final = {

@@ -16,8 +16,8 @@ import pytest
 import trio
 
 import mcpfsm
-from mcpfsm._client.sharing import DOWN_FOR
-from tests.peer.fixtures import HttpPeer
+from mcpfsm._client.sharing import DOWN_FOR, STORE_TIMEOUT
+from tests.support.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 PUBLIC: Final = {"ttlMs": 3_600_000, "cacheScope": "public"}
@@ -166,10 +166,7 @@ async def test_a_store_that_fails_or_hangs_costs_one_timeout_then_the_server_ans
 ) -> None:
     hints(peer, PUBLIC, "tools/list", "prompts/list")
     async with client(peer, store_class()) as one:
-        shared = one._session.shared
-        assert shared is not None
-        shared.timeout = 0.5
-        with trio.fail_after(0.5 + 5):
+        with trio.fail_after(STORE_TIMEOUT + 5):
             tools = await one.tools()
             await one.prompts()
         stats = one.cache.stats if one.cache is not None else None

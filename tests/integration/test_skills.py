@@ -8,30 +8,23 @@ fails a check is never returned.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
 from typing import Any, Final
 
 import pytest
 
 import mcpfsm
 from tooling.peer_skills import SKILLS
-from tooling.processes import RunningSkillsPeer, run_skills_peer
+from tooling.processes import RunningSkillsPeer
 
 PDF: Final = "skill://pdf-processing/SKILL.md"
 FORMS: Final = "skill://pdf-processing/references/FORMS.md"
 BINARY: Final = "skill://pdf-processing/scripts/extract.bin"
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[RunningSkillsPeer]:
-    with run_skills_peer() as server:
-        yield server
-
-
 @pytest.fixture
-def server(served: RunningSkillsPeer) -> RunningSkillsPeer:
-    served.clear_log()
-    return served
+def server(skills_peer: RunningSkillsPeer) -> RunningSkillsPeer:
+    skills_peer.clear_log()
+    return skills_peer
 
 
 def wire(server: RunningSkillsPeer) -> list[tuple[str, str | None]]:

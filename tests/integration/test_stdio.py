@@ -1,4 +1,4 @@
-"""mcpfsm over stdio against the official SDK server (tests/peer, ``--stdio``) (MCP "Transports", stdio)."""
+"""mcpfsm over stdio against the official SDK server (tests/support/peer, ``--stdio``) (MCP "Transports", stdio)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import trio.testing
 import mcpfsm
 from mcpfsm import StdioTransport
 from mcpfsm._core.lines import LineFramer
-from tests.peer.fixtures import REPO_ROOT, TOOLS
+from tests.support.peer.fixtures import REPO_ROOT, TOOLS
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
-PEER: Final = [sys.executable, "-m", "tests.peer.server", "--stdio"]
+PEER: Final = [sys.executable, "-m", "tests.support.peer.server", "--stdio"]
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 EXECUTED: Final = ("executed 'select 1' on 'analytics'", SQL_ARGS, False)
 
@@ -156,7 +156,7 @@ async def test_a_child_that_writes_much_to_stderr_is_not_blocked(records: list[t
         sys.executable,
         "-c",
         "import runpy, sys; sys.stderr.write('x' * 2**20); sys.stderr.flush();"
-        " sys.argv = ['server', '--stdio']; runpy.run_module('tests.peer.server', run_name='__main__')",
+        " sys.argv = ['server', '--stdio']; runpy.run_module('tests.support.peer.server', run_name='__main__')",
     ]
 
     with trio.fail_after(120):  # a hang guard; a busy machine starts the SDK peer slowly
@@ -249,11 +249,11 @@ async def test_a_child_that_closes_stdout_but_keeps_running_says_so_and_is_stopp
     assert not is_running(pid_of(client))
 
 
-# --- max_response_bytes and linear framing (tests/stdio_child.py) -------------------------------------------------
+# --- max_response_bytes and linear framing (tests/support/stdio_child.py) ---------------------------------------------
 
 
 def child(*flags: str, **kwargs: Any) -> mcpfsm.Client:
-    return stdio([sys.executable, "-m", "tests.stdio_child", *flags], **kwargs)
+    return stdio([sys.executable, "-m", "tests.support.stdio_child", *flags], **kwargs)
 
 
 @pytest.mark.parametrize("flags", [(), ("--id-last",)], ids=["id-first", "id-last"])

@@ -17,7 +17,7 @@ import trio
 import mcpfsm
 from mcpfsm._core.jsonrpc import Notification
 from mcpfsm._core.surface import Prompt, PromptArgument, Resource, ResourceTemplate
-from tests.peer.fixtures import HttpPeer
+from tests.support.peer.fixtures import HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

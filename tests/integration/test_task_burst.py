@@ -1,9 +1,9 @@
 """Thousands of tasks started at once on one client keep every record in a healthy store (docs/tasks.md, SEP-2663).
 
-The server is a process of its own (``tests/task_burst_server.py``, raw sockets) that answers every ``tools/call``
-with a new task; the store is a ``FileStore``, whose ``tasks {server}`` list every process shares under the store's
-lock. The client's batches (``mcpfsm._client.task_records``) must write every record and list every id without
-the store ever counting as down, and a restarted client must find every task.
+The server is a process of its own (``tests/support/task_burst_server.py``, raw sockets) that answers every
+``tools/call`` with a new task; the store is a ``FileStore``, whose ``tasks {server}`` list every process shares under
+the store's lock. The client's batches (``mcpfsm._client.task_records``) must write every record and list every id
+without the store ever counting as down, and a restarted client must find every task.
 
 The list's lock is taken a few times, not once per start (the store counts them): one lock and one list rewrite
 per start queue thousands of waits on that one lock, and ran out of the guard's patience (some 2,500 fallbacks
@@ -27,7 +27,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._client.store_guard import GuardedStore
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
 
 STARTS: Final = 5000
 GUARD: Final = 600.0
@@ -50,7 +50,7 @@ class CountingFileStore(mcpfsm.FileStore):
 
 @pytest.fixture(scope="module")
 def burst() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="tests.task_burst_server", cwd=REPO_ROOT) as running:
+    with start_http_peer("modern", module="tests.support.task_burst_server", cwd=REPO_ROOT) as running:
         yield running
 
 

@@ -7,7 +7,6 @@ Every test talks to the server over HTTP on 127.0.0.1 and reads what it received
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,21 +14,15 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
+from tests.support.peer.fixtures import HttpPeer
 
 TASKS = "io.modelcontextprotocol/tasks"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="tooling.peer_tasks") as running:
-        yield running
-
-
 @pytest.fixture
-def tasks(server: HttpPeer) -> HttpPeer:
-    server.clear_log()
-    return server
+def tasks(tasks_peer: HttpPeer) -> HttpPeer:
+    tasks_peer.clear_log()
+    return tasks_peer
 
 
 def sent(server: HttpPeer) -> list[tuple[str, str | None, str | None]]:
@@ -223,7 +216,7 @@ def finish(server: HttpPeer, task_id: str | None) -> None:
 
 
 async def test_a_task_is_one_span_under_the_call_with_its_polls_as_children(tasks: HttpPeer) -> None:
-    from tests.oteltest import configured
+    from tests.support.oteltest import configured
 
     with configured() as otel:
         async with mcpfsm.Client.http(tasks.url, tasks=True) as client:

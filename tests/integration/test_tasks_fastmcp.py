@@ -1,9 +1,9 @@
 """Tasks (SEP-2663) against a third-party tasks server: FastMCP with ``fastmcp-tasks``, in-memory backend.
 
-The server (tests/fastmcp_tasks_server.py) runs as a subprocess from a venv of its own (tests/fastmcp_tasks_peer.py:
-fastmcp-tasks' pins clash with the test extra's fastmcp). fastmcp-tasks checks that ``Mcp-Name`` matches the body's
-``taskId`` and that every ``tasks/*`` request declares the extension, so a call that completes already shows both;
-the log shows them too.
+The server (tests/support/fastmcp_tasks_server.py) runs as a subprocess from a venv of its own
+(tests/support/fastmcp_tasks_peer.py: fastmcp-tasks' pins clash with the test extra's fastmcp). fastmcp-tasks checks
+that ``Mcp-Name`` matches the body's ``taskId`` and that every ``tasks/*`` request declares the extension, so a call
+that completes already shows both; the log shows them too.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.fastmcp_tasks_peer import FastmcpTasksServer, run_fastmcp_tasks
+from tests.support.fastmcp_tasks_peer import FastmcpTasksServer, run_fastmcp_tasks
 
 TASKS = "io.modelcontextprotocol/tasks"
 

@@ -1,8 +1,8 @@
 """OpenTelemetry (README, "Telemetry"): whole span trees, the trace context the server receives, the metric.
 
-Real parts only: the SDK's in-memory exporter and reader as the global providers (tests/oteltest.py), the
+Real parts only: the SDK's in-memory exporter and reader as the global providers (tests/support/oteltest.py), the
 official-SDK peer over HTTP, and a stdio server in a subprocess that logs what each request carried
-(tests/stdio_traced.py). Every test runs under an ``agent`` span of its own, so its spans form one tree.
+(tests/support/stdio_traced.py). Every test runs under an ``agent`` span of its own, so its spans form one tree.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ import mcpfsm
 from mcpfsm._client.assembly import HttpServer, Parts
 from mcpfsm._client.options import ClientOptions
 from mcpfsm._core.telemetry import DURATION_BUCKETS
-from tests.oteltest import Otel, configured, traceparent
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.oteltest import Otel, configured, traceparent
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -32,16 +32,10 @@ SQL: Final = {"query": "select 1", "database": "analytics"}
 PIPE: Final = {"network.transport": "pipe"}
 
 
-@pytest.fixture(scope="module")
-def peer() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="dual") as running:
-        yield running
-
-
 @pytest.fixture
-def fresh(peer: HttpPeer) -> HttpPeer:
-    peer.control({"action": "reset"})
-    return peer
+def fresh(dual: HttpPeer) -> HttpPeer:
+    dual.control({"action": "reset"})
+    return dual
 
 
 @pytest.fixture
@@ -50,8 +44,8 @@ def otel() -> Iterator[Otel]:
         yield providers
 
 
-def http(peer: HttpPeer) -> dict[str, Any]:
-    port = int(peer.url.rsplit(":", 1)[1].split("/", 1)[0])
+def http(dual: HttpPeer) -> dict[str, Any]:
+    port = int(dual.url.rsplit(":", 1)[1].split("/", 1)[0])
     return {
         "network.transport": "tcp",
         "network.protocol.name": "http",
@@ -148,7 +142,8 @@ PLAIN: Final = [
 
 
 def stdio(log: Path, **options: Any) -> mcpfsm.Client:
-    return mcpfsm.Client.stdio([sys.executable, "-m", "tests.stdio_traced", str(log)], cwd=str(REPO_ROOT), **options)
+    argv = [sys.executable, "-m", "tests.support.stdio_traced", str(log)]
+    return mcpfsm.Client.stdio(argv, cwd=str(REPO_ROOT), **options)
 
 
 def stdio_log(log: Path) -> list[dict[str, Any]]:

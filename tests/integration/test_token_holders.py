@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,8 +25,8 @@ from mcpfsm._core.credentials import (
     legacy_tokens_key,
 )
 from tests.conformance.adapter import headless_authorize
-from tests.redisserver import RedisServer
-from tooling.processes import RunningAuthServer, run_authserver
+from tests.support.redisserver import RedisServer
+from tooling.processes import RunningAuthServer
 
 CLIENTS: Final = [
     {"client_id": name, "client_secret": f"{name}-secret-value"} for name in ("alice", "bob", "admin", "reader")
@@ -34,16 +34,10 @@ CLIENTS: Final = [
 SCENARIO: Final = {"client_credentials": CLIENTS}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver(SCENARIO) as running:
-        yield running
-
-
 @pytest.fixture
-def site(server: RunningAuthServer) -> RunningAuthServer:
-    server.configure(SCENARIO)  # afresh: no tokens or log of an earlier test
-    return server
+def site(authserver: RunningAuthServer) -> RunningAuthServer:
+    authserver.configure(SCENARIO)  # afresh: no tokens or log of an earlier test
+    return authserver
 
 
 def credentials(name: str) -> mcpfsm.ClientCredentials:

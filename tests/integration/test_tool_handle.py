@@ -11,8 +11,8 @@ import pytest
 
 import mcpfsm
 from mcpfsm._tooling.demo_surface import WEATHER_SCHEMA
-from tests.fakeserver import FakeServer
-from tests.peer.fixtures import HttpPeer
+from tests.support.fakeserver import FakeServer
+from tests.support.peer.fixtures import HttpPeer
 
 SCHEMA: Final = {"type": "object", "properties": {}}
 DEFAULTS: Final = (None, False, True, False, True)

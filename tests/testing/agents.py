@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import mcpfsm
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 SQL: Final = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
-SDK_STDIO: Final = [sys.executable, "-m", "tests.peer.server", "--stdio"]
-FASTMCP_STDIO: Final = [sys.executable, "-m", "tests.fastmcp_server", "--stdio"]
+SDK_STDIO: Final = [sys.executable, "-m", "tests.support.peer.server", "--stdio"]
+FASTMCP_STDIO: Final = [sys.executable, "-m", "tests.support.fastmcp_server", "--stdio"]
 ALLOWED_REQUEST: Final = {"MCP-Protocol-Version", "Mcp-Method", "Mcp-Name", "Mcp-Session-Id"}
 ALLOWED_RESPONSE: Final = {"Content-Type", "Mcp-Session-Id", "WWW-Authenticate"}
 

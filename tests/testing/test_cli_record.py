@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from mcpfsm._tooling.server_process import _started
-from tests.clirun import mcpfsm as run_mcpfsm
-from tests.clirun import one_error_line
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.clirun import mcpfsm as run_mcpfsm
+from tests.support.clirun import one_error_line
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 
 
 def test_call_records_an_http_session_that_mcpfsm_replay_serves_back(peer: HttpPeer, tmp_path: Path) -> None:
@@ -33,7 +33,7 @@ def test_call_records_an_http_session_that_mcpfsm_replay_serves_back(peer: HttpP
 
 def test_tools_records_a_stdio_session_that_replays_on_stdio(tmp_path: Path) -> None:
     path = tmp_path / "tools.jsonl"
-    server = shlex.join([sys.executable, "-m", "tests.peer.server", "--stdio"])
+    server = shlex.join([sys.executable, "-m", "tests.support.peer.server", "--stdio"])
     recorded = run_mcpfsm("tools", "--stdio", server, "--protocol", "2025-11-25", "--record", str(path))
     assert recorded.code == 0, recorded.stderr
     header = json.loads(path.read_text(encoding="utf-8").splitlines()[0])

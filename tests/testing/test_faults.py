@@ -29,8 +29,8 @@ from mcpfsm.testing import (
     serve,
     session_expired,
 )
-from tests.clirun import mcpfsm as run_mcpfsm
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.clirun import mcpfsm as run_mcpfsm
+from tests.support.peer.fixtures import REPO_ROOT
 from tests.testing.agents import SDK_STDIO, SQL, stdio_options, text_of
 
 ERAS: Final = {"modern": "auto", "legacy": "2025-11-25"}

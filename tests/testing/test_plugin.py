@@ -14,7 +14,7 @@ from typing import Final
 import pytest
 
 from mcpfsm._tooling.server_process import run_peer
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 INI: Final = "[pytest]\ntrio_mode = true\n"
 AGENT: Final = f"""
@@ -70,7 +70,7 @@ def test_a_test_records_once_then_passes_with_the_server_gone(
     done.stdout.fnmatch_lines([f"*no cassette at {cassette(pytester, 'test_the_agent_over_http')}: record it once*"])
     with run_peer() as peer:
         monkeypatch.setenv("PEER_URL", peer.url)
-        monkeypatch.setenv("PEER_MODULE", "tests.peer.server")
+        monkeypatch.setenv("PEER_MODULE", "tests.support.peer.server")
         done = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--mcp-record=once")
         done.assert_outcomes(passed=3)
         assert len(peer.log()) > 0

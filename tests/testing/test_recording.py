@@ -5,7 +5,6 @@ both eras), and replaying: in process and over HTTP, with the same results, noti
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -14,8 +13,8 @@ import trio
 
 import mcpfsm
 from mcpfsm.testing import replay, serve
-from tests.fastmcp_peer import FastmcpServer, run_fastmcp
-from tests.peer.fixtures import HttpPeer
+from tests.support.fastmcp_peer import FastmcpServer
+from tests.support.peer.fixtures import HttpPeer
 from tests.testing.agents import (
     ALLOWED_REQUEST,
     ALLOWED_RESPONSE,
@@ -30,12 +29,6 @@ from tests.testing.agents import (
 
 ERAS: Final = {"modern": ("auto", "2026-07-28"), "legacy": ("2025-11-25", "2025-11-25")}
 START: Final = 120.0
-
-
-@pytest.fixture(scope="module")
-def fastmcp_http() -> Iterator[FastmcpServer]:
-    with run_fastmcp() as server:
-        yield server
 
 
 def check_the_file(path: Path, *, server: Any, protocol: str, http: bool) -> list[dict[str, Any]]:

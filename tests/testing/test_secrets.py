@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
@@ -19,17 +18,11 @@ import mcpfsm
 from mcpfsm.testing import replay
 from tests.conformance.adapter import headless_authorize
 from tests.testing.agents import cassette_lines
-from tooling.processes import RunningAuthServer, run_authserver
+from tooling.processes import RunningAuthServer
 
 REDIRECT: Final = "http://localhost:3000/callback"
 SECRET_FIELDS: Final = ("code", "code_verifier", "client_secret", "refresh_token", "client_assertion")
 ERAS: Final = {"modern": "auto", "legacy": "2025-11-25"}
-
-
-@pytest.fixture(scope="module")
-def authserver() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as server:
-        yield server
 
 
 def used_secrets(log: list[dict[str, Any]]) -> dict[str, set[str]]:

@@ -21,9 +21,9 @@ import trio
 import mcpfsm
 from mcpfsm._tooling.server_process import _started, run_peer
 from mcpfsm.testing import CassetteError, replay, serve
-from tests.clirun import mcpfsm as run_mcpfsm
-from tests.clirun import one_error_line
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.clirun import mcpfsm as run_mcpfsm
+from tests.support.clirun import one_error_line
+from tests.support.peer.fixtures import REPO_ROOT
 from tests.testing.agents import SDK_STDIO, SQL, stdio_options, text_of
 
 ERAS: Final = {"modern": "auto", "legacy": "2025-11-25"}

@@ -24,8 +24,8 @@ import trio
 
 import mcpfsm
 from mcpfsm._machines.definition import MachineDefinition, edge
-from tests.fakeserver import FakeServer, result
-from tests.peer.fixtures import REPO_ROOT, start_http_peer
+from tests.support.fakeserver import FakeServer, result
+from tests.support.peer.fixtures import REPO_ROOT, start_http_peer
 from tooling import recorded
 from tooling.recorded import AT
 

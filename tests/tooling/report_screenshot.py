@@ -20,7 +20,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.support.ui import WebDriverWait
 
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 CHROMEDRIVER: Final = "/usr/bin/chromedriver"
 CHROMIUM: Final = "/usr/bin/chromium"

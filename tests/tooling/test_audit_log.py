@@ -17,8 +17,8 @@ import trio
 
 import mcpfsm
 from mcpfsm._tooling.trace import parse_events, select_call, sequence_diagram
-from tests.fakeserver import FakeServer, rpc_error
-from tests.peer.fixtures import REPO_ROOT, start_http_peer
+from tests.support.fakeserver import FakeServer, rpc_error
+from tests.support.peer.fixtures import REPO_ROOT, start_http_peer
 
 SQL: Final = {"query": "select 1", "database": "analytics", "region": "eu-west1"}
 

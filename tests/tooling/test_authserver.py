@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from mcpfsm._core import oauth as o
 from mcpfsm._core.errors import AuthorizationError
-from tooling.processes import RunningAuthServer, run_authserver
+from tooling.processes import RunningAuthServer
 
 REDIRECT = "http://localhost:3000/callback"
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
@@ -38,18 +38,13 @@ Server = Callable[[dict[str, Any]], str]
 # ---------------------------------------------------------------------------------------------- the server process
 
 
-@pytest.fixture(scope="module")
-def running() -> Iterator[RunningAuthServer]:
-    # One process for the module: each test starts afresh through POST /_config (new clients, tokens, log).
-    with run_authserver({}) as server:
-        yield server
-
-
 @pytest.fixture
-def authserver(running: RunningAuthServer) -> Server:
+def serve(authserver: RunningAuthServer) -> Server:
+    # One process for the module (tests/conftest.py): each test starts afresh through POST /_config (new clients,
+    # tokens, log).
     def start(config: dict[str, Any]) -> str:
-        running.configure(config)
-        return running.base_url
+        authserver.configure(config)
+        return authserver.base_url
 
     return start
 
@@ -305,8 +300,8 @@ def assert_tool_session(flow: Flow) -> None:
 # ---------------------------------------------------------------------------------------------- authorization code
 
 
-def test_end_to_end_authorization_code_with_pkce(authserver: Server, http: httpx.Client) -> None:
-    base = authserver(
+def test_end_to_end_authorization_code_with_pkce(serve: Server, http: httpx.Client) -> None:
+    base = serve(
         {"challenge_scope": "mcp:basic", "scopes_supported": ["mcp:basic", "offline_access"], "refresh_tokens": True}
     )
     flow = Flow(http, f"{base}/mcp")
@@ -437,9 +432,9 @@ OIDC = "/.well-known/openid-configuration"
     ],
 )
 def test_discovery_variants(
-    authserver: Server, http: httpx.Client, config: dict[str, Any], expected: list[tuple[str, int]], scope: str | None
+    serve: Server, http: httpx.Client, config: dict[str, Any], expected: list[tuple[str, int]], scope: str | None
 ) -> None:
-    base = authserver(config)
+    base = serve(config)
     flow = Flow(http, f"{base}/mcp", client_metadata_url=CIMD_URL)
     assert flow.call(rpc("tools/list")).status_code == 200
     prefix = config.get("issuer_path", "")
@@ -460,8 +455,8 @@ def test_discovery_variants(
     ("method", "has_secret"),
     [("client_secret_basic", True), ("client_secret_post", True), ("none", False)],
 )
-def test_token_endpoint_auth_methods(authserver: Server, http: httpx.Client, method: str, has_secret: bool) -> None:
-    base = authserver({"token_endpoint_auth_methods_supported": [method]})
+def test_token_endpoint_auth_methods(serve: Server, http: httpx.Client, method: str, has_secret: bool) -> None:
+    base = serve({"token_endpoint_auth_methods_supported": [method]})
     flow = Flow(http, f"{base}/mcp")
     assert flow.call(rpc("tools/list")).status_code == 200
     registration = flow.registrations[base]
@@ -480,9 +475,9 @@ def test_token_endpoint_auth_methods(authserver: Server, http: httpx.Client, met
         assert client_fields == {"client_id": registration.client_id}
 
 
-def test_pre_registration(authserver: Server, http: httpx.Client) -> None:
+def test_pre_registration(serve: Server, http: httpx.Client) -> None:
     credentials = {"client_id": "pre-registered-client", "client_secret": "pre-registered-secret"}
-    base = authserver(
+    base = serve(
         {
             "registration": False,
             "token_endpoint_auth_methods_supported": ["client_secret_basic"],
@@ -543,8 +538,8 @@ def test_pre_registration(authserver: Server, http: httpx.Client) -> None:
         ),
     ],
 )
-def test_legacy_paths(authserver: Server, http: httpx.Client, legacy: str, expected: list[tuple[str, int]]) -> None:
-    base = authserver({"legacy": legacy})
+def test_legacy_paths(serve: Server, http: httpx.Client, legacy: str, expected: list[tuple[str, int]]) -> None:
+    base = serve({"legacy": legacy})
     flow = Flow(http, f"{base}/mcp")
     initialize = flow.call(
         rpc(
@@ -619,9 +614,9 @@ def test_legacy_paths(authserver: Server, http: httpx.Client, legacy: str, expec
     ],
 )
 def test_refusals_stop_before_the_next_server(
-    authserver: Server, http: httpx.Client, config: dict[str, Any], message: str, expected: list[tuple[str, int]]
+    serve: Server, http: httpx.Client, config: dict[str, Any], message: str, expected: list[tuple[str, int]]
 ) -> None:
-    base = authserver(config)
+    base = serve(config)
     flow = Flow(http, f"{base}/mcp")
     with pytest.raises(AuthorizationError) as caught:
         flow.call(rpc("tools/list"))
@@ -635,8 +630,8 @@ def test_refusals_stop_before_the_next_server(
 # ---------------------------------------------------------------------------------------------- scopes
 
 
-def test_scope_step_up(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({"challenge_scope": "mcp:basic", "step_up_scope": "mcp:write"})
+def test_scope_step_up(serve: Server, http: httpx.Client) -> None:
+    base = serve({"challenge_scope": "mcp:basic", "step_up_scope": "mcp:write"})
     flow = Flow(http, f"{base}/mcp")
     assert_tool_session(flow)
     entries = log(http, base)
@@ -651,8 +646,8 @@ def test_scope_step_up(authserver: Server, http: httpx.Client) -> None:
     ]
 
 
-def test_scope_retry_limit_server(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({"forbid_scope": "mcp:admin", "forbid_limit": 3})
+def test_scope_retry_limit_server(serve: Server, http: httpx.Client) -> None:
+    base = serve({"forbid_scope": "mcp:admin", "forbid_limit": 3})
     flow = Flow(http, f"{base}/mcp")
     first = flow.call(rpc("tools/list"))
     assert first.status_code == 403
@@ -665,8 +660,8 @@ def test_scope_retry_limit_server(authserver: Server, http: httpx.Client) -> Non
 # ---------------------------------------------------------------------------------------------- migration
 
 
-def test_authorization_server_migration(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({"migrate_after": 1})
+def test_authorization_server_migration(serve: Server, http: httpx.Client) -> None:
+    base = serve({"migrate_after": 1})
     flow = Flow(http, f"{base}/mcp")
     assert flow.call(rpc("tools/list")).status_code == 200
     first = flow.registrations[base]
@@ -705,9 +700,9 @@ def headless_flow(http: httpx.Client, base: str) -> Flow:
     return flow
 
 
-def test_client_credentials_private_key_jwt(authserver: Server, http: httpx.Client) -> None:
+def test_client_credentials_private_key_jwt(serve: Server, http: httpx.Client) -> None:
     private, public = key_pair()
-    base = authserver(
+    base = serve(
         {
             "client_credentials": {"client_id": "cc-client", "public_key_pem": public},
             "prm_scopes_supported": ["mcp:basic"],
@@ -762,8 +757,8 @@ def test_client_credentials_private_key_jwt(authserver: Server, http: httpx.Clie
         )
 
 
-def test_client_credentials_basic(authserver: Server, http: httpx.Client) -> None:
-    base = authserver(
+def test_client_credentials_basic(serve: Server, http: httpx.Client) -> None:
+    base = serve(
         {"client_credentials": {"client_id": "conformance-test-client", "client_secret": "conformance-test-secret"}}
     )
     flow = headless_flow(http, base)
@@ -781,10 +776,10 @@ def test_client_credentials_basic(authserver: Server, http: httpx.Client) -> Non
     }
 
 
-def test_jwt_bearer_workload_identity(authserver: Server, http: httpx.Client) -> None:
+def test_jwt_bearer_workload_identity(serve: Server, http: httpx.Client) -> None:
     private, public = key_pair()
     issuer = "https://workload.example.com"
-    base = authserver({"jwt_bearer": {"client_id": "workload", "issuer": issuer, "public_key_pem": public}})
+    base = serve({"jwt_bearer": {"client_id": "workload", "issuer": issuer, "public_key_pem": public}})
     flow = headless_flow(http, base)
     assert flow.metadata is not None
     now = int(time.time())
@@ -802,8 +797,8 @@ def test_jwt_bearer_workload_identity(authserver: Server, http: httpx.Client) ->
     assert flow.send(rpc("tools/list")).status_code == 200
 
 
-def test_enterprise_managed_token_exchange(authserver: Server, http: httpx.Client) -> None:
-    base = authserver(
+def test_enterprise_managed_token_exchange(serve: Server, http: httpx.Client) -> None:
+    base = serve(
         {
             "idp": {"client_id": "idp-client", "id_token": "id-token-of-user-1"},
             "pre_registered": {"client_id": "mcp-client", "client_secret": "mcp-secret"},
@@ -844,8 +839,8 @@ def test_enterprise_managed_token_exchange(authserver: Server, http: httpx.Clien
 
 
 @pytest.mark.parametrize("nonces", [False, True], ids=["dpop", "dpop-nonce"])
-def test_dpop(authserver: Server, http: httpx.Client, nonces: bool) -> None:
-    base = authserver({"dpop": True, "dpop_required": True, "dpop_nonce_as": nonces, "dpop_nonce_resource": nonces})
+def test_dpop(serve: Server, http: httpx.Client, nonces: bool) -> None:
+    base = serve({"dpop": True, "dpop_required": True, "dpop_nonce_as": nonces, "dpop_nonce_resource": nonces})
     key = o.DPoPKey.generate()
     flow = Flow(http, f"{base}/mcp", dpop_key=key)
     assert flow.call(rpc("tools/list")).status_code == 200
@@ -893,8 +888,8 @@ def test_dpop(authserver: Server, http: httpx.Client, nonces: bool) -> None:
 # ---------------------------------------------------------------------------------------------- refresh and expiry
 
 
-def test_refresh_with_rotation(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({"refresh_tokens": True, "expires_in": 30})
+def test_refresh_with_rotation(serve: Server, http: httpx.Client) -> None:
+    base = serve({"refresh_tokens": True, "expires_in": 30})
     flow = Flow(http, f"{base}/mcp")
     assert flow.call(rpc("tools/list")).status_code == 200
     first = flow.tokens
@@ -922,10 +917,10 @@ INVALID_GRANT = r"^refreshing: the token endpoint answered HTTP 400 \(error='inv
 
 
 @pytest.mark.parametrize("revoke", [False, True], ids=["reuse-counted", "reuse-revokes-the-grant"])
-def test_a_retired_refresh_token_presented_again(authserver: Server, http: httpx.Client, revoke: bool) -> None:
+def test_a_retired_refresh_token_presented_again(serve: Server, http: httpx.Client, revoke: bool) -> None:
     # RFC 6749 §10.4, RFC 9700 §4.14.2: with revoke_on_reuse the whole grant dies, the tokens the rotation
     # issued included; without it the reuse is only counted and refused.
-    base = authserver({"refresh_tokens": True, "revoke_on_reuse": revoke})
+    base = serve({"refresh_tokens": True, "revoke_on_reuse": revoke})
     flow = Flow(http, f"{base}/mcp")
     assert flow.call(rpc("tools/list")).status_code == 200
     first = flow.tokens
@@ -948,9 +943,9 @@ def test_a_retired_refresh_token_presented_again(authserver: Server, http: httpx
 
 
 def test_a_token_outage_answers_the_next_token_requests_with_its_status(
-    authserver: Server, http: httpx.Client
+    serve: Server, http: httpx.Client
 ) -> None:
-    base = authserver({"refresh_tokens": True})
+    base = serve({"refresh_tokens": True})
     flow = Flow(http, f"{base}/mcp")
     assert flow.call(rpc("tools/list")).status_code == 200
     held = flow.tokens
@@ -966,8 +961,8 @@ def test_a_token_outage_answers_the_next_token_requests_with_its_status(
         assert http.post(f"{base}/_token_outage", json=bad).status_code == 400
 
 
-def test_expired_token_is_refused(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({"expires_in": 0, "challenge_scope": "mcp:basic"})
+def test_expired_token_is_refused(serve: Server, http: httpx.Client) -> None:
+    base = serve({"expires_in": 0, "challenge_scope": "mcp:basic"})
     flow = Flow(http, f"{base}/mcp")
     response = flow.call(rpc("tools/list"))
     assert response.status_code == 401
@@ -980,8 +975,8 @@ def test_expired_token_is_refused(authserver: Server, http: httpx.Client) -> Non
 # ---------------------------------------------------------------------------------------------- the server itself
 
 
-def test_log_clear_and_unknown_paths(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({})
+def test_log_clear_and_unknown_paths(serve: Server, http: httpx.Client) -> None:
+    base = serve({})
     assert http.get(f"{base}/nowhere").status_code == 404
     assert http.post(f"{base}/mcp", content=b"{}", headers={"Authorization": "Bearer forged"}).status_code == 401
     assert steps(http, base) == [("GET", "/nowhere", 404), ("POST", "/mcp", 401)]
@@ -989,8 +984,8 @@ def test_log_clear_and_unknown_paths(authserver: Server, http: httpx.Client) -> 
     assert log(http, base) == []
 
 
-def test_unknown_config_field_is_refused(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({})
+def test_unknown_config_field_is_refused(serve: Server, http: httpx.Client) -> None:
+    base = serve({})
     answer = http.post(f"{base}/_config", json={"no_such_field": 1})
     assert (answer.status_code, answer.json()) == (
         400,
@@ -1011,8 +1006,8 @@ def test_unknown_config_field_exits() -> None:
     assert result.stderr.strip().endswith("ValueError: unknown scenario fields: ['no_such_field']")
 
 
-def test_authorize_rejects_bad_requests(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({})
+def test_authorize_rejects_bad_requests(serve: Server, http: httpx.Client) -> None:
+    base = serve({})
     answer = http.post(
         f"{base}/register",
         json=o.registration_request(client_name="t", redirect_uris=[REDIRECT], token_endpoint_auth_method="none"),
@@ -1041,8 +1036,8 @@ def test_authorize_rejects_bad_requests(authserver: Server, http: httpx.Client) 
         assert (refused.status_code, refused.json()["error"]) == (400, error)
 
 
-def test_token_endpoint_refusals(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({})
+def test_token_endpoint_refusals(serve: Server, http: httpx.Client) -> None:
+    base = serve({})
     flow = Flow(http, f"{base}/mcp")
     flow.discover(flow.send(rpc("tools/list")))
     flow.client = flow.register()
@@ -1073,8 +1068,8 @@ def test_token_endpoint_refusals(authserver: Server, http: httpx.Client) -> None
     assert (replayed.status_code, replayed.json()["error"]) == (400, "invalid_grant")
 
 
-def test_dpop_proof_refusals(authserver: Server, http: httpx.Client) -> None:
-    base = authserver({"dpop": True})
+def test_dpop_proof_refusals(serve: Server, http: httpx.Client) -> None:
+    base = serve({"dpop": True})
     key = o.DPoPKey.generate()
     flow = Flow(http, f"{base}/mcp", dpop_key=key)
     assert flow.call(rpc("tools/list")).status_code == 200

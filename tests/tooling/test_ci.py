@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 NEED = REPO_ROOT / ".ci" / "need"
 BASH = shutil.which("bash") or "/bin/bash"
@@ -75,7 +75,7 @@ def test_ci_provides_npm_before_the_conformance_suite_runs() -> None:
 
 
 def test_ci_provides_redis_server_to_the_test_command() -> None:
-    # The shared stores' tests start a real redis-server (tests/redisserver.py); .ci/need installs it first.
+    # The shared stores' tests start a real redis-server (tests/support/redisserver.py); .ci/need installs it first.
     lines = (REPO_ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     command = next(line for line in lines if line.endswith(".venv/bin/python -m pytest"))
     assert command.index(".ci/need redis-server redis-server") < command.index("-m pytest")

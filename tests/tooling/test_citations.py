@@ -9,7 +9,7 @@ from typing import Final
 
 import pytest
 
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 # "(A6)", "A28:", "rediscovery (A9)": the numbered rules of a reference digest nobody outside can read; and the
 # sections of a private specification.

@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,23 +17,17 @@ import pytest
 from mcpfsm._tooling.cli import Exit
 from mcpfsm._tooling.cli.tools import render_tools
 from mcpfsm._tooling.diagram import REGENERATE_COMMAND
-from tests.clirun import Run, Screen, background, command, finished, mcpfsm, one_error_line
-from tests.peer.fixtures import INPUT_TOOLS, REPO_ROOT, TOOLS, HttpPeer, start_http_peer
+from tests.support.clirun import Run, Screen, background, command, finished, mcpfsm, one_error_line
+from tests.support.peer.fixtures import INPUT_TOOLS, REPO_ROOT, TOOLS, HttpPeer
 
-STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
+STDIO_SERVER = f"{sys.executable} -m tests.support.peer.server --stdio"
 SQL_ARGS = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="modern") as peer:
-        yield peer
-
-
 @pytest.fixture
-def peer(server: HttpPeer) -> HttpPeer:
-    server.control({"action": "reset"})
-    return server
+def peer(modern_peer: HttpPeer) -> HttpPeer:
+    modern_peer.control({"action": "reset"})
+    return modern_peer
 
 
 @pytest.fixture

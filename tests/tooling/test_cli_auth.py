@@ -12,7 +12,6 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,16 +21,10 @@ import pytest
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder
 from mcpfsm._tooling.cli import Exit
-from tests.clirun import background, finished, line_within
-from tests.peer.fixtures import REPO_ROOT
-from tests.ports import reserved_port
-from tooling.processes import RunningAuthServer, run_authserver
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as running:
-        yield running
+from tests.support.clirun import background, finished, line_within
+from tests.support.peer.fixtures import REPO_ROOT
+from tests.support.ports import reserved_port
+from tooling.processes import RunningAuthServer
 
 
 def environment(config: Path) -> dict[str, str]:
@@ -69,20 +62,21 @@ def login_with_browser(config: Path, *args: str) -> tuple[int, str, list[str], d
 
 
 def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
-    server: RunningAuthServer, tmp_path: Path
+    authserver: RunningAuthServer, tmp_path: Path
 ) -> None:
-    server.configure({"challenge_scope": "mcp:basic"})
+    authserver.configure({"challenge_scope": "mcp:basic"})
     with reserved_port() as port:
         redirect = f"http://127.0.0.1:{port}/callback"
-        code, out, lines, page = login_with_browser(tmp_path, server.mcp_url, "--redirect-uri", redirect)
+        code, out, lines, page = login_with_browser(tmp_path, authserver.mcp_url, "--redirect-uri", redirect)
     assert code == Exit.ok, lines
     tokens = tmp_path / "mcpfsm" / "tokens.json"
     assert (
         out
-        == f"logged in to {server.mcp_url} (issuer {server.base_url}, scopes: mcp:basic); tokens stored in {tokens}\n"
+        == f"logged in to {authserver.mcp_url} (issuer {authserver.base_url}, scopes: mcp:basic); tokens stored in "
+        f"{tokens}\n"
     )
     assert lines[0] == f"mcpfsm: log in to authorize access (waiting up to 300 s for {redirect}):"
-    assert lines[1].startswith(f"  {server.base_url}/authorize?response_type=code&client_id=client-")
+    assert lines[1].startswith(f"  {authserver.base_url}/authorize?response_type=code&client_id=client-")
     assert lines[2:] == ["mcpfsm: waiting for the browser (up to 300 s; Ctrl-C to give up)"]
     assert page == {
         "status": 200,
@@ -93,49 +87,51 @@ def test_login_stores_tokens_that_every_command_reuses_and_logout_forgets(
     stored = json.loads(tokens.read_text())
     holder = credential_holder(mcpfsm.OAuth())
     assert sorted(stored) == [
-        f"binding {server.mcp_url} {holder}",
-        f"registration {server.base_url} {holder}",
-        f"tokens {server.base_url} {server.mcp_url} {holder}",
+        f"binding {authserver.mcp_url} {holder}",
+        f"registration {authserver.base_url} {holder}",
+        f"tokens {authserver.base_url} {authserver.mcp_url} {holder}",
     ]
-    paths = [entry["path"] for entry in server.log()]
+    paths = [entry["path"] for entry in authserver.log()]
     assert paths.count("/authorize") == 1
 
-    server.clear_log()
-    listed = command(tmp_path, "tools", server.mcp_url, "--json")
+    authserver.clear_log()
+    listed = command(tmp_path, "tools", authserver.mcp_url, "--json")
     assert (listed.returncode, json.loads(listed.stdout)["tools"][0]["name"], listed.stderr) == (0, "test-tool", "")
-    assert [entry["path"] for entry in server.log()] == ["/mcp", "/mcp"]
-    token = stored[f"tokens {server.base_url} {server.mcp_url} {holder}"]["access_token"]
-    assert {entry["headers"]["authorization"] for entry in server.log()} == {f"Bearer {token}"}
+    assert [entry["path"] for entry in authserver.log()] == ["/mcp", "/mcp"]
+    token = stored[f"tokens {authserver.base_url} {authserver.mcp_url} {holder}"]["access_token"]
+    assert {entry["headers"]["authorization"] for entry in authserver.log()} == {f"Bearer {token}"}
 
-    again = command(tmp_path, "login", server.mcp_url)
+    again = command(tmp_path, "login", authserver.mcp_url)
     assert (again.returncode, again.stdout) == (
         0,
-        f"{server.mcp_url}: no login needed (the server accepted the stored token, or asks for none)\n",
+        f"{authserver.mcp_url}: no login needed (the server accepted the stored token, or asks for none)\n",
     )
 
-    out_run = command(tmp_path, "logout", server.mcp_url)
+    out_run = command(tmp_path, "logout", authserver.mcp_url)
     assert (out_run.returncode, out_run.stdout) == (
         0,
-        f"logged out of {server.mcp_url}: its tokens were removed from {tokens}\n",
+        f"logged out of {authserver.mcp_url}: its tokens were removed from {tokens}\n",
     )
-    assert sorted(json.loads(tokens.read_text())) == [f"registration {server.base_url} {holder}"]
-    assert command(tmp_path, "logout", server.mcp_url).stdout == f"{server.mcp_url}: no tokens stored in {tokens}\n"
+    assert sorted(json.loads(tokens.read_text())) == [f"registration {authserver.base_url} {holder}"]
+    logged_out = command(tmp_path, "logout", authserver.mcp_url).stdout
+    assert logged_out == f"{authserver.mcp_url}: no tokens stored in {tokens}\n"
 
-    refused = command(tmp_path, "tools", server.mcp_url, "--auth", "none")
+    refused = command(tmp_path, "tools", authserver.mcp_url, "--auth", "none")
     # The server's 401 carries a JSON-RPC error (-32001): still the 401 docs/authorization.md describes.
     assert (refused.returncode, refused.stderr) == (
         Exit.unauthorized,
-        f"mcpfsm: error: {server.mcp_url}: the server requires authorization (HTTP 401) and the request carried none"
-        f" it accepts: run `mcpfsm login {server.mcp_url}` and use --auth oauth (the default), or pass --token TOKEN\n",
+        f"mcpfsm: error: {authserver.mcp_url}: the server requires authorization (HTTP 401) and the request"
+        f" carried none it accepts: run `mcpfsm login {authserver.mcp_url}` and use --auth oauth (the default),"
+        " or pass --token TOKEN\n",
     )
 
 
-def test_a_login_nobody_completes_times_out_with_one_line(server: RunningAuthServer, tmp_path: Path) -> None:
-    server.configure({})
+def test_a_login_nobody_completes_times_out_with_one_line(authserver: RunningAuthServer, tmp_path: Path) -> None:
+    authserver.configure({})
     with reserved_port() as port:
         redirect = f"http://127.0.0.1:{port}/callback"
         run = command(
-            tmp_path, "login", server.mcp_url, "--no-browser", "--redirect-uri", redirect, "--login-timeout", "1"
+            tmp_path, "login", authserver.mcp_url, "--no-browser", "--redirect-uri", redirect, "--login-timeout", "1"
         )
     assert run.returncode == Exit.unauthorized
     assert run.stderr.splitlines()[2:] == [
@@ -149,15 +145,15 @@ def test_a_login_nobody_completes_times_out_with_one_line(server: RunningAuthSer
     )
 
 
-def test_client_credentials_from_the_command_line(server: RunningAuthServer, tmp_path: Path) -> None:
-    server.configure({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}})
+def test_client_credentials_from_the_command_line(authserver: RunningAuthServer, tmp_path: Path) -> None:
+    authserver.configure({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}})
     env_run = subprocess.run(
         [
             sys.executable,
             "-m",
             "mcpfsm",
             "tools",
-            server.mcp_url,
+            authserver.mcp_url,
             "--auth",
             "client-credentials",
             "--client-id",
@@ -172,43 +168,43 @@ def test_client_credentials_from_the_command_line(server: RunningAuthServer, tmp
         check=False,
     )
     assert (env_run.returncode, env_run.stderr) == (0, "")
-    token = [entry for entry in server.log() if entry["path"] == "/token"]
+    token = [entry for entry in authserver.log() if entry["path"] == "/token"]
     assert [entry["form"]["grant_type"] for entry in token] == ["client_credentials"]
-    usage = command(tmp_path, "tools", server.mcp_url, "--auth", "client-credentials")
+    usage = command(tmp_path, "tools", authserver.mcp_url, "--auth", "client-credentials")
     assert (usage.returncode, usage.stderr) == (
         Exit.usage,
         "mcpfsm: error: --auth client-credentials needs --client-id\n",
     )
 
 
-def _issued_token(server: RunningAuthServer) -> str:
+def _issued_token(authserver: RunningAuthServer) -> str:
     """An access token of the test server's, fetched as a headless agent would (the user's own token)."""
-    server.configure({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}})
+    authserver.configure({"client_credentials": {"client_id": "agent", "client_secret": "agent-secret"}})
     answer = httpx.post(
-        f"{server.base_url}/token",
-        data={"grant_type": "client_credentials", "resource": server.mcp_url},
+        f"{authserver.base_url}/token",
+        data={"grant_type": "client_credentials", "resource": authserver.mcp_url},
         auth=("agent", "agent-secret"),
         timeout=30,
     )
     answer.raise_for_status()
-    server.clear_log()
+    authserver.clear_log()
     return str(answer.json()["access_token"])
 
 
 @pytest.mark.parametrize("how", ["token", "token-file", "authorization-header"])
 def test_a_static_bearer_token_is_sent_as_is_and_runs_no_flow(
-    server: RunningAuthServer, tmp_path: Path, how: str
+    authserver: RunningAuthServer, tmp_path: Path, how: str
 ) -> None:
-    token = _issued_token(server)
+    token = _issued_token(authserver)
     (tmp_path / "token.txt").write_text(token + "\n")  # as `echo TOKEN > token.txt` leaves it
     given = {
         "token": ["--token", token],
         "token-file": ["--token", f"@{tmp_path / 'token.txt'}"],
         "authorization-header": ["--header", f"Authorization: Bearer {token}"],
     }[how]
-    done = command(tmp_path, "tools", server.mcp_url, "--json", *given)
+    done = command(tmp_path, "tools", authserver.mcp_url, "--json", *given)
     assert (done.returncode, json.loads(done.stdout)["tools"][0]["name"], done.stderr) == (0, "test-tool", "")
-    sent = [(entry["path"], entry["headers"].get("authorization")) for entry in server.log()]
+    sent = [(entry["path"], entry["headers"].get("authorization")) for entry in authserver.log()]
     assert sent == [("/mcp", f"Bearer {token}")] * len(sent) and len(sent) >= 2
 
 
@@ -243,31 +239,33 @@ def test_a_static_bearer_token_is_sent_as_is_and_runs_no_flow(
     ],
 )
 def test_credentials_that_contradict_each_other_are_usage_errors(
-    server: RunningAuthServer, tmp_path: Path, args: list[str], message: str
+    authserver: RunningAuthServer, tmp_path: Path, args: list[str], message: str
 ) -> None:
-    server.configure({})
-    done = command(tmp_path, "tools", server.mcp_url, *args)
+    authserver.configure({})
+    done = command(tmp_path, "tools", authserver.mcp_url, *args)
     assert (done.returncode, done.stdout, done.stderr) == (Exit.usage, "", f"mcpfsm: error: {message}\n")
-    assert server.log() == []
+    assert authserver.log() == []
 
 
-def test_an_empty_userinfo_in_the_url_is_no_credentials_of_its_own(server: RunningAuthServer, tmp_path: Path) -> None:
+def test_an_empty_userinfo_in_the_url_is_no_credentials_of_its_own(
+    authserver: RunningAuthServer, tmp_path: Path
+) -> None:
     # `http://@host/mcp` sends no Authorization (mcpfsm._transports.http.carries_credentials), so --token is
     # the only credential given, not a second one.
-    token = _issued_token(server)
-    url = server.mcp_url.replace("http://", "http://@", 1)
+    token = _issued_token(authserver)
+    url = authserver.mcp_url.replace("http://", "http://@", 1)
     done = command(tmp_path, "tools", url, "--json", "--token", token)
     assert (done.returncode, json.loads(done.stdout)["tools"][0]["name"], done.stderr) == (0, "test-tool", "")
-    sent = [(entry["path"], entry["headers"].get("authorization")) for entry in server.log()]
+    sent = [(entry["path"], entry["headers"].get("authorization")) for entry in authserver.log()]
     assert sent == [("/mcp", f"Bearer {token}")] * len(sent) and len(sent) >= 2
 
 
-def test_a_user_in_the_url_is_credentials_of_its_own(server: RunningAuthServer, tmp_path: Path) -> None:
-    server.configure({})
-    done = command(tmp_path, "tools", server.mcp_url.replace("http://", "http://user@", 1), "--token", "t0ken")
+def test_a_user_in_the_url_is_credentials_of_its_own(authserver: RunningAuthServer, tmp_path: Path) -> None:
+    authserver.configure({})
+    done = command(tmp_path, "tools", authserver.mcp_url.replace("http://", "http://user@", 1), "--token", "t0ken")
     message = "give one of --token and the URL's user:password, not both: each sends an Authorization header"
     assert (done.returncode, done.stdout, done.stderr) == (Exit.usage, "", f"mcpfsm: error: {message}\n")
-    assert server.log() == []
+    assert authserver.log() == []
 
 
 def test_a_token_for_a_stdio_server_is_a_usage_error(tmp_path: Path) -> None:

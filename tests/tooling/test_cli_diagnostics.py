@@ -1,6 +1,6 @@
 """What the installed ``mcpfsm`` command says when it cannot connect: the OS cause, the URL, TLS in plain words.
 
-Runs ``python -m mcpfsm`` as a subprocess (``tests/clirun.py``) against a closed port on 127.0.0.1 and against a
+Runs ``python -m mcpfsm`` as a subprocess (``tests/support/clirun.py``) against a closed port on 127.0.0.1 and against a
 plain-HTTP server on 127.0.0.1 contacted with ``https://``.
 """
 
@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 import trio
 
 from mcpfsm._tooling.cli.common import Exit
-from tests.clirun import mcpfsm, one_error_line
+from tests.support.clirun import mcpfsm, one_error_line
 
 HOST = "127.0.0.1"
 

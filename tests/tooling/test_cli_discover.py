@@ -1,7 +1,7 @@
 """Discover, then call, and the diagnostics around it: the installed ``mcpfsm`` command, run as a subprocess.
 
 Against the real test server (the official SDK) where it has what a test needs, and against a raw socket server
-(``tests.rawserver``) where a test must script the server: a tool with integer and boolean parameters, a server
+(``tests.support.rawserver``) where a test must script the server: a tool with integer and boolean parameters, a server
 without a capability, a modern server that does not declare ``logging``.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -18,8 +17,8 @@ from typing import Any, Final
 import pytest
 import trio
 
-from tests.peer.fixtures import HttpPeer, start_http_peer
-from tests.rawserver import Server, rpc, rpc_error, serving
+from tests.support.peer.fixtures import HttpPeer
+from tests.support.rawserver import Server, rpc, rpc_error, serving
 
 MCPFSM: Final = Path(sys.executable).with_name("mcpfsm")
 """The console script pip installed next to the interpreter."""
@@ -43,7 +42,7 @@ def mcpfsm(*args: str, stdin: str | None = None, cwd: Path | None = None) -> Run
 
 
 async def amcpfsm(*args: str) -> Run:
-    # For tests whose server runs in this trio run (tests.rawserver).
+    # For tests whose server runs in this trio run (tests.support.rawserver).
     done = await trio.run_process([str(MCPFSM), *args], capture_stdout=True, capture_stderr=True, check=False)
     return Run(done.returncode, done.stdout.decode(), done.stderr.decode())
 
@@ -53,18 +52,6 @@ def error_line(run: Run) -> str:
     lines = run.stderr.splitlines()
     assert len(lines) == 1, run.stderr
     return lines[0]
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[HttpPeer]:
-    with start_http_peer(mode="dual") as peer:
-        yield peer
-
-
-@pytest.fixture
-def peer(server: HttpPeer) -> HttpPeer:
-    server.control({"action": "reset"})
-    return server
 
 
 def tool_calls(peer: HttpPeer) -> list[dict[str, Any]]:

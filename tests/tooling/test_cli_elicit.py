@@ -15,8 +15,8 @@ import time
 import pytest
 
 from mcpfsm._tooling.cli.elicit import TerminalElicitation
-from tests.clirun import Run, background, command, finished, mcpfsm
-from tests.peer.fixtures import HttpPeer
+from tests.support.clirun import Run, background, command, finished, mcpfsm
+from tests.support.peer.fixtures import HttpPeer
 
 LEGACY = "2025-11-25"
 ASK_NAME = "mcpfsm: the server asks: What is your name?\n  Answer it? [Y]es / [n]o (decline) / [c]ancel: \n"

@@ -1,6 +1,6 @@
 """A hostile server cannot drive the terminal through anything ``mcpfsm`` prints (mcpfsm/_tooling/cli/terminal.py).
 
-A raw socket server (``tests/rawserver.py``, in this trio run) puts :data:`EVIL` — an OSC window title, ESC and
+A raw socket server (``tests/support/rawserver.py``, in this trio run) puts :data:`EVIL` — an OSC window title, ESC and
 8-bit CSI sequences, BEL, a lone CR, DEL and a right-to-left override — in every string it serves: server info,
 instructions, tool, parameter, type and enum names, descriptions, results, JSON-RPC error messages, task ids and
 status messages, progress messages, resources, prompts, skills, notifications. Every command that prints server
@@ -26,8 +26,8 @@ import trio
 
 import mcpfsm
 from mcpfsm._tooling.cli.terminal import shown
-from tests.clirun import GUARD, with_default_sigint
-from tests.rawserver import HOST, Seen, Server, ok, serving
+from tests.support.clirun import GUARD, with_default_sigint
+from tests.support.rawserver import HOST, Seen, Server, ok, serving
 
 MODERN: Final = "2026-07-28"
 EVIL: Final = "\x1b]0;pwned\x07\x1b[2J\x9b31mred\r\x7fgone\u202eevil"

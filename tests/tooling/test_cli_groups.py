@@ -16,8 +16,8 @@ from typing import Any, Final
 import pytest
 
 from mcpfsm._tooling.cli import Exit
-from tests.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
-from tests.ports import reserved_port
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer, start_http_peer
+from tests.support.ports import reserved_port
 
 SQL_ARGS: Final = {"query": "select 1", "database": "analytics", "options": {"readOnly": True}}
 
@@ -58,7 +58,7 @@ def config(web: HttpPeer, tmp_path: Path) -> Iterator[dict[str, Any]]:
                 "web": {"url": web.url, "include_tools": ["execute-sql", "echo"]},
                 "local": {
                     "command": sys.executable,
-                    "args": ["-m", "tests.stdio_lingering"],
+                    "args": ["-m", "tests.support.stdio_lingering"],
                     "cwd": str(REPO_ROOT),
                     "env": {"GREETING": "${env:GROUP_CLI_GREETING}"},
                 },

@@ -5,29 +5,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 
 import pytest
 
 from mcpfsm._tooling.cli import Exit
-from tests.clirun import Run, mcpfsm, one_error_line
-from tests.peer.fixtures import REPO_ROOT, HttpPeer
+from tests.support.clirun import Run, mcpfsm, one_error_line
+from tests.support.peer.fixtures import REPO_ROOT, HttpPeer
 from tooling.peer_skills import SKILLS
-from tooling.processes import RunningSkillsPeer, run_skills_peer
+from tooling.processes import RunningSkillsPeer
 
 PDF = "skill://pdf-processing/SKILL.md"
 
 
-@pytest.fixture(scope="module")
-def served() -> Iterator[RunningSkillsPeer]:
-    with run_skills_peer() as server:
-        yield server
-
-
 @pytest.fixture
-def server(served: RunningSkillsPeer) -> RunningSkillsPeer:
-    served.clear_log()
-    return served
+def server(skills_peer: RunningSkillsPeer) -> RunningSkillsPeer:
+    skills_peer.clear_log()
+    return skills_peer
 
 
 def reads(server: RunningSkillsPeer) -> list[str | None]:

@@ -1,11 +1,10 @@
 """``mcpfsm login --store`` and ``mcpfsm store check``, run for real: the test authorization server, a real
-``redis-server`` (tests/redisserver.py), and a library client that uses the login the command stored."""
+``redis-server`` (tests/support/redisserver.py), and a library client that uses the login the command stored."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,16 +13,10 @@ import trio
 import mcpfsm
 from mcpfsm._core.credentials import credential_holder, registration_key, tokens_key
 from mcpfsm._tooling.cli import Exit
-from tests.ports import reserved_port
-from tests.redisserver import RedisServer
+from tests.support.ports import reserved_port
+from tests.support.redisserver import RedisServer
 from tests.tooling.test_cli_auth import command, login_with_browser
-from tooling.processes import RunningAuthServer, run_authserver
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[RunningAuthServer]:
-    with run_authserver({}) as running:
-        yield running
+from tooling.processes import RunningAuthServer
 
 
 async def never(url: str) -> str:
@@ -31,17 +24,24 @@ async def never(url: str) -> str:
 
 
 def test_one_login_in_redis_serves_a_worker_and_store_check_shows_it_without_secrets(
-    server: RunningAuthServer, redis_server: RedisServer, redis_prefix: str, tmp_path: Path
+    authserver: RunningAuthServer, redis_server: RedisServer, redis_prefix: str, tmp_path: Path
 ) -> None:
-    server.configure({"challenge_scope": "mcp:basic"})
+    authserver.configure({"challenge_scope": "mcp:basic"})
     with reserved_port() as port:
         redirect = f"http://127.0.0.1:{port}/callback"
         code, out, lines, _ = login_with_browser(
-            tmp_path, server.mcp_url, "--redirect-uri", redirect, "--store", redis_server.url, "--prefix", redis_prefix
+            tmp_path,
+            authserver.mcp_url,
+            "--redirect-uri",
+            redirect,
+            "--store",
+            redis_server.url,
+            "--prefix",
+            redis_prefix,
         )
     assert code == Exit.ok, lines
     assert out == (
-        f"logged in to {server.mcp_url} (issuer {server.base_url}, scopes: mcp:basic); tokens stored in"
+        f"logged in to {authserver.mcp_url} (issuer {authserver.base_url}, scopes: mcp:basic); tokens stored in"
         f" {redis_server.url} (prefix {redis_prefix})\n"
     )
     assert not (tmp_path / "mcpfsm" / "tokens.json").exists()
@@ -49,20 +49,20 @@ def test_one_login_in_redis_serves_a_worker_and_store_check_shows_it_without_sec
     async def worker() -> tuple[str, dict[str, object] | None]:
         async with mcpfsm.RedisStore(redis_server.url, prefix=redis_prefix) as store:
             auth = mcpfsm.OAuth(redirect_uri=redirect, authorize=never)
-            async with mcpfsm.Client.http(server.mcp_url, auth=auth, store=store) as client:
+            async with mcpfsm.Client.http(authserver.mcp_url, auth=auth, store=store) as client:
                 text = (await client.call_tool("test-tool", {})).text
-            return text, await store.get(tokens_key(server.base_url, server.mcp_url, credential_holder(auth)))
+            return text, await store.get(tokens_key(authserver.base_url, authserver.mcp_url, credential_holder(auth)))
 
-    server.clear_log()
+    authserver.clear_log()
     text, tokens = trio.run(worker)
     assert text == "test-tool called"
     # The worker sent the stored token straight away: no authorization server request at all.
-    assert {entry["path"] for entry in server.log()} == {"/mcp"}
+    assert {entry["path"] for entry in authserver.log()} == {"/mcp"}
     assert tokens is not None
     secret = str(tokens["access_token"])
 
     checked = command(
-        tmp_path, "store", "check", redis_server.url, "--prefix", redis_prefix, "--server", server.mcp_url
+        tmp_path, "store", "check", redis_server.url, "--prefix", redis_prefix, "--server", authserver.mcp_url
     )
     assert (checked.returncode, checked.stderr) == (0, "")
     rows = [line.split("  ") for line in checked.stdout.splitlines()]
@@ -70,13 +70,14 @@ def test_one_login_in_redis_serves_a_worker_and_store_check_shows_it_without_sec
     assert kinds == ["KIND", "binding", "registration", "tokens"]
     assert "access token expires in" in checked.stdout and "no refresh token, scopes: mcp:basic" in checked.stdout
     assert secret not in checked.stdout
-    registration = trio.run(_registration, redis_server.url, redis_prefix, server.base_url)
+    registration = trio.run(_registration, redis_server.url, redis_prefix, authserver.base_url)
     assert str(registration["client_id"]) not in checked.stdout
 
-    logged_out = command(tmp_path, "logout", server.mcp_url, "--store", redis_server.url, "--prefix", redis_prefix)
+    logged_out = command(tmp_path, "logout", authserver.mcp_url, "--store", redis_server.url, "--prefix", redis_prefix)
     assert (logged_out.returncode, logged_out.stdout) == (
         0,
-        f"logged out of {server.mcp_url}: its tokens were removed from {redis_server.url} (prefix {redis_prefix})\n",
+        f"logged out of {authserver.mcp_url}: its tokens were removed from {redis_server.url} "
+        f"(prefix {redis_prefix})\n",
     )
     left = command(tmp_path, "store", "check", redis_server.url, "--prefix", redis_prefix, "--json")
     assert [entry["kind"] for entry in json.loads(left.stdout)] == ["registration"]
@@ -204,14 +205,14 @@ def test_a_redis_store_nobody_answers_is_unreachable(tmp_path: Path) -> None:
     )
 
 
-def test_login_to_a_store_nobody_answers_fails_before_the_login(server: RunningAuthServer, tmp_path: Path) -> None:
-    server.configure({})
-    server.clear_log()
+def test_login_to_a_store_nobody_answers_fails_before_the_login(authserver: RunningAuthServer, tmp_path: Path) -> None:
+    authserver.configure({})
+    authserver.clear_log()
     with reserved_port() as port:
-        done = command(tmp_path, "login", server.mcp_url, "--no-browser", "--store", f"redis://127.0.0.1:{port}/0")
+        done = command(tmp_path, "login", authserver.mcp_url, "--no-browser", "--store", f"redis://127.0.0.1:{port}/0")
     assert (done.returncode, done.stdout, done.stderr) == (
         Exit.unreachable,
         "",
         f"mcpfsm: error: cannot use the store redis://127.0.0.1:{port}/0 (prefix mcpfsm:): ConnectionError\n",
     )
-    assert server.log() == []
+    assert authserver.log() == []

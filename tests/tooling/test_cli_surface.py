@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from mcpfsm._tooling.cli import Exit
-from tests.clirun import (
+from tests.support.clirun import (
     GUARD,
     Run,
     background,
@@ -24,10 +24,10 @@ from tests.clirun import (
     one_error_line,
     with_default_sigint,
 )
-from tests.peer.fixtures import HttpPeer
-from tests.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, serving
+from tests.support.peer.fixtures import HttpPeer
+from tests.support.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, serving
 
-STDIO_SERVER = f"{sys.executable} -m tests.peer.server --stdio"
+STDIO_SERVER = f"{sys.executable} -m tests.support.peer.server --stdio"
 
 
 @pytest.mark.parametrize("protocol", ["2026-07-28", "2025-11-25"])

@@ -16,21 +16,15 @@ import trio
 
 import mcpfsm
 from mcpfsm._tooling.cli import Exit
-from tests.clirun import Screen, background, command, finished, line_within, one_error_line
-from tests.clirun import mcpfsm as run_mcpfsm
-from tests.peer.fixtures import HttpPeer, start_http_peer
-
-
-@pytest.fixture(scope="module")
-def served() -> Iterator[HttpPeer]:
-    with start_http_peer("modern", module="tooling.peer_tasks") as running:
-        yield running
+from tests.support.clirun import Screen, background, command, finished, line_within, one_error_line
+from tests.support.clirun import mcpfsm as run_mcpfsm
+from tests.support.peer.fixtures import HttpPeer, start_http_peer
 
 
 @pytest.fixture
-def server(served: HttpPeer) -> HttpPeer:
-    served.clear_log()
-    return served
+def server(tasks_peer: HttpPeer) -> HttpPeer:
+    tasks_peer.clear_log()
+    return tasks_peer
 
 
 def methods(server: HttpPeer) -> list[tuple[str, str | None]]:

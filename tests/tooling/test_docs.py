@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from tests.peer.fixtures import start_http_peer
+from tests.support.peer.fixtures import start_http_peer
 from tooling.processes import run_authserver
 
 ROOT: Final = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 import mcpfsm
-from tests.ports import reserved_port
+from tests.support.ports import reserved_port
 from tests.tooling.test_docs import example, run_example, shown_after
 
 

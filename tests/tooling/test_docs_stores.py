@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.redisserver import RedisServer
+from tests.support.redisserver import RedisServer
 from tests.tooling.test_docs import example, run_example
 from tooling.processes import run_authserver
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from mcpfsm._tooling.server_process import _started
-from tests.peer.fixtures import REPO_ROOT, start_http_peer
+from tests.support.peer.fixtures import REPO_ROOT, start_http_peer
 from tests.tooling.test_docs import example, run_example
 
 RETRY = [

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 from tests.tooling.test_report import page_data
 from tooling.recorded import MANUAL_REPORTS, manual_reports, walkthrough_records
 

@@ -15,7 +15,7 @@ import pytest
 import mcpfsm
 from mcpfsm._client.stores import default_token_path
 from mcpfsm._transports.tls import system_trust
-from tests.rawserver import HOST, Server, rpc, serving, tls_for
+from tests.support.rawserver import HOST, Server, rpc, serving, tls_for
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 PYPROJECT: Final = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

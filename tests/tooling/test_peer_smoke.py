@@ -1,4 +1,4 @@
-"""The test peer behaves as tests/peer/README.md says, checked with raw httpx (no mcpfsm)."""
+"""The test peer behaves as tests/support/peer/README.md says, checked with raw httpx (no mcpfsm)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.peer.fixtures import INPUT_TOOLS, TOOLS, HttpPeer, start_http_peer
+from tests.support.peer.fixtures import INPUT_TOOLS, TOOLS, HttpPeer, start_http_peer
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from tests.peer.fixtures import start_http_peer
+from tests.support.peer.fixtures import start_http_peer
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

@@ -145,9 +145,9 @@ async def test_a_group_members_status_changes_are_a_run_lit_on_the_group_machine
     import trio
 
     import mcpfsm
-    from tests.peer.fixtures import REPO_ROOT
+    from tests.support.peer.fixtures import REPO_ROOT
 
-    entry = {"command": sys.executable, "args": [str(REPO_ROOT / "tests" / "stdio_member.py")]}
+    entry = {"command": sys.executable, "args": [str(REPO_ROOT / "tests" / "support" / "stdio_member.py")]}
     recorded: list[mcpfsm.CallEvent] = []
     async with (
         mcpfsm.ClientGroup({"mcpServers": {"work": entry}}, lazy=True, reconnect_backoff=0.05, on_event=recorded.append)

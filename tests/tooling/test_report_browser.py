@@ -28,7 +28,7 @@ from selenium.webdriver.support.select import Select
 from selenium.webdriver.support.ui import WebDriverWait
 
 from mcpfsm._tooling.report import report_html
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 from tests.tooling.recordings import TASK, group_records, input_records, jsonl, task_records, walkthrough_records
 
 CHROMEDRIVER: Final = "/usr/bin/chromedriver"
@@ -291,7 +291,7 @@ def test_a_live_task_run_is_drawn_on_the_task_machine(driver: WebDriver, tmp_pat
     import trio
 
     import mcpfsm
-    from tests.peer.fixtures import start_http_peer
+    from tests.support.peer.fixtures import start_http_peer
 
     events: list[mcpfsm.CallEvent] = []
 

@@ -23,7 +23,7 @@ import pytest
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 
-# Names the checkout gives its test-only code (tooling/, tests/peer/): none of them may ship.
+# Names the checkout gives its test-only code (tooling/, tests/support/peer/): none of them may ship.
 TEST_ONLY_STEMS: Final = ("peer", "walkthrough", "authserver", "recorded")
 TEST_ONLY_FOLDERS: Final = ("tooling", "tests", "bench", "docs", "specs", "diagrams")
 
@@ -91,7 +91,7 @@ def test_the_name_rule_sees_every_test_only_name() -> None:
         "mcpfsm/_tooling/peer_tasks.py",
         "mcpfsm/_tooling/walkthrough_auth.py",
         "mcpfsm/_tooling/recorded.py",
-        "tests/peer/server.py",
+        "tests/support/peer/server.py",
         "bench/call.py",
     ):
         assert is_test_only(name), name

@@ -16,7 +16,7 @@ import trio
 
 import mcpfsm
 from mcpfsm._transports.base import InboundHandler, Reply
-from tests.fakeserver import FakeServer, Seen
+from tests.support.fakeserver import FakeServer, Seen
 
 HANG_GUARD: Final = 120
 

@@ -1,4 +1,4 @@
-"""Cookies, as an httpx client keeps them (RFC 6265), against raw servers on 127.0.0.1 (tests/rawserver.py).
+"""Cookies, as an httpx client keeps them (RFC 6265), against raw servers on 127.0.0.1 (tests/support/rawserver.py).
 
 A sticky-session load balancer pins a client to a replica with a cookie; the replica holds the legacy
 ``Mcp-Session-Id``. Each test runs on mcpfsm's own pool and with httpx's ``AsyncHTTPTransport`` as
@@ -12,8 +12,8 @@ from typing import Final
 import pytest
 
 from mcpfsm._core.h1 import ResponseHead, ResponseReader
-from tests.layers import LAYERS, connect
-from tests.rawserver import HOST, JSON_HEADERS, Server, no_stream, ok, rpc, serving
+from tests.support.layers import LAYERS, connect
+from tests.support.rawserver import HOST, JSON_HEADERS, Server, no_stream, ok, rpc, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

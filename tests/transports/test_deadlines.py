@@ -2,8 +2,8 @@
 watchdog task per trio run, instead of a cancel scope per request.
 
 The waits are real: ``wait_readable`` on one end of a socket pair whose other end sends nothing, and, through the
-pool, a real server on 127.0.0.1 (``tests/rawserver.py``). Times are on trio's mock clock, which jumps to the next
-deadline once every task waits (``autojump_clock``), or after a real second of waiting (``mock_clock`` with a
+pool, a real server on 127.0.0.1 (``tests/support/rawserver.py``). Times are on trio's mock clock, which jumps to the
+next deadline once every task waits (``autojump_clock``), or after a real second of waiting (``mock_clock`` with a
 threshold, where a real server must answer first): no assertion depends on how busy the machine is.
 """
 
@@ -21,7 +21,7 @@ import trio.testing
 from mcpfsm._transports.deadlines import _PRUNE_SLACK, Deadline, _Watchdog
 from mcpfsm._transports.pool import ConnectionPool, Timeouts, WireTimeout
 from mcpfsm._transports.pool.connection import PlainStream
-from tests.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, raw, serving
+from tests.support.rawserver import HOST, JSON_HEADERS, Seen, Server, ok, raw, serving
 
 
 @contextlib.contextmanager

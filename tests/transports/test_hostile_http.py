@@ -1,6 +1,6 @@
 """Hostile HTTP servers on raw sockets: reconnect storms, broken call streams, stray answers, redirects across origins.
 
-Each test drives mcpfsm's own connection layer against a raw-socket server on 127.0.0.1 (``tests/rawserver.py``)
+Each test drives mcpfsm's own connection layer against a raw-socket server on 127.0.0.1 (``tests/support/rawserver.py``)
 that sends exactly the bytes a misbehaving server sent in a fault run, and checks what the client does about it.
 """
 
@@ -22,7 +22,7 @@ import trio.testing
 import mcpfsm
 from mcpfsm._transports.http import HttpTransport
 from mcpfsm._transports.http.standalone import MAX_EMPTY_REOPENS, MIN_REOPEN_SECONDS
-from tests.rawserver import HOST, Seen, Server, no_stream, ok, reset, rpc, serving
+from tests.support.rawserver import HOST, Seen, Server, no_stream, ok, reset, rpc, serving
 
 LEGACY: Final = "2025-11-25"
 SESSION: Final = "s-1"
@@ -37,13 +37,6 @@ def chunk(text: str) -> bytes:
 
 def message_event(message: dict[str, Any], event_id: str) -> str:
     return f"id: {event_id}\ndata: {json.dumps(message)}\n\n"
-
-
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    # The clock jumps only when every task has waited 10 ms of real time: loopback I/O never looks like an idle
-    # wait, a reconnect delay does.
-    return trio.testing.MockClock(autojump_threshold=0.01)
 
 
 class Delays:

@@ -1,4 +1,4 @@
-"""What a user expects from an httpx-based client, against raw servers on 127.0.0.1 (tests/rawserver.py).
+"""What a user expects from an httpx-based client, against raw servers on 127.0.0.1 (tests/support/rawserver.py).
 
 Each point runs on mcpfsm's own connection pool and, where it is the transport's business rather than
 the connection layer's, with httpx's ``AsyncHTTPTransport`` given as ``http_transport=`` too:
@@ -18,8 +18,8 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.layers import LAYERS, connect
-from tests.rawserver import HOST, JSON_HEADERS, Answer, Seen, Server, no_stream, ok, raw, rpc, serving, tls_for
+from tests.support.layers import LAYERS, connect
+from tests.support.rawserver import HOST, JSON_HEADERS, Answer, Seen, Server, no_stream, ok, raw, rpc, serving, tls_for
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

@@ -1,4 +1,4 @@
-"""Redirects and credentials, against raw servers on 127.0.0.1 (tests/rawserver.py), on both connection layers.
+"""Redirects and credentials, against raw servers on 127.0.0.1 (tests/support/rawserver.py), on both connection layers.
 
 What ``httpx.AsyncClient(follow_redirects=True)`` does, mcpfsm does with its own pool and with a caller's
 ``http_transport=`` alike (RFC 9110 §15.4): 307 and 308 are followed with method, body and headers, at
@@ -15,8 +15,8 @@ from typing import Any, Final
 import pytest
 
 import mcpfsm
-from tests.layers import LAYERS, connect
-from tests.rawserver import HOST, Seen, Server, no_stream, ok, rpc, serving
+from tests.support.layers import LAYERS, connect
+from tests.support.rawserver import HOST, Seen, Server, no_stream, ok, rpc, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"

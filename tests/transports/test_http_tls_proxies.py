@@ -26,7 +26,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.rawserver import HOST, Server, Tunnel, rpc, serving, tls_for, tunneling
+from tests.support.rawserver import HOST, Server, Tunnel, rpc, serving, tls_for, tunneling
 
 MODERN: Final = "2026-07-28"
 PROXY_VARIABLES: Final = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")

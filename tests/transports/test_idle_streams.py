@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 import mcpfsm
-from tests.rawserver import Seen, Server, no_stream, ok, rpc, serving
+from tests.support.rawserver import Seen, Server, no_stream, ok, rpc, serving
 
 MODERN: Final = "2026-07-28"
 LEGACY: Final = "2025-11-25"
@@ -36,13 +36,6 @@ def chunk(message: dict[str, Any]) -> bytes:
 
 def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "method": method, "params": params}
-
-
-@pytest.fixture
-def clock() -> trio.testing.MockClock:
-    # The clock jumps only when every task has waited 10 ms of real time: loopback I/O between the raw server
-    # and the client never looks like silence, the server's hour of silence does.
-    return trio.testing.MockClock(autojump_threshold=0.01)
 
 
 async def test_a_subscription_silent_for_an_hour_is_still_open(clock: trio.testing.MockClock) -> None:

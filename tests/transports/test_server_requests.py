@@ -1,6 +1,6 @@
 """Requests from a legacy (2025-11-25) server, over httpx.MockTransport: the standalone GET stream and the answers.
 
-``LegacyFake`` (``tests/legacyfake.py``) is a session-ful legacy server: ``initialize`` assigns a session, the
+``LegacyFake`` (``tests/support/legacyfake.py``) is a session-ful legacy server: ``initialize`` assigns a session, the
 standalone ``GET`` stream carries whatever a test pushes onto it, and each ``tools/call`` answers with an event
 stream that a test scripts as an async generator, which may wait for the client's answer to a request it sent.
 """
@@ -17,7 +17,7 @@ import trio
 import trio.testing
 
 import mcpfsm
-from tests.legacyfake import (
+from tests.support.legacyfake import (
     ELICIT,
     SESSION_HEADERS,
     LegacyFake,

@@ -19,7 +19,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 CHILD: Final = r"""
 import json, subprocess, sys

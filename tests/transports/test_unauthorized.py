@@ -15,7 +15,7 @@ import pytest
 import trio
 
 import mcpfsm
-from tests.rawserver import HOST, Server, ok, serving
+from tests.support.rawserver import HOST, Server, ok, serving
 from tooling.processes import run_authserver
 
 CHALLENGE: Final = [("WWW-Authenticate", 'Bearer realm="mcp"'), ("Content-Type", "text/plain")]

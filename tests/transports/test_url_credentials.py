@@ -13,7 +13,7 @@ import pytest
 
 import mcpfsm
 from mcpfsm._transports.http import carries_credentials
-from tests.fakeserver import FakeServer
+from tests.support.fakeserver import FakeServer
 
 CONFLICT: Final = r"^give either auth= or an Authorization header \(or credentials in the URL\), not both$"
 

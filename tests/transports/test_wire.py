@@ -2,7 +2,7 @@
 
 The framing is tested as pure functions, and against h11 (httpx's HTTP/1.1 parser) as an oracle
 over random responses split at random points. The pool is tested against a real server on
-127.0.0.1 started in the test (``tests/rawserver.py``): a small trio server whose answers each test
+127.0.0.1 started in the test (``tests/support/rawserver.py``): a small trio server whose answers each test
 scripts, one per request, and which records every connection and request it sees.
 """
 
@@ -35,7 +35,7 @@ from mcpfsm._transports.pool import (
     WireTimeout,
     connection_pool,
 )
-from tests.rawserver import (
+from tests.support.rawserver import (
     HOST,
     JSON_HEADERS,
     Answer,
@@ -502,7 +502,7 @@ def _joined(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return list(joined.items())
 
 
-# --- the pool against a real server on 127.0.0.1 (tests/rawserver.py) ---------------------------------
+# --- the pool against a real server on 127.0.0.1 (tests/support/rawserver.py) ---------------------------------
 
 
 def pool_for(server: Server, **options: Any) -> ConnectionPool:

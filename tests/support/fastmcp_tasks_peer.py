@@ -1,4 +1,4 @@
-"""fastmcp-tasks' server (tests/fastmcp_tasks_server.py) as a subprocess, from a virtual environment of its own.
+"""fastmcp-tasks' server (tests/support/fastmcp_tasks_server.py) as a subprocess, from a virtual environment of its own.
 
 fastmcp-tasks pins ``fastmcp-slim`` to its own release while the test extra pins ``fastmcp`` (which pins another
 ``fastmcp-slim``), so the two cannot share the test venv. :func:`tasks_venv` makes a venv with the pins below
@@ -32,7 +32,7 @@ from typing import Any, Final
 import httpx
 
 from mcpfsm._tooling.server_process import _await_ready, _stop
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 __all__ = ["PINS", "FastmcpTasksServer", "run_fastmcp_tasks", "tasks_venv"]
 
@@ -40,7 +40,7 @@ PINS: Final = ("fastmcp-tasks==4.1.4", "fastmcp-slim[server]==4.1.4", "uvicorn>=
 """What the server's venv installs (fastmcp-tasks 4.1.4 pins fastmcp-slim 4.1.4; the test extra's fastmcp 4.2.3
 pins fastmcp-slim 4.2.3)."""
 
-SCRIPT: Final = REPO_ROOT / "tests" / "fastmcp_tasks_server.py"
+SCRIPT: Final = REPO_ROOT / "tests" / "support" / "fastmcp_tasks_server.py"
 
 
 def _cache() -> Path:
@@ -101,7 +101,7 @@ class FastmcpTasksServer:
 
 @contextmanager
 def run_fastmcp_tasks(*args: str, timeout: float = 60.0) -> Iterator[FastmcpTasksServer]:
-    """Run tests/fastmcp_tasks_server.py (with ``args``) from :func:`tasks_venv` for the block.
+    """Run tests/support/fastmcp_tasks_server.py (with ``args``) from :func:`tasks_venv` for the block.
 
     Raises:
         PeerStartError: no READY line within ``timeout`` seconds, or the server exited first (with its stderr).

@@ -1,10 +1,10 @@
 """A third-party tasks server for the tests: FastMCP with ``fastmcp-tasks`` (SEP-2663), in-memory backend.
 
 fastmcp-tasks pins another fastmcp than the test extra does, so this script runs from its own virtual environment
-(tests/fastmcp_tasks_peer.py makes it) and imports nothing from mcpfsm or tests/.
+(tests/support/fastmcp_tasks_peer.py makes it) and imports nothing from mcpfsm or tests/.
 
-    python tests/fastmcp_tasks_server.py    # HTTP on 127.0.0.1, a free port: prints READY http://127.0.0.1:PORT/mcp
-    python tests/fastmcp_tasks_server.py --execution-ttl 1    # the backend keeps a task's state 1 s, not 15 min
+    python tests/support/fastmcp_tasks_server.py    # HTTP on 127.0.0.1, a free port: prints READY http://127.0.0.1:PORT/mcp
+    python tests/support/fastmcp_tasks_server.py --execution-ttl 1    # the backend keeps a task's state 1 s, not 15 min
 
 fastmcp-tasks reports its backend's execution TTL (how long a finished task is kept) as every task's ``ttlMs``; it
 has no setting for it, so ``--execution-ttl`` sets the attribute on the running backend before READY.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Final
 
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 GUARD: Final = 60.0
 """Seconds any wait on a command may take before the test fails (a hang guard, not a timing)."""

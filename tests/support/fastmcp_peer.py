@@ -1,4 +1,4 @@
-"""fastmcp's server (tests/fastmcp_server.py) as a subprocess: a second kind of HTTP server for the tests.
+"""fastmcp's server (tests/support/fastmcp_server.py) as a subprocess: a second kind of HTTP server for the tests.
 
 ::
 
@@ -24,11 +24,11 @@ from typing import Any, Final
 import httpx
 
 from mcpfsm._tooling.server_process import _await_ready, _stop
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 __all__ = ["FASTMCP_STDIO", "FASTMCP_TOOLS", "FastmcpServer", "run_fastmcp"]
 
-FASTMCP_STDIO: Final = [sys.executable, "-m", "tests.fastmcp_server", "--stdio"]
+FASTMCP_STDIO: Final = [sys.executable, "-m", "tests.support.fastmcp_server", "--stdio"]
 """The command that serves the same fastmcp server over stdio (run from the repository root)."""
 
 FASTMCP_TOOLS: Final = ["add", "echo", "pid"]
@@ -52,12 +52,12 @@ class FastmcpServer:
 
 @contextmanager
 def run_fastmcp(timeout: float = 60.0) -> Iterator[FastmcpServer]:
-    """Run ``python -m tests.fastmcp_server`` (HTTP) for the block.
+    """Run ``python -m tests.support.fastmcp_server`` (HTTP) for the block.
 
     Raises:
         PeerStartError: no READY line within ``timeout`` seconds, or the server exited first (with its stderr).
     """
-    argv = [sys.executable, "-m", "tests.fastmcp_server"]
+    argv = [sys.executable, "-m", "tests.support.fastmcp_server"]
     with tempfile.TemporaryFile() as stderr:
         process = subprocess.Popen(
             argv, cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr

@@ -1,6 +1,6 @@
 """A worker process on a shared store, for the tests that need real processes (tests/client/test_stores.py).
 
-``python -m tests.store_worker STORE ACTION ARG...``. ``STORE`` names a store kind and, for Redis, the form the
+``python -m tests.support.store_worker STORE ACTION ARG...``. ``STORE`` names a store kind and, for Redis, the form the
 application gives it in (docs/stores.md shows all three):
 
 - ``file:DIR`` (``FileStore``), ``tokenfile:PATH`` (``FileTokenStore``);

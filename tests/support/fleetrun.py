@@ -18,7 +18,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Final
 
-from tests.peer.fixtures import REPO_ROOT
+from tests.support.peer.fixtures import REPO_ROOT
 
 __all__ = ["GUARD", "Fleet"]
 

@@ -1,7 +1,7 @@
 """A modern-era stdio MCP server that counts itself: the lazy-group and healing tests' member.
 
-``python tests/stdio_member.py [--started FILE] [--calls FILE] [--ttl-ms N] [--name NAME]`` answers, one line per
-request:
+``python tests/support/stdio_member.py [--started FILE] [--calls FILE] [--ttl-ms N] [--name NAME]`` answers, one line
+per request:
 
 - ``server/discover``: ``supportedVersions: ["2026-07-28"]``, the tools capability;
 - ``tools/list``: ``pid``, ``sleep`` and ``echo`` (one page; with ``--ttl-ms``, that ``ttlMs``); each description

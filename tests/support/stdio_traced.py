@@ -1,6 +1,6 @@
 """A modern-era stdio MCP server that logs what each request carried, for the telemetry tests.
 
-``python -m tests.stdio_traced LOG`` answers one line per request and, before each answer, appends one JSON
+``python -m tests.support.stdio_traced LOG`` answers one line per request and, before each answer, appends one JSON
 line to ``LOG`` (flushed): ``{"method", "id", "name", "trace"}``, ``trace`` being the W3C keys
 (``traceparent``, ``tracestate``, ``baggage``) found in ``params._meta``, or ``null``.
 

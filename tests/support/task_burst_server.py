@@ -1,7 +1,7 @@
 """A tasks server that makes every ``tools/call`` a task at once, for the burst tests (SEP-2663), in its own process.
 
-``python -m tests.task_burst_server [--mode modern] [--port 0]`` serves ``/mcp`` on 127.0.0.1 with raw sockets
-(``tests.rawserver``): ``server/discover`` (2026-07-28, the tasks extension declared), ``tools/list`` (one tool,
+``python -m tests.support.task_burst_server [--mode modern] [--port 0]`` serves ``/mcp`` on 127.0.0.1 with raw sockets
+(``tests.support.rawserver``): ``server/discover`` (2026-07-28, the tasks extension declared), ``tools/list`` (one tool,
 ``job``), ``tools/call`` answered with a ``CreateTaskResult`` whose id counts up (``burst-1``, ``burst-2``, …) and
 ``tasks/get`` answered ``working``. It does no other work, so a client's thousands of concurrent calls are limited
 by the client. It prints ``READY http://127.0.0.1:PORT/mcp`` once it accepts connections and runs until killed.
@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from tests.rawserver import HOST, Seen, Server, ok, serving
+from tests.support.rawserver import HOST, Seen, Server, ok, serving
 
 MODERN = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"

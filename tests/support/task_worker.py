@@ -1,8 +1,8 @@
 """A worker process that starts tasks on a tasks server and records them in a shared store (SEP-2663).
 
-``python -m tests.task_worker STORE MCP_URL COUNT`` (``STORE`` as in :mod:`tests.store_worker`). Connects with
-``tasks=True`` and ``store=STORE``, prints ``READY``, then for each line it reads on stdin starts ``COUNT``
-``build`` tasks at once (one task each, long enough to stay unfinished) and prints one JSON line: the ids of
+``python -m tests.support.task_worker STORE MCP_URL COUNT`` (``STORE`` as in :mod:`tests.support.store_worker`).
+Connects with ``tasks=True`` and ``store=STORE``, prints ``READY``, then for each line it reads on stdin starts
+``COUNT`` ``build`` tasks at once (one task each, long enough to stay unfinished) and prints one JSON line: the ids of
 the tasks started and ``Client.store_fallbacks``. It exits when stdin ends. Every task's record and the
 server's index of ids go to the store (docs/tasks.md), the index under the store's lock.
 """
@@ -15,7 +15,7 @@ import sys
 import trio
 
 import mcpfsm
-from tests.store_worker import opened
+from tests.support.store_worker import opened
 
 
 async def start(client: mcpfsm.Client, ids: list[str]) -> None:

@@ -1,6 +1,6 @@
 """A modern-era stdio MCP server that will not go away: the client-group tests' hanging member.
 
-``python -m tests.stdio_lingering [--linger]`` answers, one line per request:
+``python -m tests.support.stdio_lingering [--linger]`` answers, one line per request:
 
 - ``server/discover``: ``supportedVersions: ["2026-07-28"]``, the tools capability;
 - ``tools/list``: ``pid`` and ``getenv`` (one page);

@@ -1,10 +1,10 @@
 """A second kind of MCP server for the tests: fastmcp's (``FastMCP``), over HTTP or stdio.
 
-The official SDK's server is tests/peer; this one is built with fastmcp, whose own server layer (tool schemas
+The official SDK's server is tests/support/peer; this one is built with fastmcp, whose own server layer (tool schemas
 from type hints, structured output wrapped as ``{"result": ...}``, its HTTP app) differs from the SDK's.
 
-    python -m tests.fastmcp_server            # HTTP on 127.0.0.1, a free port: prints READY http://127.0.0.1:PORT/mcp
-    python -m tests.fastmcp_server --stdio    # stdio
+    python -m tests.support.fastmcp_server            # HTTP on 127.0.0.1, a free port: prints READY http://127.0.0.1:PORT/mcp
+    python -m tests.support.fastmcp_server --stdio    # stdio
 
 Over HTTP, ``GET /control/log`` answers the requests received on ``/mcp`` so far (method and headers, in order),
 so a test can see what the client put on the wire; it exits with status 0 on SIGTERM.

@@ -1,7 +1,7 @@
 """A worker process that lists a server's tools through a shared store (tests/integration/test_fleet_listings.py).
 
-``python -m tests.listing_worker STORE MCP_URL [TOKEN]``, ``STORE`` as in :mod:`tests.store_worker` (every
-documented form of every store kind), or ``none`` (no store: the baseline of bench/shared_listings.py).
+``python -m tests.support.listing_worker STORE MCP_URL [TOKEN]``, ``STORE`` as in :mod:`tests.support.store_worker`
+(every documented form of every store kind), or ``none`` (no store: the baseline of bench/shared_listings.py).
 Connects (a pinned 2026-07-28 sends nothing), prints ``READY``, then for each line it reads on stdin lists the
 tools (with ``Authorization: Bearer TOKEN`` when given) and prints one JSON line: the tool names, the client's
 cache stats and the seconds ``client.tools()`` took. It exits when stdin ends.
@@ -17,7 +17,7 @@ import time
 import trio
 
 import mcpfsm
-from tests.store_worker import opened
+from tests.support.store_worker import opened
 
 
 async def main(spec: str, url: str, token: str | None = None) -> None:

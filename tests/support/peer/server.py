@@ -1,4 +1,5 @@
-"""The test peer's entry point: ``python -m tests.peer.server``; the code lives in ``mcpfsm._tooling.demo_server``.
+"""The test peer's entry point: ``python -m tests.support.peer.server``; the code lives in
+``mcpfsm._tooling.demo_server``.
 
 It moved into the package so that ``mcpfsm demo`` can start the same server.
 """

@@ -1,6 +1,6 @@
 """A minimal modern-era stdio MCP server whose answers the stdio tests control byte by byte.
 
-``python -m tests.stdio_child [--id-last]`` answers, one line per request:
+``python -m tests.support.stdio_child [--id-last]`` answers, one line per request:
 
 - ``server/discover``: ``supportedVersions: ["2026-07-28"]``;
 - ``tools/call`` ``echo`` ``{"text": T}``: ``T`` as text content;

@@ -1,7 +1,7 @@
 """A real ``redis-server`` (and ``redis-server --sentinel``) on 127.0.0.1 for the store tests.
 
 :func:`start_redis` runs ``redis-server --port PORT --bind 127.0.0.1 --save '' --appendonly no`` on a port the
-OS assigned (:func:`tests.ports.reserved_port`), waits until the server prints that it accepts connections and
+OS assigned (:func:`tests.support.ports.reserved_port`), waits until the server prints that it accepts connections and
 answers ``PING`` on the socket, and stops it after. ``redis-server`` comes from the Debian package of that name
 (``.ci/need redis-server redis-server`` in ``.ci/run`` and the README's test command); a missing binary fails
 the test, it is never skipped. :func:`start_sentinel` runs one Sentinel that monitors a server as ``SERVICE``;
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from tests.ports import reserved_port
+from tests.support.ports import reserved_port
 
 __all__ = [
     "FailoverPair",

@@ -1,7 +1,7 @@
 """A worker process that calls the test authorization server's MCP endpoint with tokens from a shared store.
 
-``python -m tests.refresh_worker STORE MCP_URL [--calls N] [--warm] [--credential-store] [--client-credentials
-ID:SECRET]`` (``STORE`` as in :mod:`tests.store_worker`). Builds ``Client.http(MCP_URL, auth=…, store=STORE)``
+``python -m tests.support.refresh_worker STORE MCP_URL [--calls N] [--warm] [--credential-store] [--client-credentials
+ID:SECRET]`` (``STORE`` as in :mod:`tests.support.store_worker`). Builds ``Client.http(MCP_URL, auth=…, store=STORE)``
 (the store given to the credential instead with ``--credential-store``), connects it (with ``--warm``, after one
 call), prints ``READY``, and then, for each line it reads on stdin, calls ``test-tool`` ``N`` times (default 3)
 and prints one JSON line ``{"ok": N, "errors": [...], "fallbacks": N}`` (``Client.store_fallbacks``: times the
@@ -19,7 +19,7 @@ import sys
 import trio
 
 import mcpfsm
-from tests.store_worker import opened
+from tests.support.store_worker import opened
 
 
 async def refuse(url: str) -> str:
@@ -58,7 +58,7 @@ async def main(arguments: argparse.Namespace) -> None:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m tests.refresh_worker")
+    parser = argparse.ArgumentParser(prog="python -m tests.support.refresh_worker")
     parser.add_argument("store")
     parser.add_argument("mcp_url")
     parser.add_argument("--calls", type=int, default=3)

@@ -2,7 +2,7 @@
 
 ::
 
-    from tests.peer.fixtures import start_http_peer
+    from tests.support.peer.fixtures import start_http_peer
 
     with start_http_peer(mode="modern") as peer:
         peer.control({"action": "evolve"})
@@ -19,8 +19,8 @@ from mcpfsm._tooling.server_process import PeerStartError, RunningPeer, run_peer
 
 __all__ = ["INPUT_TOOLS", "REPO_ROOT", "TOOLS", "HttpPeer", "PeerStartError", "start_http_peer"]
 
-REPO_ROOT: Final = Path(__file__).resolve().parents[2]
-"""The repository root (where `python -m tests.peer.server` runs from, as the stdio tests do)."""
+REPO_ROOT: Final = Path(__file__).resolve().parents[3]
+"""The repository root (where `python -m tests.support.peer.server` runs from, as the stdio tests do)."""
 
 start_http_peer: Final = run_peer
 """Run the HTTP test peer for the duration of a ``with`` block; see `mcpfsm._tooling.server_process.run_peer`."""
@@ -41,4 +41,4 @@ INPUT_TOOLS: Final = [
 """The peer's tools that ask the client for input (`mcpfsm._tooling.demo_input`), in `tools/list` order."""
 
 TOOLS: Final = ["execute-sql", "echo", "slow", "fail", *INPUT_TOOLS]
-"""Every tool the peer lists after a reset, in `tools/list` order (`tests/peer/README.md`)."""
+"""Every tool the peer lists after a reset, in `tools/list` order (`tests/support/peer/README.md`)."""

@@ -1,6 +1,0 @@
-"""A real MCP server peer (official SDK `mcp==2.3.0`) for mcpfsm's integration tests.
-
-`tests.peer.server` is the server (run it with `python -m tests.peer.server`; the code is
-`mcpfsm._tooling.demo_server`); `tests.peer.fixtures` starts it as a subprocess for tests. See `tests/peer/README.md`
-for what it sends on the wire.
-"""
