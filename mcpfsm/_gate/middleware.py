@@ -390,7 +390,19 @@ class HeaderGate:
 class _Port:
     """One request's I/O for its run (``mcpfsm._drivers.gate.GatePort``): the ASGI side of the gate."""
 
-    __slots__ = ("_identity", "_run", "_server", "body", "fields", "gate", "named", "receive", "scope", "send")
+    __slots__ = (
+        "_identity",
+        "_pending",
+        "_run",
+        "_server",
+        "body",
+        "fields",
+        "gate",
+        "named",
+        "receive",
+        "scope",
+        "send",
+    )
 
     def __init__(
         self,
@@ -410,6 +422,7 @@ class _Port:
         self.receive = receive
         self.send = send
         self.body = b""
+        self._pending = True
         self._identity: str | bool | None = False
         self._server: str | None = None
 
@@ -428,7 +441,8 @@ class _Port:
         """A fingerprint of the caller's ``Authorization`` (never the field), or ``None``."""
         known = self._identity
         if known is False:
-            known = self._identity = fingerprint(self.named.get(b"authorization"))
+            authorization = self.named.get(b"authorization")
+            known = self._identity = None if authorization is None else fingerprint(authorization)
         return known  # type: ignore[return-value]
 
     @property
@@ -487,7 +501,15 @@ class _Port:
             sender = watched(
                 sender, method=parsed.method, request_id=parsed.id, learn=self._learned, forget=self._forget
             )
-        await self.gate.app(scope, replayed(self.body, self.receive), sender)
+        # The port is the app's receive (its bound method), not a closure made per request (bench/gate.py).
+        await self.gate.app(scope, self._replay, sender)
+
+    async def _replay(self) -> Message:
+        # The body read as the whole request, then whatever the client sends next (a disconnect).
+        if self._pending:
+            self._pending = False
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        return await self.receive()
 
     async def _learned(self, listing: Listing) -> None:
         parsed = self._parsed()
