@@ -169,29 +169,12 @@ class HeaderGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Judge one HTTP request (see the module's description); other scopes go to the app untouched."""
-        kind = scope["type"]
-        if kind == "http":
-            if scope["method"] == "POST":
-                await self._run(scope, receive, send)
-            else:
-                await self._stream(scope, receive, send)
-        elif kind == "lifespan":
-            await self.app(scope, receive, self._lifespan_send(send))
-        else:
-            await self.app(scope, receive, send)
-
-    def _lifespan_send(self, send: Send) -> Send:
-        async def lifespan_send(message: Message) -> None:
-            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
-                self.book.loop.close()
-            await send(message)
-
-        return lifespan_send
-
-    async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Hot path (bench/gate.py): the fields as a dict (built in C) say whether any is hop-by-hop, what the
-        # Content-Length and the Authorization are, and where the Mcp-* fields are; the usual request has no
-        # hop-by-hop field, and goes on with the very list it came with.
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._other(scope, receive, send)
+            return
+        # A POST is judged here, not in a coroutine of its own (bench/gate.py): the fields as a dict (built in C)
+        # say whether any is hop-by-hop, what the Content-Length and the Authorization are, and where the Mcp-*
+        # fields are; the usual request has no hop-by-hop field, and goes on with the very list it came with.
         received = scope["headers"]
         fields = received
         headers: list[tuple[bytes, bytes]] | McpHeaders = received
@@ -228,6 +211,24 @@ class HeaderGate:
             counts["forwarded"] += 1
         else:
             self._count(run, state)
+
+    async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Anything but a POST: a stream or a DELETE (no message), the lifespan, another scope (untouched).
+        kind = scope["type"]
+        if kind == "http":
+            await self._stream(scope, receive, send)
+        elif kind == "lifespan":
+            await self.app(scope, receive, self._lifespan_send(send))
+        else:
+            await self.app(scope, receive, send)
+
+    def _lifespan_send(self, send: Send) -> Send:
+        async def lifespan_send(message: Message) -> None:
+            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
+                self.book.loop.close()
+            await send(message)
+
+        return lifespan_send
 
     def _probe(self) -> None:
         # Once, at the first request (an application configures OpenTelemetry after building its app): telemetry

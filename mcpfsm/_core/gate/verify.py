@@ -204,9 +204,7 @@ def _name(text: str | None, body: object, key: str, notification: bool) -> Verdi
     return None
 
 
-def _param(
-    param: MirroredParam, header: str, text: str | None, arguments: object
-) -> Verdict | ParamValue | None:
+def _param(param: MirroredParam, header: str, text: str | None, arguments: object) -> Verdict | ParamValue | None:
     # The verified value of one declared parameter (None: no header, rightly), or the verdict against it.
     value = arguments
     for segment in param.path:
