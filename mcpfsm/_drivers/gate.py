@@ -32,7 +32,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from time import perf_counter, time_ns
 from typing import Any, Final, Protocol
 
@@ -173,7 +173,7 @@ class GateRun:
             run_id = self._run_id = f"gate-{_RUN_PREFIX}-{next(_RUN_COUNTER)}"
         return run_id
 
-    async def run(self) -> State:
+    def run(self) -> Coroutine[Any, Any, State]:
         """Drive the request to its end; returns the terminal state (``forwarded``, ``reported`` or ``rejected``).
 
         Raises:
@@ -182,7 +182,8 @@ class GateRun:
         """
         if self._on_event is not None:
             self._began = perf_counter()
-        return await drive(COMPILED, _EFFECTS, self, _STEPS, checkpoint=None)
+        # The driver's coroutine itself, awaited by the caller: no coroutine of the run's own (bench/gate.py).
+        return drive(COMPILED, _EFFECTS, self, _STEPS, checkpoint=None)
 
     # --- events ---------------------------------------------------------------------------------------
 

@@ -169,29 +169,12 @@ class HeaderGate:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Judge one HTTP request (see the module's description); other scopes go to the app untouched."""
-        kind = scope["type"]
-        if kind == "http":
-            if scope["method"] == "POST":
-                await self._run(scope, receive, send)
-            else:
-                await self._stream(scope, receive, send)
-        elif kind == "lifespan":
-            await self.app(scope, receive, self._lifespan_send(send))
-        else:
-            await self.app(scope, receive, send)
-
-    def _lifespan_send(self, send: Send) -> Send:
-        async def lifespan_send(message: Message) -> None:
-            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
-                self.book.loop.close()
-            await send(message)
-
-        return lifespan_send
-
-    async def _run(self, scope: Scope, receive: Receive, send: Send) -> None:
-        # Hot path (bench/gate.py): the fields as a dict (built in C) say whether any is hop-by-hop, what the
-        # Content-Length and the Authorization are, and where the Mcp-* fields are; the usual request has no
-        # hop-by-hop field, and goes on with the very list it came with.
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self._other(scope, receive, send)
+            return
+        # A POST is judged here, not in a coroutine of its own (bench/gate.py): the fields as a dict (built in C)
+        # say whether any is hop-by-hop, what the Content-Length and the Authorization are, and where the Mcp-*
+        # fields are; the usual request has no hop-by-hop field, and goes on with the very list it came with.
         received = scope["headers"]
         fields = received
         headers: list[tuple[bytes, bytes]] | McpHeaders = received
@@ -228,6 +211,24 @@ class HeaderGate:
             counts["forwarded"] += 1
         else:
             self._count(run, state)
+
+    async def _other(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Anything but a POST: a stream or a DELETE (no message), the lifespan, another scope (untouched).
+        kind = scope["type"]
+        if kind == "http":
+            await self._stream(scope, receive, send)
+        elif kind == "lifespan":
+            await self.app(scope, receive, self._lifespan_send(send))
+        else:
+            await self.app(scope, receive, send)
+
+    def _lifespan_send(self, send: Send) -> Send:
+        async def lifespan_send(message: Message) -> None:
+            if message["type"] in ("lifespan.shutdown.complete", "lifespan.shutdown.failed"):
+                self.book.loop.close()
+            await send(message)
+
+        return lifespan_send
 
     def _probe(self) -> None:
         # Once, at the first request (an application configures OpenTelemetry after building its app): telemetry
@@ -390,7 +391,19 @@ class HeaderGate:
 class _Port:
     """One request's I/O for its run (``mcpfsm._drivers.gate.GatePort``): the ASGI side of the gate."""
 
-    __slots__ = ("_identity", "_run", "_server", "body", "fields", "gate", "named", "receive", "scope", "send")
+    __slots__ = (
+        "_identity",
+        "_pending",
+        "_run",
+        "_server",
+        "body",
+        "fields",
+        "gate",
+        "named",
+        "receive",
+        "scope",
+        "send",
+    )
 
     def __init__(
         self,
@@ -410,6 +423,7 @@ class _Port:
         self.receive = receive
         self.send = send
         self.body = b""
+        self._pending = True
         self._identity: str | bool | None = False
         self._server: str | None = None
 
@@ -428,7 +442,8 @@ class _Port:
         """A fingerprint of the caller's ``Authorization`` (never the field), or ``None``."""
         known = self._identity
         if known is False:
-            known = self._identity = fingerprint(self.named.get(b"authorization"))
+            authorization = self.named.get(b"authorization")
+            known = self._identity = None if authorization is None else fingerprint(authorization)
         return known  # type: ignore[return-value]
 
     @property
@@ -487,7 +502,15 @@ class _Port:
             sender = watched(
                 sender, method=parsed.method, request_id=parsed.id, learn=self._learned, forget=self._forget
             )
-        await self.gate.app(scope, replayed(self.body, self.receive), sender)
+        # The port is the app's receive (its bound method), not a closure made per request (bench/gate.py).
+        await self.gate.app(scope, self._replay, sender)
+
+    async def _replay(self) -> Message:
+        # The body read as the whole request, then whatever the client sends next (a disconnect).
+        if self._pending:
+            self._pending = False
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        return await self.receive()
 
     async def _learned(self, listing: Listing) -> None:
         parsed = self._parsed()

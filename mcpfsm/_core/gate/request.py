@@ -85,7 +85,7 @@ class McpHeaders:
     decoded when a rule asks for it (``bench/gate.py``).
     """
 
-    __slots__ = ("_count", "_fields", "_longest", "_values", "malformed", "repeated")
+    __slots__ = ("_count", "_fields", "_longest", "_values", "_version", "malformed", "repeated")
 
     def __init__(
         self, *, values: Mapping[str, tuple[str, ...]], count: int = 0, longest: int = 0, malformed: bool = False
@@ -95,6 +95,7 @@ class McpHeaders:
         self._values: Mapping[str, tuple[str, ...]] | None = values
         self._count = count
         self._longest = longest
+        self._version: object = _UNREAD
         self.malformed = malformed
         """An entry of the list was not a ``(name, value)`` pair of strings or bytes."""
         self.repeated = count > len(values)
@@ -147,6 +148,7 @@ class McpHeaders:
         read._fields = named
         read._values = None
         read._count = read._longest = -1
+        read._version = _UNREAD
         read.malformed = read.repeated = False
         return read
 
@@ -186,8 +188,9 @@ class McpHeaders:
             assert self._values is not None
             sent = self._values.get(name)
             return None if sent is None else sent[0]
-        key = _KEYS.get(name)
-        if key is None:
+        try:
+            key = _KEYS[name]
+        except KeyError:
             key = name.encode("latin-1", "replace")
             if len(_KEYS) < _MAX_KEYS:
                 _KEYS[name] = key
@@ -245,10 +248,16 @@ class McpHeaders:
     @property
     def protocol_version(self) -> str | None:
         """The one ``MCP-Protocol-Version`` value, trimmed; ``None`` when the header is absent or sent twice."""
-        if not self.repeated:
-            return self.one("mcp-protocol-version")
-        sent = self.get("mcp-protocol-version")
-        return sent[0] if len(sent) == 1 else None
+        # Read once per request: the era and the check both ask (bench/gate.py).
+        version = self._version
+        if version is _UNREAD:
+            if not self.repeated:
+                version = self.one("mcp-protocol-version")
+            else:
+                sent = self.get("mcp-protocol-version")
+                version = sent[0] if len(sent) == 1 else None
+            self._version = version
+        return version  # type: ignore[return-value]
 
     @property
     def legacy(self) -> bool:
@@ -257,11 +266,10 @@ class McpHeaders:
         Such a request is not verified; every other one is, an unknown or repeated version included, so
         no value of the header lets a request skip verification.
         """
-        if not self.repeated:
-            version = self.one("mcp-protocol-version")
-            return version is None or version in LEGACY_REQUEST_VERSIONS
-        sent = self.get("mcp-protocol-version")
-        return not sent or (len(sent) == 1 and sent[0] in LEGACY_REQUEST_VERSIONS)
+        version = self.protocol_version
+        if version is not None:
+            return version in LEGACY_REQUEST_VERSIONS
+        return not self.repeated or not self.get("mcp-protocol-version")
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -283,6 +291,7 @@ class McpHeaders:
         return None
 
 
+_UNREAD: Final = object()
 _KEYS: dict[str, bytes] = {}
 _MAX_KEYS: Final = 4096
 _BYTES: Final = bytes
