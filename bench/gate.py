@@ -25,11 +25,13 @@ system) before and after. Reported per call: the pass-through proxy's CPU, the g
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -116,17 +118,12 @@ async def _request(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) ->
     return status
 
 
-async def middleware(calls: int, rounds: int) -> dict[str, Any]:
+@contextlib.asynccontextmanager
+async def _running(app: Any) -> AsyncIterator[None]:
+    """The ASGI ``app``'s lifespan started for the block (the SDK's session manager runs in it), ended after."""
     import anyio
 
-    from mcpfsm._gate.middleware import HeaderGate
-    from mcpfsm._tooling.demo_server import PeerState, build_server
-
-    server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
-    app = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
-    gated = HeaderGate(app)
-    startup = anyio.Event()
-    stopping = anyio.Event()
+    startup, stopping = anyio.Event(), anyio.Event()
 
     async def lifespan() -> None:
         messages = [{"type": "lifespan.startup"}]
@@ -146,6 +143,21 @@ async def middleware(calls: int, rounds: int) -> dict[str, Any]:
     async with anyio.create_task_group() as group:
         group.start_soon(lifespan)
         await startup.wait()
+        try:
+            yield
+        finally:
+            stopping.set()
+
+
+async def middleware(calls: int, rounds: int) -> dict[str, Any]:
+
+    from mcpfsm._gate.middleware import HeaderGate
+    from mcpfsm._tooling.demo_server import PeerState, build_server
+
+    server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
+    app = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
+    gated = HeaderGate(app)
+    async with _running(app):
         assert await _request(gated, LIST_HEADERS, LIST_BODY) == 200  # the gate learns the listing in passing
         bodies = [call_body(n) for n in range(calls)]
         samples: dict[str, list[float]] = {"alone": [], "gated": []}
@@ -156,7 +168,6 @@ async def middleware(calls: int, rounds: int) -> dict[str, Any]:
                     assert await _request(target, CALL_HEADERS, body) == 200
                 samples[name].append((time.process_time() - start) / calls * 1e6)
         assert gated.stats["fetched"] == 0 and gated.stats["rejected"] == 0
-        stopping.set()
     alone, gate = statistics.median(samples["alone"]), statistics.median(samples["gated"])
     return {"alone_us": alone, "gated_us": gate, "growth": gate / alone - 1, "samples": samples}
 
@@ -225,7 +236,6 @@ async def components(calls: int) -> dict[str, float]:
 
 async def counted(kind: str, calls: int) -> None:
     """Set up ``kind``, warm it up, then make ``calls`` requests: what ``--instructions`` counts (by difference)."""
-    import anyio
 
     from mcpfsm._core.gate import GateSettings, McpHeaders, ToolSchema, check, parse_request
     from mcpfsm._drivers.gate import GateRun
@@ -238,26 +248,7 @@ async def counted(kind: str, calls: int) -> None:
         server = build_server(PeerState(mode="modern", json_response=True, initial_page_size=None))
         sdk = server.streamable_http_app(streamable_http_path="/mcp", json_response=True)
         target = HeaderGate(sdk) if kind == "sdk-gated" else sdk
-        startup, stopping = anyio.Event(), anyio.Event()
-
-        async def lifespan() -> None:
-            messages = [{"type": "lifespan.startup"}]
-
-            async def receive() -> dict[str, Any]:
-                if messages:
-                    return messages.pop()
-                await stopping.wait()
-                return {"type": "lifespan.shutdown"}
-
-            async def send(message: dict[str, Any]) -> None:
-                if message["type"] == "lifespan.startup.complete":
-                    startup.set()
-
-            await sdk({"type": "lifespan", "asgi": {"version": "3.0"}, "state": {}}, receive, send)
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(lifespan)
-            await startup.wait()
+        async with _running(sdk):
             assert await _request(target, LIST_HEADERS, LIST_BODY) == 200
             for _ in range(50):
                 assert await _request(target, CALL_HEADERS, body) == 200
@@ -267,7 +258,6 @@ async def counted(kind: str, calls: int) -> None:
                 gc.freeze()
             for _ in range(calls):
                 await _request(target, CALL_HEADERS, body)
-            stopping.set()
         return
     schema = ToolSchema.of("execute-sql", SCHEMA)
     answer = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "resultType": "complete"}}).encode()
