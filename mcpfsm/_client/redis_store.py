@@ -106,13 +106,24 @@ return 0
 
 
 def redacted(url: str) -> str:
-    """``url`` without its password (``redis://user:***@host``), for messages and ``repr``."""
+    """``url`` without its password (``redis://user:***@host``) nor its query's values (``?password=***``).
+
+    For messages and ``repr``. Not ``_transports.http.urls.redacted``: a Redis URL may name several hosts
+    (``redis+cluster://h1:1,h2:2``), which no HTTP URL parser takes. The userinfo is what comes before the last
+    ``@`` ahead of the query (a password may hold a ``/``), and every query value is masked: Redis takes
+    ``?password=`` there too.
+    """
     scheme, separator, rest = url.partition("://")
-    userinfo, at, hosts = rest.rpartition("@")
-    if not separator or not at:
+    if not separator:
         return url
-    user = userinfo.partition(":")[0]
-    return f"{scheme}://{user}:***@{hosts}"
+    head, question, query = rest.partition("?")
+    userinfo, at, hosts = head.rpartition("@")
+    if at:
+        head = f"{userinfo.partition(':')[0]}:***@{hosts}"
+    if not question:
+        return f"{scheme}://{head}"
+    masked = "&".join(f"{item.partition('=')[0]}=***" if "=" in item else item for item in query.split("&"))
+    return f"{scheme}://{head}?{masked}"
 
 
 def _canonical(record: Mapping[str, Any]) -> str:

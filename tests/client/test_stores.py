@@ -348,6 +348,25 @@ def test_redis_store_repr_hides_the_password() -> None:
     assert "s3cret" not in repr(store)
 
 
+@pytest.mark.parametrize(
+    ("url", "secret", "shown"),
+    [
+        (
+            "redis://r.example/0?password=s3c@ret",
+            "s3c",
+            "RedisStore('redis://r.example/0?password=***', prefix='mcpfsm:')",
+        ),
+        ("redis://app:s3c/ret@r.example/0", "s3c", "RedisStore('redis://app:***@r.example/0', prefix='mcpfsm:')"),
+    ],
+    ids=["password-in-query", "slash-in-password"],
+)
+def test_redis_store_repr_hides_a_password_in_the_query_or_holding_a_slash(url: str, secret: str, shown: str) -> None:
+    # Redis takes ?password= too; the last '@' of the whole URL was once read as the end of the userinfo.
+    store = mcpfsm.RedisStore(url)
+    assert repr(store) == shown
+    assert secret not in repr(store)
+
+
 def test_redis_store_without_coredis_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "coredis", None)
     with pytest.raises(ImportError, match=r"^RedisStore talks to Redis through the coredis package, which is not"):
