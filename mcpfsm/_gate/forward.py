@@ -56,7 +56,12 @@ class Forwarder:
         """Check ``upstream``; connections are opened on demand."""
         parts = urlsplit(upstream)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"the upstream must be an absolute http:// or https:// URL, got {upstream!r}")
+            shown = upstream.rpartition("@")[2] if "@" in upstream else upstream  # never a user or password
+            raise ValueError(f"the upstream must be an absolute http:// or https:// URL, got {shown!r}")
+        if parts.username is not None or parts.password is not None:
+            # The pool sends no Basic credentials of a URL: refused rather than dropped without a word, and
+            # never quoted (a message or a repr of the forwarder would show the password).
+            raise ValueError("the upstream URL carries a user or password (user:password@host), which is not sent")
         self.upstream = upstream
         """The upstream MCP endpoint."""
         self.path = parts.path or "/"
@@ -167,7 +172,8 @@ class Forwarder:
                     await send({"type": "http.response.body", "body": piece, "more_body": True})
             except (WireError, H1Error, OSError, trio.BrokenResourceError):
                 # The head is sent: the client sees the body end early, as the upstream's did.
-                logger.debug("the upstream's answer on {} broke off", target)
+                # The path only: a query may hold a token.
+                logger.debug("the upstream's answer on {} broke off", target.partition("?")[0])
         finally:
             await reply.aclose()
         return [{"type": "http.response.body", "body": b"", "more_body": False}]

@@ -225,6 +225,11 @@ def test_the_gate_command_refuses_bad_options() -> None:
 
     bad_url = gate("--upstream", "ftp://example.test/mcp")
     assert bad_url.returncode == 3 and "http:// or https://" in bad_url.stderr
+    with_password = gate("--upstream", "http://ops:hunter2@127.0.0.1:9/mcp")
+    assert with_password.returncode == 3 and "carries a user or password" in with_password.stderr
+    assert "hunter2" not in with_password.stderr + with_password.stdout
+    odd_password = gate("--upstream", "ftp://ops:hunter2@example.test/mcp")
+    assert odd_password.returncode == 3 and "hunter2" not in odd_password.stderr
     bad_listen = gate("--upstream", "http://127.0.0.1:9/mcp", "--listen", "nowhere")
     assert bad_listen.returncode == 2 and "--listen takes HOST:PORT" in bad_listen.stderr
     with running([sys.executable, "-m", "mcpfsm", "gate", "--upstream", "http://127.0.0.1:9/mcp"]) as (_, url):
