@@ -182,8 +182,13 @@ class Parts:
             # docs/testing.md: a recorder around the transport; without record= nothing of it is in the path.
             from .._transports.recorder import RecordingTransport
 
-            redaction = self._redaction
-            transport = RecordingTransport(transport, options.record, server=_recorded(transport), redaction=redaction)
+            transport = RecordingTransport(
+                transport,
+                options.record,
+                server=_recorded(transport),
+                redaction=self._redaction,
+                answers=options.audit_answers,  # the user's answers, as the audit trail keeps them
+            )
         self.transport = transport
         """The transport as made (or given), or the recorder around it (``record=``): ``Client.transport``."""
         shared = None

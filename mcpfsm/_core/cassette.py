@@ -91,12 +91,42 @@ def _integral(value: Any) -> Any:
     return value
 
 
+ANSWER: Final = "[answer]"
+"""What a cassette holds in place of each answer a user gave (``params.inputResponses``), unless the client was
+made with ``audit_answers=True``; matching reads answers the same way, so a replay matches either."""
+
+
+def without_answers(message: Any) -> Any:
+    """``message`` with the user's answers of a resend (``params.inputResponses``, SEP-2322) masked as :data:`ANSWER`.
+
+    Each answer keeps its ``action`` (accept, decline, cancel: what the server's next step depends on); its
+    ``content`` (what the user typed, a password among it perhaps) and any other value become :data:`ANSWER`.
+    Anything else is returned as it is.
+    """
+    if not isinstance(message, Mapping):
+        return message
+    params = message.get("params")
+    responses = params.get("inputResponses") if isinstance(params, Mapping) else None
+    if not isinstance(params, Mapping) or not isinstance(responses, Mapping):
+        return message
+    masked = {
+        key: (
+            {name: (item if name == "action" else ANSWER) for name, item in value.items()}
+            if isinstance(value, Mapping)
+            else ANSWER
+        )
+        for key, value in responses.items()
+    }
+    return {**message, "params": {**params, "inputResponses": masked}}
+
+
 @dataclass(frozen=True, slots=True)
 class MatchKey:
     """What a request is matched by: its method, its params as canonical JSON, and (HTTP) ``Mcp-Method``/``Mcp-Name``.
 
     The request id, ``_meta.progressToken`` and the ``_meta`` entries of :data:`IGNORED_META` are left out, and so
-    is ``clientInfo`` in ``initialize`` (the same fact, spelled the 2025-11-25 way).
+    is ``clientInfo`` in ``initialize`` (the same fact, spelled the 2025-11-25 way); answers are read as
+    :func:`without_answers` shows them.
     """
 
     method: str
@@ -108,7 +138,7 @@ class MatchKey:
 def match_key(message: Mapping[str, Any], headers: Mapping[str, str] | None) -> MatchKey:
     """The :class:`MatchKey` of a JSON-RPC request or notification and the headers it came with (``None``: stdio)."""
     method = message.get("method")
-    params = message.get("params")
+    params = without_answers(message).get("params")
     kept: dict[str, Any] = dict(params) if isinstance(params, Mapping) else {}
     meta = kept.get("_meta")
     if isinstance(meta, Mapping):

@@ -34,6 +34,7 @@ from .._core.cassette import (
     header_record,
     recorded_headers,
     settled_protocol,
+    without_answers,
 )
 from .._core.errors import TransportError
 from .._core.jsonrpc import Notification, Request
@@ -68,6 +69,8 @@ class RecordingTransport:
         path: the cassette to write (replaced if it exists).
         server: what the header line names: the URL (HTTP) or the command (stdio).
         redaction: returns the client's redaction of a text at the moment of writing (``None``: no secrets held).
+        answers: write the user's answers of a resend as given (the client's ``audit_answers=True``); by default
+            each is written as ``[answer]`` (:func:`~mcpfsm._core.cassette.without_answers`).
         clock: wall-clock seconds, for ``recorded_at``.
         timer: monotonic seconds, for ``elapsed_ms``.
     """
@@ -79,12 +82,14 @@ class RecordingTransport:
         *,
         server: str | Sequence[str],
         redaction: Callable[[], Callable[[str], str] | None] | None = None,
+        answers: bool = False,
         clock: Callable[[], float] = time.time,
         timer: Callable[[], float] = time.perf_counter,
     ) -> None:
         """Wrap ``inner``; the file is created when the transport opens."""
         self.inner = inner
         """The transport that talks to the server."""
+        self._answers = answers
         self.path = os.fspath(path)
         """The cassette's path, as given."""
         self._server = server if isinstance(server, str) else list(server)
@@ -209,7 +214,7 @@ class RecordingTransport:
         self._seq += 1
         record = exchange_record(
             seq=self._seq,
-            message=message,
+            message=message if self._answers else without_answers(message),
             request_headers=request_headers,
             status=status if http else None,
             response_headers=response_headers if http else None,

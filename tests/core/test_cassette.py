@@ -315,3 +315,24 @@ def test_target_of_names_the_tool_the_prompt_and_the_resource() -> None:
 
 def test_the_version_is_one() -> None:
     assert CASSETTE_VERSION == 1 == header_record(recorded_at="t", server="u", protocol=None)["mcpfsm_cassette"]
+
+
+def test_the_users_answers_are_masked_and_matching_reads_them_masked() -> None:
+    from mcpfsm._core.cassette import ANSWER, match_key, without_answers
+
+    def resend(name: str) -> dict[str, Any]:
+        answer = {"action": "accept", "content": {"password": name}}
+        params = {"name": "login", "arguments": {}, "inputResponses": {"r1": answer, "r2": "odd"}, "requestState": "s"}
+        return {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}
+
+    masked = without_answers(resend("hunter2"))
+    assert masked["params"]["inputResponses"] == {"r1": {"action": "accept", "content": ANSWER}, "r2": ANSWER}
+    assert masked["params"]["requestState"] == "s" and "hunter2" not in str(masked)
+    assert resend("hunter2")["params"]["inputResponses"]["r1"]["content"] == {"password": "hunter2"}  # not changed
+    # A cassette written with the answers masked matches the live resend, and so does one written with them.
+    assert match_key(masked, None) == match_key(resend("hunter2"), None) == match_key(resend("other"), None)
+    declined = resend("x")
+    declined["params"]["inputResponses"]["r1"]["action"] = "decline"
+    assert match_key(declined, None) != match_key(masked, None)
+    plain = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    assert without_answers(plain) is plain

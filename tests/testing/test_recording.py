@@ -80,6 +80,14 @@ async def test_the_sdk_server_over_http_recorded_and_replayed(era: str, peer: Ht
         assert retry["request"]["headers"]["Mcp-Param-Region"] == "eu-west"
         assert "Mcp-Session-Id" not in str([e["request"]["headers"] for e in exchanges])
         assert ("tool-call", "relisting", "mismatched") in recording.path[-1]
+        # The user's answer (the agent typed "Grace") is not in the resend the cassette keeps; its action is.
+        resent = [
+            e["request"]["message"]["params"]
+            for e in exchanges
+            if "inputResponses" in e["request"]["message"].get("params", {})
+        ]
+        answers = [answer for params in resent for answer in params["inputResponses"].values()]
+        assert answers and all(answer == {"action": "accept", "content": "[answer]"} for answer in answers)
     else:
         assert methods[:3] == ["initialize", "notifications/initialized", "tools/list"]
         assert exchanges[1]["response"] == {"status": 202, "headers": {}, "messages": []}
@@ -135,8 +143,9 @@ async def test_fastmcp_over_http_recorded_and_replayed(era: str, fastmcp_http: F
 
 
 @pytest.mark.parametrize("era", ERAS)
-@pytest.mark.parametrize(("command", "agent"), [(SDK_STDIO, sdk_agent), (FASTMCP_STDIO, fastmcp_agent)],
-                         ids=["sdk", "fastmcp"])
+@pytest.mark.parametrize(
+    ("command", "agent"), [(SDK_STDIO, sdk_agent), (FASTMCP_STDIO, fastmcp_agent)], ids=["sdk", "fastmcp"]
+)
 async def test_stdio_servers_recorded_and_replayed(era: str, command: list[str], agent: Any, tmp_path: Path) -> None:
     protocol, settled = ERAS[era]
     path = tmp_path / "stdio.jsonl"
